@@ -1,0 +1,203 @@
+// The grid: a per-frame counting-sort rebuild over SoA positions and exact,
+// deterministic pair finding.
+//
+// Recipe (one frame):
+//   hashgrid::ParticleSpans in{x, y, z, nullptr, n};           // radius optional
+//   hashgrid::Status s = grid.rebuild(in, backend);             // O(N) counting sort
+//   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
+//   if (p.status.code == hashgrid::StatusCode::output_too_small) { ... p.pair_count is exact ... }
+//
+// Cells. Cell coordinates are floor((p - origin) / cell), computed in double
+// precision with a cell edge enlarged by a relative 2^-20 (see cell_key.h for
+// the argument): two particles that pass the float distance test are never
+// more than one cell apart, whatever the origin and scale.
+//
+// Sorted order. After rebuild, particles are grouped by cell, cells in
+// lexicographic (z, y, x) order of their integer coordinates, and within a cell
+// by ascending original index. This "sorted position" order is the same for
+// bounded and unbounded worlds with the same origin and cell size, and for any
+// thread count.
+//
+// Pairs. A pair {a, b} (original indices, a < b) is reported when
+//   uniform:    d2 < r * r                      (r = interaction_distance)
+//   radii:      d2 < (ra + rb) * (ra + rb)
+// with d2 = (dx * dx + dy * dy) + dz * dz in float, evaluated in exactly that
+// order without fused multiply-add (dz term absent in 2D). A distance of
+// exactly r is therefore outside. Each pair is reported once. Order: by the
+// sorted position of the earlier of the two particles, then by the sorted
+// position of the later one (lexicographic in sorted positions).
+#pragma once
+
+#include "hashgrid/config.h"
+#include "hashgrid/status.h"
+#include "hashgrid/thread_backend.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hashgrid {
+
+/// Input positions as structure-of-arrays. Pointers must stay valid during the
+/// call only; the grid copies what it keeps.
+struct ParticleSpans {
+    const float* x = nullptr;
+    const float* y = nullptr;
+    const float* z = nullptr;      ///< Ignored (may be null) in 2D.
+    const float* radius = nullptr; ///< Optional per-particle radius; null means uniform mode.
+    uint32_t count = 0;
+};
+
+/// One unordered pair of original particle indices, a < b.
+struct Pair {
+    uint32_t a;
+    uint32_t b;
+};
+static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
+
+/// Outcome of find_pairs().
+struct PairResult {
+    /// ok, output_too_small (needed = pair_count), pair_capacity (needed =
+    /// pair_count) or not_built.
+    Status status;
+    /// Exact number of pairs in this frame, even when they did not all fit.
+    uint64_t pair_count = 0;
+    /// Pairs written to the caller's buffer: always a prefix of the full
+    /// deterministic order (all of it when status is ok).
+    uint64_t written = 0;
+};
+
+/// Read-only view of the cell table after a rebuild.
+struct CellTableView {
+    /// Occupied cells in sorted (z, y, x) order. Unbounded: the distinct cells;
+    /// bounded: all cells of the box (many may be empty).
+    uint32_t cell_count = 0;
+    /// cell_count + 1 entries: particles of cell c are sorted positions [start[c], start[c + 1]).
+    const uint32_t* start = nullptr;
+    /// Unbounded: packed key of each cell (see cell_key.h); bounded: null.
+    const uint64_t* key = nullptr;
+    /// Unbounded: the open-addressing table (power-of-two slots). slot_key[s] is a
+    /// packed key or kEmptyKey; slot_cell[s] its index into the arrays above.
+    /// Layout depends only on the set of keys (deterministic). Bounded: 0/null.
+    uint32_t slot_count = 0;
+    const uint64_t* slot_key = nullptr;
+    const uint32_t* slot_cell = nullptr;
+};
+
+/// Marks an empty slot in CellTableView::slot_key.
+inline constexpr uint64_t kEmptyKey = ~uint64_t{0};
+
+/// The spatial hash grid. Not copyable; all memory is the block given to init().
+class Grid {
+public:
+    Grid() = default;
+    ~Grid();
+    Grid(const Grid&) = delete;
+    Grid& operator=(const Grid&) = delete;
+
+    /// Validates the config and lays the grid out in caller memory (at least
+    /// memory_requirements(config).bytes, aligned as it says). The grid does not
+    /// own the memory. Nothing allocates, here or later.
+    Status init(const GridConfig& config, void* memory, size_t bytes);
+
+    /// Same, but allocates the block once with aligned_alloc and frees it in the destructor.
+    Status init_allocate(const GridConfig& config);
+
+    /// Sorts the particles into cells. Validation (count, NaN/inf, range, radius)
+    /// runs before anything is changed: on such a failure the whole frame is
+    /// rejected and the previous frame stays intact. A cell_capacity failure is
+    /// found while building the table: the grid is then empty (0 particles)
+    /// until the next successful rebuild, and needed holds the exact distinct
+    /// cell count. Feeding back last frame's sorted order (particles stored in
+    /// sorted_to_original() order) makes the rebuild faster.
+    Status rebuild(const ParticleSpans& particles, const ThreadBackend& backend);
+
+    /// Finds all pairs of the last rebuild and writes up to `capacity` of them to
+    /// `out` (may be null when capacity is 0, e.g. to ask for the count).
+    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
+
+    /// Per-particle neighbour lists (CSR, both directions) from a pair array
+    /// (normally the one find_pairs() just wrote). offsets needs particle_count()
+    /// + 1 entries; indices needs 2 * pair_count. Neighbours of particle i are
+    /// indices[offsets[i] .. offsets[i + 1]), ascending. If indices is too
+    /// small: output_too_small with needed = 2 * pair_count, offsets valid,
+    /// indices untouched. Uses the grid's per-particle scratch.
+    Status neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets, uint64_t offsets_capacity,
+                          uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& backend);
+
+    /// Particles in the last successful rebuild.
+    [[nodiscard]] uint32_t particle_count() const { return count_; }
+    /// sorted_to_original()[k] is the original index of the particle at sorted position k.
+    [[nodiscard]] const uint32_t* sorted_to_original() const { return order_; }
+    /// Positions (and radii, when given) copied in sorted order.
+    [[nodiscard]] const float* sorted_x() const { return sorted_[0]; }
+    [[nodiscard]] const float* sorted_y() const { return sorted_[1]; }
+    [[nodiscard]] const float* sorted_z() const { return sorted_[2]; }
+    [[nodiscard]] const float* sorted_radius() const { return has_radius_ ? sorted_radius_ : nullptr; }
+    [[nodiscard]] CellTableView cells() const;
+    [[nodiscard]] const GridConfig& config() const { return config_; }
+    [[nodiscard]] bool initialized() const { return initialized_; }
+    /// Slots of the unbounded cell table (0 when bounded).
+    [[nodiscard]] uint32_t table_slots() const { return slot_count_; }
+
+private:
+    struct Impl;
+    friend struct Impl;
+
+    GridConfig config_{};
+    bool initialized_ = false;
+    bool built_ = false;
+    bool has_radius_ = false;
+    bool table_needs_full_clear_ = true;
+    void* owned_memory_ = nullptr;
+
+    // Frame state (valid after a successful rebuild).
+    uint32_t count_ = 0;
+    uint32_t cell_count_ = 0; // unbounded: distinct cells; bounded: total cells
+    uint32_t* order_ = nullptr;
+    float* sorted_[3] = {nullptr, nullptr, nullptr};
+    float* sorted_radius_ = nullptr;
+    uint32_t* cell_start_ = nullptr; // cell_count_ + 1
+    uint64_t* cell_key_ = nullptr;   // unbounded: sorted distinct keys
+    uint32_t* cell_slot_ = nullptr;  // unbounded: table slot of each cell
+
+    // Unbounded table (power-of-two slots, linear probing, priority-ordered).
+    uint32_t slot_count_ = 0;
+    uint32_t slot_shift_ = 0; // slot = hash >> slot_shift_
+    uint64_t* slot_key_ = nullptr;
+    uint32_t* slot_cell_ = nullptr;
+
+    // Scratch, reused every frame.
+    uint64_t* particle_key_ = nullptr;  // unbounded: key of each input particle
+    uint32_t* particle_cell_ = nullptr; // cell of each input particle; neighbor_lists cursors
+    uint32_t* cell_cursor_ = nullptr;   // counts, then scatter cursors
+    uint64_t* key_tmp_ = nullptr;       // unbounded: radix-sort ping-pong
+    uint32_t* radix_hist_ = nullptr;    // per-chunk digit histograms
+    uint64_t* chunk_scratch_ = nullptr; // per-chunk sums and flags
+    void* bad_ = nullptr;               // per-chunk validation records
+
+    // Pair pool: blocks of pairs linked per sweep chunk.
+    Pair* pair_pool_ = nullptr;
+    uint32_t* block_next_ = nullptr;
+    uint32_t block_count_ = 0;
+    uint32_t* chunk_first_block_ = nullptr;
+    uint64_t* chunk_pair_count_ = nullptr;
+    uint8_t* chunk_overflow_ = nullptr;
+};
+
+/// Pair-test kernels. All give bit-identical results (same IEEE operations in
+/// the same order, no FMA); automatic picks the widest this CPU supports.
+enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2 };
+
+/// Selects the kernel process-wide (tests, benchmarks). Returns false and
+/// changes nothing if this build or CPU lacks it.
+bool set_pair_kernel(PairKernel kernel);
+
+/// The kernel find_pairs() currently runs (never automatic).
+PairKernel active_pair_kernel();
+
+/// Bytes from aligned_alloc-style allocation used by init_allocate (and
+/// available to callers that want the same). Returns null on failure.
+void* aligned_alloc_bytes(uint64_t bytes, uint32_t alignment);
+void aligned_free_bytes(void* memory);
+
+} // namespace hashgrid

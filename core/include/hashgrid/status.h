@@ -1,0 +1,47 @@
+// Status codes: every data or capacity problem is reported here, never
+// dropped. Programmer errors (null spans, calls out of order) are caught by
+// HASHGRID_ASSERT instead (see assert.h).
+#pragma once
+
+#include <cstdint>
+
+namespace hashgrid {
+
+/// What went wrong, if anything. Capacity codes name the GridConfig field to
+/// raise; Status::needed then holds the count that would have fit everything.
+enum class StatusCode : uint32_t {
+    ok = 0,
+    invalid_config,    ///< A GridConfig field is out of its documented range (see Status::message).
+    memory_too_small,  ///< init(): the memory block is smaller than memory_requirements() said; needed = bytes.
+    memory_misaligned, ///< init(): the memory block is not aligned as memory_requirements() said.
+    particle_capacity, ///< More particles than GridConfig::max_particles; needed = particle count.
+    cell_capacity,     ///< More occupied cells than GridConfig::max_cells (unbounded); needed = exact distinct cells.
+    pair_capacity,     ///< More pairs than GridConfig::max_pairs; needed = exact pair count.
+    output_too_small,  ///< A caller-sized output buffer is too small; needed = exact element count.
+    invalid_position,  ///< A coordinate is NaN or infinite; index = lowest offending particle.
+    position_out_of_range, ///< Outside the bounded world (reject mode) or outside the cell-key range; index = lowest
+                           ///< offender.
+    invalid_radius,        ///< A radius is <= 0, NaN or infinite; index = lowest offending particle.
+    radius_too_large,      ///< 2 * radius > cell_size, so the half stencil could miss pairs; index = lowest offender.
+    not_built,             ///< Pairs were asked for before a successful rebuild().
+};
+
+/// Result of an operation. Default constructed means success.
+struct Status {
+    StatusCode code = StatusCode::ok;
+    /// For capacity codes: the exact count that would have fit (bytes, particles, cells, pairs or elements).
+    uint64_t needed = 0;
+    /// For per-particle codes: the lowest offending particle index (deterministic for any thread count).
+    uint32_t index = 0;
+    /// For per-particle codes: how many particles were offending.
+    uint32_t count = 0;
+    /// Static text naming the config field or input at fault; never null.
+    const char* message = "ok";
+
+    [[nodiscard]] constexpr bool ok() const { return code == StatusCode::ok; }
+};
+
+/// Short stable name of a code, e.g. "pair_capacity".
+const char* to_string(StatusCode code);
+
+} // namespace hashgrid

@@ -1,0 +1,48 @@
+// Grid::Impl: the frame pipeline's private steps, shared by rebuild.cpp,
+// pairs.cpp and neighbor_lists.cpp.
+#pragma once
+
+#include "grid_internal.h"
+
+namespace hashgrid {
+
+struct Grid::Impl {
+    // rebuild.cpp
+    static Status rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& b);
+    // pairs.cpp
+    static PairResult find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b);
+
+    /// Slot holding `key`, or kNone. Linear probing from the key's home slot.
+    static uint32_t find_slot(const Grid& g, uint64_t key) {
+        const uint32_t mask = g.slot_count_ - 1;
+        uint32_t s = static_cast<uint32_t>(hash_key(key) >> g.slot_shift_);
+        for (;;) {
+            const uint64_t k = g.slot_key_[s];
+            if (k == key) return s;
+            if (k == kEmptyKey) return detail::kNone;
+            s = (s + 1) & mask;
+        }
+    }
+    /// Cell index of `key`, or kNone.
+    static uint32_t find_cell(const Grid& g, uint64_t key) {
+        const uint32_t s = find_slot(g, key);
+        return s == detail::kNone ? detail::kNone : g.slot_cell_[s];
+    }
+};
+
+namespace detail {
+
+/// Exclusive scan of counts[0, n) into starts[0, n] (starts[n] = total) and,
+/// when cursors is not null, cursors[0, n) = starts. counts may alias cursors.
+/// Two passes over fixed chunks: per-chunk sums, then per-chunk prefix.
+uint64_t exclusive_scan(const ThreadBackend& b, const uint32_t* counts, uint32_t n, uint32_t* starts, uint32_t* cursors,
+                        uint64_t* chunk_sums);
+
+/// Sets a[0, n) to value in parallel.
+void fill_u32(const ThreadBackend& b, uint32_t* a, uint32_t n, uint32_t value);
+
+/// Ascending sort of distinct values in place (insertion sort when short).
+void sort_distinct(uint32_t* a, uint32_t n);
+
+} // namespace detail
+} // namespace hashgrid

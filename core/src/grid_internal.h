@@ -1,0 +1,56 @@
+// Private constants and helpers shared by the grid's translation units.
+#pragma once
+
+#include "hashgrid/cell_key.h"
+#include "hashgrid/grid.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace hashgrid::detail {
+
+/// Items per chunk for per-particle loops (key, count, scatter).
+inline constexpr uint32_t kParticleGrain = 8192;
+/// Cells per chunk for per-cell loops (scan, finalize).
+inline constexpr uint32_t kCellGrain = 4096;
+/// Home particles per chunk in the pair sweep.
+inline constexpr uint32_t kPairGrain = 1024;
+/// Pairs per block of the pair pool.
+inline constexpr uint32_t kPairBlock = 2048;
+/// Keys per chunk in the radix sort of distinct cells.
+inline constexpr uint32_t kRadixGrain = 16384;
+/// Readable padding after every sorted array (SIMD over-read).
+inline constexpr uint32_t kPad = 16;
+/// Alignment of every array in the block.
+inline constexpr uint32_t kAlignment = 64;
+/// No cell / no block.
+inline constexpr uint32_t kNone = 0xffffffffu;
+
+inline uint32_t chunk_count(uint64_t items, uint32_t grain) {
+    return static_cast<uint32_t>((items + grain - 1) / grain);
+}
+
+/// Relaxed atomic add on a plain array element (std::atomic_ref keeps arrays plain).
+inline uint32_t atomic_add(uint32_t& value, uint32_t add) {
+    return std::atomic_ref<uint32_t>(value).fetch_add(add, std::memory_order_relaxed);
+}
+
+/// Per-chunk record of the lowest offending particle in validation passes.
+struct BadParticle {
+    uint32_t index;
+    uint32_t count;
+    StatusCode code;
+};
+
+/// Derived sizes of one config (used by memory_requirements and init).
+struct Sizes {
+    uint32_t particles;   // max_particles
+    uint32_t cells;       // cell capacity: bounded total or max_cells
+    uint32_t slots;       // unbounded table slots (power of two), 0 when bounded
+    uint32_t chunk_slots; // per-chunk scratch entries
+    uint32_t radix_chunks;
+    uint32_t pair_chunks;
+    uint32_t pair_blocks;
+};
+
+} // namespace hashgrid::detail

@@ -1,0 +1,260 @@
+// Pair finding: a forward half-stencil sweep over fixed chunks of home
+// particles (sorted positions), written to a pool of pair blocks, then
+// published into the caller's buffer in chunk order.
+//
+// Output order is lexicographic in (sorted position of the earlier particle,
+// sorted position of the later): a home particle k is tested against the rest
+// of its cell and its forward neighbour ranges, which all lie after k and are
+// visited in ascending order. The order therefore depends on the input only,
+// not on chunking, threads or the SIMD width.
+#include "grid_impl.h"
+
+#include "hashgrid/assert.h"
+
+#include <atomic>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define HASHGRID_X86 1
+#endif
+
+namespace hashgrid {
+
+using namespace detail;
+
+namespace {
+
+/// Everything the sweep reads, as plain arrays.
+struct SweepData {
+    const float* x;
+    const float* y;
+    const float* z;
+    const float* radius;
+    const uint32_t* order;
+    const uint32_t* start;
+    uint32_t cell_count;
+    bool bounded;
+    uint32_t counts[3];
+    const uint64_t* key;
+    const uint64_t* slot_key;
+    const uint32_t* slot_cell;
+    uint32_t slot_mask;
+    uint32_t slot_shift;
+    float r2;
+};
+
+/// Shared state of the pair pool during one find_pairs().
+struct Pool {
+    Pair* pairs;
+    uint32_t* next;
+    uint32_t block_count;
+    uint32_t taken; // atomic via atomic_ref
+};
+
+/// Collects one chunk's pairs into a chain of pool blocks. Keeps counting after
+/// the pool is exhausted, so the total is always exact.
+struct Sink {
+    Pair* cur = nullptr;
+    Pair* end = nullptr;
+    uint64_t count = 0;
+    uint32_t first_block = kNone;
+    uint32_t last_block = kNone;
+    bool overflow = false;
+    Pool* pool = nullptr;
+
+    bool refill() {
+        if (overflow) return false;
+        const uint32_t block = std::atomic_ref<uint32_t>(pool->taken).fetch_add(1, std::memory_order_relaxed);
+        if (block >= pool->block_count) {
+            overflow = true;
+            cur = end = nullptr;
+            return false;
+        }
+        pool->next[block] = kNone;
+        if (last_block == kNone)
+            first_block = block;
+        else
+            pool->next[last_block] = block;
+        last_block = block;
+        cur = pool->pairs + uint64_t{block} * kPairBlock;
+        end = cur + kPairBlock;
+        return true;
+    }
+
+    inline void push(uint32_t a, uint32_t b) {
+        ++count;
+        if (cur == end && !refill()) return;
+        *cur++ = a < b ? Pair{a, b} : Pair{b, a};
+    }
+};
+
+namespace scalar_kernel {
+#define HASHGRID_SWEEP_TARGET
+#define HASHGRID_SWEEP_WIDTH 1
+#include "sweep_impl.inc"
+#undef HASHGRID_SWEEP_TARGET
+#undef HASHGRID_SWEEP_WIDTH
+} // namespace scalar_kernel
+
+#if HASHGRID_X86
+namespace sse2_kernel {
+#define HASHGRID_SWEEP_TARGET
+#define HASHGRID_SWEEP_WIDTH 4
+#include "sweep_impl.inc"
+#undef HASHGRID_SWEEP_TARGET
+#undef HASHGRID_SWEEP_WIDTH
+} // namespace sse2_kernel
+
+namespace avx2_kernel {
+#define HASHGRID_SWEEP_TARGET __attribute__((target("avx2")))
+#define HASHGRID_SWEEP_WIDTH 8
+#include "sweep_impl.inc"
+#undef HASHGRID_SWEEP_TARGET
+#undef HASHGRID_SWEEP_WIDTH
+} // namespace avx2_kernel
+#endif
+
+bool cpu_has(PairKernel kernel) {
+    switch (kernel) {
+    case PairKernel::scalar:
+        return true;
+#if HASHGRID_X86
+    case PairKernel::sse2:
+        return true;
+    case PairKernel::avx2:
+        return __builtin_cpu_supports("avx2") != 0;
+#endif
+    default:
+        return false;
+    }
+}
+
+PairKernel best_kernel() {
+    if (cpu_has(PairKernel::avx2)) return PairKernel::avx2;
+    if (cpu_has(PairKernel::sse2)) return PairKernel::sse2;
+    return PairKernel::scalar;
+}
+
+std::atomic<PairKernel> g_kernel{PairKernel::automatic};
+
+scalar_kernel::SweepFn sweep_for(PairKernel kernel, uint32_t dims, bool radius) {
+    switch (kernel) {
+#if HASHGRID_X86
+    case PairKernel::avx2:
+        return avx2_kernel::pick(dims, radius);
+    case PairKernel::sse2:
+        return sse2_kernel::pick(dims, radius);
+#endif
+    default:
+        return scalar_kernel::pick(dims, radius);
+    }
+}
+
+} // namespace
+
+bool set_pair_kernel(PairKernel kernel) {
+    if (kernel == PairKernel::automatic) {
+        g_kernel.store(best_kernel());
+        return true;
+    }
+    if (!cpu_has(kernel)) return false;
+    g_kernel.store(kernel);
+    return true;
+}
+
+PairKernel active_pair_kernel() {
+    PairKernel k = g_kernel.load();
+    if (k == PairKernel::automatic) {
+        k = best_kernel();
+        g_kernel.store(k);
+    }
+    return k;
+}
+
+PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend) {
+    return Impl::find_pairs(*this, out, capacity, backend);
+}
+
+PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b) {
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
+    PairResult result;
+    if (!g.built_) {
+        result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
+        return result;
+    }
+    const GridConfig& c = g.config_;
+    SweepData s{};
+    s.x = g.sorted_[0];
+    s.y = g.sorted_[1];
+    s.z = g.sorted_[2];
+    s.radius = g.sorted_radius_;
+    s.order = g.order_;
+    s.start = g.cell_start_;
+    s.cell_count = g.cell_count_;
+    s.bounded = c.world == World::bounded;
+    for (uint32_t d = 0; d < 3; ++d)
+        s.counts[d] = c.cell_counts[d];
+    s.key = g.cell_key_;
+    s.slot_key = g.slot_key_;
+    s.slot_cell = g.slot_cell_;
+    s.slot_mask = g.slot_count_ - 1;
+    s.slot_shift = g.slot_shift_;
+    s.r2 = c.interaction_distance * c.interaction_distance;
+
+    const uint32_t n = g.count_;
+    const uint32_t chunks = chunk_count(n, kPairGrain);
+    Pool pool{g.pair_pool_, g.block_next_, g.block_count_, 0};
+    const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.has_radius_);
+    parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        Sink sink;
+        sink.pool = &pool;
+        sweep(s, begin, end, sink);
+        const uint32_t chunk = begin / kPairGrain;
+        g.chunk_first_block_[chunk] = sink.first_block;
+        g.chunk_pair_count_[chunk] = sink.count;
+        g.chunk_overflow_[chunk] = sink.overflow ? 1 : 0;
+    });
+
+    // Publish: chunk offsets in chunk order, then a parallel copy of the prefix that fits.
+    uint64_t total = 0;
+    bool overflow = false;
+    for (uint32_t ch = 0; ch < chunks; ++ch) {
+        total += g.chunk_pair_count_[ch];
+        overflow = overflow || g.chunk_overflow_[ch] != 0;
+    }
+    result.pair_count = total;
+    if (overflow) {
+        // Which chunks got blocks depends on timing: publish nothing.
+        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
+        return result;
+    }
+    uint64_t running = 0;
+    for (uint32_t ch = 0; ch < chunks; ++ch) {
+        const uint64_t v = g.chunk_pair_count_[ch];
+        g.chunk_pair_count_[ch] = running; // now the chunk's output offset
+        running += v;
+    }
+    const uint64_t writable = total < capacity ? total : capacity;
+    parallel_chunks(b, chunks, 8, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t ch = begin; ch < end; ++ch) {
+            const uint64_t first = g.chunk_pair_count_[ch];
+            const uint64_t last = ch + 1 < chunks ? g.chunk_pair_count_[ch + 1] : total;
+            uint64_t pos = first;
+            uint32_t block = g.chunk_first_block_[ch];
+            while (pos < last && pos < writable) {
+                const uint64_t in_block = last - pos < kPairBlock ? last - pos : kPairBlock;
+                const uint64_t copy = writable - pos < in_block ? writable - pos : in_block;
+                std::memcpy(out + pos, g.pair_pool_ + uint64_t{block} * kPairBlock, copy * sizeof(Pair));
+                pos += in_block;
+                block = g.block_next_[block];
+            }
+        }
+    });
+    result.written = writable;
+    if (total > capacity)
+        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
+    return result;
+}
+
+} // namespace hashgrid

@@ -1,0 +1,37 @@
+#include "hashgrid/status.h"
+
+namespace hashgrid {
+
+const char* to_string(StatusCode code) {
+    switch (code) {
+    case StatusCode::ok:
+        return "ok";
+    case StatusCode::invalid_config:
+        return "invalid_config";
+    case StatusCode::memory_too_small:
+        return "memory_too_small";
+    case StatusCode::memory_misaligned:
+        return "memory_misaligned";
+    case StatusCode::particle_capacity:
+        return "particle_capacity";
+    case StatusCode::cell_capacity:
+        return "cell_capacity";
+    case StatusCode::pair_capacity:
+        return "pair_capacity";
+    case StatusCode::output_too_small:
+        return "output_too_small";
+    case StatusCode::invalid_position:
+        return "invalid_position";
+    case StatusCode::position_out_of_range:
+        return "position_out_of_range";
+    case StatusCode::invalid_radius:
+        return "invalid_radius";
+    case StatusCode::radius_too_large:
+        return "radius_too_large";
+    case StatusCode::not_built:
+        return "not_built";
+    }
+    return "unknown";
+}
+
+} // namespace hashgrid
