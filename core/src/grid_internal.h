@@ -5,6 +5,7 @@
 #include "hashgrid/grid.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace hashgrid::detail {
@@ -33,6 +34,19 @@ inline uint32_t chunk_count(uint64_t items, uint32_t grain) {
 /// Relaxed atomic add on a plain array element (std::atomic_ref keeps arrays plain).
 inline uint32_t atomic_add(uint32_t& value, uint32_t add) {
     return std::atomic_ref<uint32_t>(value).fetch_add(add, std::memory_order_relaxed);
+}
+
+/// Steady-clock nanoseconds for phase timings.
+inline uint64_t clock_ns() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
+
+/// Floor of a double known to lie well inside the int32 range (no libm call).
+inline int32_t floor_to_int(double t) {
+    const auto i = static_cast<int32_t>(t); // truncates toward zero
+    return static_cast<double>(i) > t ? i - 1 : i;
 }
 
 /// Per-chunk record of the lowest offending particle in validation passes.

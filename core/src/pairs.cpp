@@ -44,6 +44,29 @@ struct SweepData {
     float r2;
 };
 
+/// Candidate arrays a home particle is tested against (sorted arrays, or a packed block).
+struct Candidates {
+    const float* x;
+    const float* y;
+    const float* z;
+    const float* radius;
+    const uint32_t* order;
+};
+
+/// Candidates per packed block, and readable padding after them.
+constexpr uint32_t kPackCapacity = 1024;
+constexpr uint32_t kPackPad = 8;
+
+/// A home cell's forward candidates copied contiguously (on the sweeping thread's stack).
+struct PackedCandidates {
+    alignas(32) float x[kPackCapacity + kPackPad];
+    alignas(32) float y[kPackCapacity + kPackPad];
+    alignas(32) float z[kPackCapacity + kPackPad];
+    alignas(32) float r[kPackCapacity + kPackPad];
+    alignas(32) uint32_t o[kPackCapacity + kPackPad];
+    uint32_t count;
+};
+
 /// Shared state of the pair pool during one find_pairs().
 struct Pool {
     Pair* pairs;
@@ -88,6 +111,22 @@ struct Sink {
         *cur++ = a < b ? Pair{a, b} : Pair{b, a};
     }
 };
+
+#if HASHGRID_X86
+/// kCompress[m] lists the set lanes of the 8-bit mask m in ascending order.
+struct CompressTable {
+    uint8_t lanes[256][8];
+    constexpr CompressTable() : lanes{} {
+        for (uint32_t m = 0; m < 256; ++m) {
+            uint32_t n = 0;
+            for (uint32_t lane = 0; lane < 8; ++lane)
+                if ((m >> lane) & 1u) lanes[m][n++] = static_cast<uint8_t>(lane);
+        }
+    }
+};
+constexpr CompressTable kCompressTable{};
+constexpr const uint8_t (&kCompress)[256][8] = kCompressTable.lanes;
+#endif
 
 namespace scalar_kernel {
 #define HASHGRID_SWEEP_TARGET
@@ -202,6 +241,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     s.slot_shift = g.slot_shift_;
     s.r2 = c.interaction_distance * c.interaction_distance;
 
+    const uint64_t t_begin = clock_ns();
     const uint32_t n = g.count_;
     const uint32_t chunks = chunk_count(n, kPairGrain);
     Pool pool{g.pair_pool_, g.block_next_, g.block_count_, 0};
@@ -216,6 +256,9 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         g.chunk_overflow_[chunk] = sink.overflow ? 1 : 0;
     });
 
+    const uint64_t t_swept = clock_ns();
+    g.pair_timings_ = PairTimings{};
+    g.pair_timings_.sweep = t_swept - t_begin;
     // Publish: chunk offsets in chunk order, then a parallel copy of the prefix that fits.
     uint64_t total = 0;
     bool overflow = false;
@@ -252,6 +295,9 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         }
     });
     result.written = writable;
+    const uint64_t t_end = clock_ns();
+    g.pair_timings_.publish = t_end - t_swept;
+    g.pair_timings_.total = t_end - t_begin;
     if (total > capacity)
         result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
     return result;

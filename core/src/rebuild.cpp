@@ -106,7 +106,7 @@ inline StatusCode cell_of(const KeyParams& k, uint32_t i, int32_t* cell) {
             if (!Bounded || !k.clamp) return StatusCode::position_out_of_range;
             t = t < k.lower ? k.lower : k.upper[d] - 1.0;
         }
-        cell[d] = static_cast<int32_t>(std::floor(t));
+        cell[d] = floor_to_int(t);
     }
     if (k.radius != nullptr) {
         const float r = k.radius[i];
@@ -304,6 +304,8 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     }
     k.lower = bounded ? 0.0 : -static_cast<double>(c.dimensions == 3 ? kKeyLimit3 : kKeyLimit2);
 
+    RebuildTimings& timing = g.rebuild_timings_;
+    const uint64_t t_begin = clock_ns();
     // 1. Keys (+ counts when bounded). Only scratch is written until validation passed.
     uint32_t cells = g.cell_count_;
     if (bounded) {
@@ -325,6 +327,9 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     }
     const Status invalid = first_bad(bad, chunk_count(n, kParticleGrain));
     if (!invalid.ok()) return invalid; // previous frame untouched
+    uint64_t t_mark = clock_ns();
+    timing = RebuildTimings{};
+    timing.keys = t_mark - t_begin;
 
     // 2. Unbounded: deterministic table, sorted distinct cells, per-particle cell.
     if (!bounded) {
@@ -418,12 +423,21 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         });
     }
 
+    auto lap = [&t_mark](uint64_t& phase) {
+        const uint64_t now = clock_ns();
+        phase = now - t_mark;
+        t_mark = now;
+    };
+    if (!bounded) lap(timing.table);
+
     // 3. Counting sort: starts, scatter, per-cell order and gather.
     exclusive_scan(b, g.cell_cursor_, cells, g.cell_start_, g.cell_cursor_, g.chunk_scratch_);
+    lap(timing.scan);
     parallel_chunks(b, n, kParticleGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i)
             g.order_[atomic_add(g.cell_cursor_[g.particle_cell_[i]], 1)] = i;
     });
+    lap(timing.scatter);
     const uint32_t dims = c.dimensions;
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t cell = begin; cell < end; ++cell) {
@@ -443,6 +457,8 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         }
     });
 
+    lap(timing.finalize);
+    timing.total = t_mark - t_begin;
     g.count_ = n;
     g.cell_count_ = cells;
     g.has_radius_ = p.radius != nullptr;

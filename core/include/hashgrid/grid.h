@@ -66,6 +66,23 @@ struct PairResult {
     uint64_t written = 0;
 };
 
+/// Wall time of each phase of the last rebuild(), in nanoseconds (steady clock).
+struct RebuildTimings {
+    uint64_t keys = 0;     ///< Validation, cell coordinates (bounded: and counts).
+    uint64_t table = 0;    ///< Unbounded: table insert, distinct-cell sort, per-particle lookup and count.
+    uint64_t scan = 0;     ///< Exclusive scan of the cell counts.
+    uint64_t scatter = 0;  ///< Particle indices into their cells.
+    uint64_t finalize = 0; ///< Per-cell index order and the sorted SoA gather.
+    uint64_t total = 0;
+};
+
+/// Wall time of each phase of the last find_pairs(), in nanoseconds.
+struct PairTimings {
+    uint64_t sweep = 0;   ///< Distance tests into the pair pool.
+    uint64_t publish = 0; ///< Copy into the caller's buffer in canonical order.
+    uint64_t total = 0;
+};
+
 /// Read-only view of the cell table after a rebuild.
 struct CellTableView {
     /// Occupied cells in sorted (z, y, x) order. Unbounded: the distinct cells;
@@ -134,6 +151,9 @@ public:
     [[nodiscard]] const float* sorted_z() const { return sorted_[2]; }
     [[nodiscard]] const float* sorted_radius() const { return has_radius_ ? sorted_radius_ : nullptr; }
     [[nodiscard]] CellTableView cells() const;
+    /// Phase timings of the last rebuild() / find_pairs() (zeros before the first).
+    [[nodiscard]] const RebuildTimings& last_rebuild_timings() const { return rebuild_timings_; }
+    [[nodiscard]] const PairTimings& last_pair_timings() const { return pair_timings_; }
     [[nodiscard]] const GridConfig& config() const { return config_; }
     [[nodiscard]] bool initialized() const { return initialized_; }
     /// Slots of the unbounded cell table (0 when bounded).
@@ -144,6 +164,8 @@ private:
     friend struct Impl;
 
     GridConfig config_{};
+    RebuildTimings rebuild_timings_{};
+    PairTimings pair_timings_{};
     bool initialized_ = false;
     bool built_ = false;
     bool has_radius_ = false;
