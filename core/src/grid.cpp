@@ -63,12 +63,15 @@ Sizes sizes_of(const GridConfig& c) {
     s.chunk_slots = static_cast<uint32_t>(chunks + 1);
     s.radix_chunks = c.world == World::unbounded ? chunk_count(s.cells, kRadixGrain) : 0;
     s.pair_chunks = chunk_count(s.particles, kPairGrain);
+    s.sort_grain = sort_grain_for(s.particles);
+    s.sort_chunks = chunk_count(s.particles, s.sort_grain);
+    s.buckets = bucket_capacity_for(s.particles);
     // Every chunk can leave one block partly filled: max_pairs always fits.
     s.pair_blocks = static_cast<uint32_t>((c.max_pairs + kPairBlock - 1) / kPairBlock + s.pair_chunks);
     return s;
 }
 
-constexpr int kPointerCount = 22;
+constexpr int kPointerCount = 30;
 
 /// Assigns (or measures) every array. Returns total bytes.
 uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, Grid* g, void** pointers) {
@@ -97,6 +100,13 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, Grid*
     pointers[i++] = l.take<uint32_t>(s.pair_chunks);                                     // chunk_first_block_
     pointers[i++] = l.take<uint64_t>(s.pair_chunks);                                     // chunk_pair_count_
     pointers[i++] = l.take<uint8_t>(s.pair_chunks);                                      // chunk_overflow_
+    pointers[i++] = l.take<uint32_t>(uint64_t{s.sort_chunks} * s.buckets);               // bucket_hist_
+    pointers[i++] = l.take<uint32_t>(uint64_t{s.buckets} + 1);                           // bucket_start_
+    pointers[i++] = l.take<uint32_t>(s.particles);                                       // stage_cell_
+    pointers[i++] = l.take<uint32_t>(s.particles);                                       // stage_index_
+    for (uint32_t d = 0; d < 3; ++d)                                                     // stage_pos_[d]
+        pointers[i++] = d < c.dimensions ? l.take<float>(s.particles) : nullptr;
+    pointers[i++] = l.take<float>(s.particles); // stage_radius_
     (void)g;
     HASHGRID_ASSERT(i == kPointerCount, "lay_out: pointer count");
     return l.bytes();
@@ -190,6 +200,13 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     chunk_first_block_ = static_cast<uint32_t*>(p[i++]);
     chunk_pair_count_ = static_cast<uint64_t*>(p[i++]);
     chunk_overflow_ = static_cast<uint8_t*>(p[i++]);
+    bucket_hist_ = static_cast<uint32_t*>(p[i++]);
+    bucket_start_ = static_cast<uint32_t*>(p[i++]);
+    stage_cell_ = static_cast<uint32_t*>(p[i++]);
+    stage_index_ = static_cast<uint32_t*>(p[i++]);
+    for (float*& a : stage_pos_)
+        a = static_cast<float*>(p[i++]);
+    stage_radius_ = static_cast<float*>(p[i++]);
     HASHGRID_ASSERT(i == kPointerCount, "layout and init disagree");
 
     config_ = config;
@@ -198,6 +215,8 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     for (uint32_t v = s.slots; v > 1; v >>= 1)
         --slot_shift_;
     block_count_ = s.pair_blocks;
+    sort_grain_ = s.sort_grain;
+    bucket_capacity_ = s.buckets;
     // The sweep reads up to kPad values past the last particle: make them
     // ordinary numbers once (the lanes are masked out, but keep them defined).
     const uint64_t padded = uint64_t{s.particles} + kPad;

@@ -65,6 +65,25 @@ struct Sizes {
     uint32_t radix_chunks;
     uint32_t pair_chunks;
     uint32_t pair_blocks;
+    uint32_t sort_grain;  // particles per chunk of the bucket passes
+    uint32_t sort_chunks; // chunk_count(particles, sort_grain)
+    uint32_t buckets;     // bucket capacity (power of two)
 };
+
+/// Buckets of the two-level counting sort: about 4096 particles each so a
+/// bucket's particles and cells stay in cache, at least 16 for load balance.
+inline uint32_t bucket_capacity_for(uint32_t particles) {
+    uint32_t b = 16;
+    while (b < 4096 && uint64_t{b} * 4096 < particles)
+        b *= 2;
+    return b;
+}
+
+/// Grain of the bucket passes: at most 512 chunks, so the [chunk][bucket]
+/// histogram stays small for any particle count.
+inline uint32_t sort_grain_for(uint32_t particles) {
+    const uint32_t g = (particles + 511) / 512;
+    return g > kParticleGrain ? g : kParticleGrain;
+}
 
 } // namespace hashgrid::detail

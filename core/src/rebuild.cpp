@@ -1,18 +1,22 @@
 // The per-frame rebuild: keys, cell table, counting sort.
 //
-// 1. Key pass (parallel over particles): validate, compute integer cell
-//    coordinates (cell_key.h). Bounded: dense linear index, counted at once.
+// 1. Key pass (parallel over fixed chunks of particles): validate and compute
+//    integer cell coordinates (cell_key.h). Bounded: the dense linear index.
 //    Unbounded: a packed 64-bit key per particle.
 // 2. Unbounded only: insert the keys into the open-addressing table with
 //    priority-ordered linear probing (Shun & Blelloch, "Phase-concurrent hash
 //    tables for determinism", SPAA 2014): the layout depends only on the key
 //    set, never on timing. The distinct keys are compacted in slot order and
 //    radix-sorted, giving cells in lexicographic (z, y, x) order; each
-//    particle then looks up its cell index and is counted.
-// 3. Exclusive scan of the counts (cell starts), scatter of particle indices
-//    with per-cell atomic cursors, then a per-cell pass that sorts each cell's
-//    indices ascending (this makes the order independent of the scatter's
-//    timing) and gathers positions into the sorted SoA copy.
+//    particle then looks up its cell index.
+// 3. Two-level counting sort without atomics: cells are grouped into buckets
+//    of consecutive cells. Each chunk counts its particles per bucket; a scan
+//    in (bucket, chunk) order gives every chunk its own output range per
+//    bucket, so the scatter into buckets is stable (ascending index within a
+//    bucket) and carries the positions along. Each bucket is then
+//    counting-sorted by cell on its own, in cache, writing cell starts, the
+//    permutation and the sorted SoA copy. Within a cell, particles keep
+//    ascending original index: the result is the same for any thread count.
 #include "grid_impl.h"
 
 #include "hashgrid/assert.h"
@@ -95,9 +99,10 @@ struct KeyParams {
     bool clamp;
 };
 
-/// Validates particle i and computes its integer cell coordinates.
+/// Validates particle i and computes its integer cell coordinates, naming the
+/// first problem. The slow path, run only on chunks that failed cell_fast.
 template <uint32_t D, bool Bounded>
-inline StatusCode cell_of(const KeyParams& k, uint32_t i, int32_t* cell) {
+StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell) {
     for (uint32_t d = 0; d < D; ++d) {
         const float v = k.coord[d][i];
         if (!std::isfinite(v)) return StatusCode::invalid_position;
@@ -116,33 +121,106 @@ inline StatusCode cell_of(const KeyParams& k, uint32_t i, int32_t* cell) {
     return StatusCode::ok;
 }
 
-template <uint32_t D, bool Bounded>
-void key_pass(Grid& g, const KeyParams& k, uint32_t n, const ThreadBackend& b, uint32_t* particle_cell,
-              uint64_t* particle_key, uint32_t* counts, BadParticle* bad) {
-    parallel_chunks(b, n, kParticleGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        BadParticle record{kNone, 0, StatusCode::ok};
+/// Branch-free cell coordinates; returns false if anything about the particle
+/// is invalid (then cell holds harmless values and the chunk is re-checked).
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+inline bool cell_fast(const KeyParams& k, uint32_t i, int32_t* cell) {
+    bool ok = true;
+    for (uint32_t d = 0; d < D; ++d) {
+        const float v = k.coord[d][i];
+        double t = scaled_coordinate(v, k.origin[d], k.scale);
+        if constexpr (Bounded && Clamp) {
+            ok &= (v - v == 0.0f); // finite
+            t = t < k.lower ? k.lower : t;
+            t = t >= k.upper[d] ? k.upper[d] - 1.0 : t;
+            t = v - v == 0.0f ? t : 0.0;
+        } else {
+            const bool inside = (t >= k.lower) & (t < k.upper[d]); // false for NaN and inf too
+            ok &= inside;
+            t = inside ? t : 0.0;
+        }
+        cell[d] = floor_to_int(t);
+    }
+    if constexpr (Radius) {
+        const float r = k.radius[i];
+        ok &= (r > 0.0f) & (r * 2.0f <= k.cell_size);
+    }
+    return ok;
+}
+
+/// Per-chunk bucket histogram. Runs of one bucket (input in last frame's
+/// sorted order) are counted in a register: incrementing the same memory
+/// counter back to back would serialise on store forwarding.
+void count_buckets(const uint32_t* particle_cell, uint32_t begin, uint32_t end, uint32_t shift, uint32_t* h,
+                   uint32_t buckets) {
+    std::memset(h, 0, buckets * sizeof(uint32_t));
+    if (begin == end) return;
+    uint32_t current = particle_cell[begin] >> shift;
+    uint32_t run = 0;
+    for (uint32_t i = begin; i < end; ++i) {
+        const uint32_t bucket = particle_cell[i] >> shift;
+        if (bucket != current) {
+            h[current] += run;
+            current = bucket;
+            run = 0;
+        }
+        ++run;
+    }
+    h[current] += run;
+}
+
+/// Key pass: particle_cell (bounded, plus per-chunk bucket counts) or
+/// particle_key (unbounded) for every particle; per-chunk validation records.
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+void key_pass(const KeyParams& k, uint32_t n, uint32_t grain, const ThreadBackend& b, uint32_t* particle_cell,
+              uint64_t* particle_key, uint32_t* hist, uint32_t buckets, uint32_t shift, BadParticle* bad) {
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const uint32_t chunk = begin / grain;
+        bool ok = true;
         for (uint32_t i = begin; i < end; ++i) {
             int32_t c[3] = {0, 0, 0};
-            const StatusCode code = cell_of<D, Bounded>(k, i, c);
-            if (code != StatusCode::ok) {
-                if (record.count++ == 0) {
-                    record.index = i;
-                    record.code = code;
-                }
-                continue;
-            }
+            ok &= cell_fast<D, Bounded, Clamp, Radius>(k, i, c);
             if constexpr (Bounded) {
                 uint32_t linear = static_cast<uint32_t>(c[0]) + k.counts[0] * static_cast<uint32_t>(c[1]);
                 if constexpr (D == 3) linear += k.counts[0] * k.counts[1] * static_cast<uint32_t>(c[2]);
                 particle_cell[i] = linear;
-                atomic_add(counts[linear], 1);
             } else {
                 particle_key[i] = D == 3 ? pack_key3(c[0], c[1], c[2]) : pack_key2(c[0], c[1]);
             }
         }
-        bad[begin / kParticleGrain] = record;
+        if constexpr (Bounded)
+            count_buckets(particle_cell, begin, end, shift, hist + uint64_t{chunk} * buckets, buckets);
+        BadParticle record{kNone, 0, StatusCode::ok};
+        if (!ok) {
+            for (uint32_t i = begin; i < end; ++i) {
+                int32_t c[3];
+                const StatusCode code = cell_checked<D, Bounded>(k, i, c);
+                if (code == StatusCode::ok) continue;
+                if (record.count++ == 0) {
+                    record.index = i;
+                    record.code = code;
+                }
+            }
+        }
+        bad[chunk] = record;
     });
-    (void)g;
+}
+
+template <uint32_t D, bool Bounded>
+void key_pass_for(const KeyParams& k, uint32_t n, uint32_t grain, const ThreadBackend& b, uint32_t* particle_cell,
+                  uint64_t* particle_key, uint32_t* hist, uint32_t buckets, uint32_t shift, BadParticle* bad) {
+    const bool radius = k.radius != nullptr;
+    if (Bounded && k.clamp) {
+        if (radius)
+            key_pass<D, Bounded, true, true>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+        else
+            key_pass<D, Bounded, true, false>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+    } else {
+        if (radius)
+            key_pass<D, Bounded, false, true>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+        else
+            key_pass<D, Bounded, false, false>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+    }
 }
 
 Status first_bad(const BadParticle* bad, uint32_t chunks) {
@@ -172,6 +250,14 @@ Status first_bad(const BadParticle* bad, uint32_t chunks) {
         break;
     }
     return s;
+}
+
+/// Smallest shift that maps `cells` cell indices onto at most `buckets` buckets.
+uint32_t bucket_shift(uint32_t cells, uint32_t buckets) {
+    uint32_t shift = 0;
+    while ((uint64_t{cells} + (uint64_t{1} << shift) - 1) >> shift > buckets)
+        ++shift;
+    return shift;
 }
 
 /// Priority-ordered linear-probing insert. Keys with a larger value win a slot
@@ -287,6 +373,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     HASHGRID_ASSERT(n == 0 || (p.x != nullptr && p.y != nullptr && (c.dimensions == 2 || p.z != nullptr)),
                     "ParticleSpans: x, y (and z in 3D) must be set");
     const bool bounded = c.world == World::bounded;
+    const uint32_t dims = c.dimensions;
 
     KeyParams k{};
     k.coord[0] = p.x;
@@ -296,40 +383,53 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     k.scale = key_scale(c.cell_size);
     k.cell_size = c.cell_size;
     k.clamp = c.out_of_bounds == OutOfBounds::clamp;
+    const int32_t limit = dims == 3 ? kKeyLimit3 : kKeyLimit2;
     for (uint32_t d = 0; d < 3; ++d) {
         k.origin[d] = c.origin[d];
         k.counts[d] = c.cell_counts[d];
-        const int32_t limit = c.dimensions == 3 ? kKeyLimit3 : kKeyLimit2;
         k.upper[d] = bounded ? static_cast<double>(c.cell_counts[d]) : static_cast<double>(limit) + 1.0;
     }
-    k.lower = bounded ? 0.0 : -static_cast<double>(c.dimensions == 3 ? kKeyLimit3 : kKeyLimit2);
+    k.lower = bounded ? 0.0 : -static_cast<double>(limit);
 
-    RebuildTimings& timing = g.rebuild_timings_;
+    RebuildTimings timing{};
     const uint64_t t_begin = clock_ns();
-    // 1. Keys (+ counts when bounded). Only scratch is written until validation passed.
-    uint32_t cells = g.cell_count_;
+    uint64_t t_mark = t_begin;
+    auto lap = [&t_mark](uint64_t& phase) {
+        const uint64_t now = clock_ns();
+        phase = now - t_mark;
+        t_mark = now;
+    };
+
+    // 1. Keys. Only scratch is written until validation has passed.
+    const uint32_t grain = g.sort_grain_;
+    const uint32_t chunks = chunk_count(n, grain);
+    const uint32_t buckets_max = g.bucket_capacity_;
+    uint32_t cells = 0;
+    uint32_t shift = 0;
     if (bounded) {
-        cells = static_cast<uint32_t>(uint64_t{c.cell_counts[0]} * c.cell_counts[1] *
-                                      (c.dimensions == 3 ? c.cell_counts[2] : 1u));
-        fill_u32(b, g.cell_cursor_, cells, 0);
+        cells =
+            static_cast<uint32_t>(uint64_t{c.cell_counts[0]} * c.cell_counts[1] * (dims == 3 ? c.cell_counts[2] : 1u));
+        shift = bucket_shift(cells, buckets_max);
     }
     auto* bad = static_cast<BadParticle*>(g.bad_);
-    if (c.dimensions == 3) {
+    if (dims == 3) {
         if (bounded)
-            key_pass<3, true>(g, k, n, b, g.particle_cell_, g.particle_key_, g.cell_cursor_, bad);
+            key_pass_for<3, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max, shift,
+                                  bad);
         else
-            key_pass<3, false>(g, k, n, b, g.particle_cell_, g.particle_key_, g.cell_cursor_, bad);
+            key_pass_for<3, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max,
+                                   shift, bad);
     } else {
         if (bounded)
-            key_pass<2, true>(g, k, n, b, g.particle_cell_, g.particle_key_, g.cell_cursor_, bad);
+            key_pass_for<2, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max, shift,
+                                  bad);
         else
-            key_pass<2, false>(g, k, n, b, g.particle_cell_, g.particle_key_, g.cell_cursor_, bad);
+            key_pass_for<2, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max,
+                                   shift, bad);
     }
-    const Status invalid = first_bad(bad, chunk_count(n, kParticleGrain));
+    const Status invalid = first_bad(bad, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
-    uint64_t t_mark = clock_ns();
-    timing = RebuildTimings{};
-    timing.keys = t_mark - t_begin;
+    lap(timing.keys);
 
     // 2. Unbounded: deterministic table, sorted distinct cells, per-particle cell.
     if (!bounded) {
@@ -353,13 +453,13 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         uint32_t occupied = 0;
         uint32_t failed = 0;
         // Room for in-flight displaced duplicates: the table never fills up.
-        const uint32_t limit = g.slot_count_ / 4 * 3;
-        parallel_chunks(b, n, kParticleGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const uint32_t table_limit = g.slot_count_ / 4 * 3;
+        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
             uint64_t last = kEmptyKey;
             for (uint32_t i = begin; i < end; ++i) {
                 const uint64_t key = g.particle_key_[i];
                 if (key == last) continue; // runs of one cell (sorted input) insert once
-                if (!insert_key(g.slot_key_, mask, g.slot_shift_, key, occupied, limit)) {
+                if (!insert_key(g.slot_key_, mask, g.slot_shift_, key, occupied, table_limit)) {
                     std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
                     return;
                 }
@@ -375,7 +475,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         }
         cells = occupied;
 
-        // Compact the occupied slots (slot order: deterministic) into key_tmp_.
+        // Compact the occupied slots (slot order: deterministic), then sort them.
         const uint32_t slot_chunks = chunk_count(g.slot_count_, kCellGrain);
         parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             uint64_t filled = 0;
@@ -396,19 +496,19 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 if (g.slot_key_[s] != kEmptyKey) g.cell_key_[out++] = g.slot_key_[s];
         });
         radix_sort(b, g.cell_key_, g.key_tmp_, cells, g.radix_hist_, g.chunk_scratch_);
-
         parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t i = begin; i < end; ++i) {
                 const uint32_t s = find_slot(g, g.cell_key_[i]);
                 g.cell_slot_[i] = s;
                 g.slot_cell_[s] = i;
-                g.cell_cursor_[i] = 0;
             }
         });
         g.cell_count_ = cells;
         g.table_needs_full_clear_ = false;
 
-        parallel_chunks(b, n, kParticleGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        shift = bucket_shift(cells, buckets_max);
+        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            uint32_t* h = g.bucket_hist_ + uint64_t{begin / grain} * buckets_max;
             uint64_t last = kEmptyKey;
             uint32_t last_cell = 0;
             for (uint32_t i = begin; i < end; ++i) {
@@ -418,50 +518,111 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                     last_cell = find_cell(g, key);
                 }
                 g.particle_cell_[i] = last_cell;
-                atomic_add(g.cell_cursor_[last_cell], 1);
             }
+            count_buckets(g.particle_cell_, begin, end, shift, h, buckets_max);
         });
+        lap(timing.table);
     }
 
-    auto lap = [&t_mark](uint64_t& phase) {
-        const uint64_t now = clock_ns();
-        phase = now - t_mark;
-        t_mark = now;
-    };
-    if (!bounded) lap(timing.table);
-
-    // 3. Counting sort: starts, scatter, per-cell order and gather.
-    exclusive_scan(b, g.cell_cursor_, cells, g.cell_start_, g.cell_cursor_, g.chunk_scratch_);
-    lap(timing.scan);
-    parallel_chunks(b, n, kParticleGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t i = begin; i < end; ++i)
-            g.order_[atomic_add(g.cell_cursor_[g.particle_cell_[i]], 1)] = i;
-    });
-    lap(timing.scatter);
-    const uint32_t dims = c.dimensions;
-    parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t cell = begin; cell < end; ++cell) {
-            const uint32_t first = g.cell_start_[cell];
-            const uint32_t last = g.cell_start_[cell + 1];
-            if (first == last) continue;
-            sort_distinct(g.order_ + first, last - first);
-            for (uint32_t d = 0; d < dims; ++d) {
-                const float* src = k.coord[d];
-                float* dst = g.sorted_[d];
-                for (uint32_t s = first; s < last; ++s)
-                    dst[s] = src[g.order_[s]];
+    // 3. Two-level counting sort. Bucket offsets in (bucket, chunk) order:
+    //    every chunk owns one output range per bucket, so the scatter is stable.
+    const uint32_t buckets = cells == 0 ? 0 : ((cells - 1) >> shift) + 1;
+    {
+        uint32_t running = 0;
+        for (uint32_t bucket = 0; bucket < buckets; ++bucket) {
+            g.bucket_start_[bucket] = running;
+            for (uint32_t ch = 0; ch < chunks; ++ch) {
+                uint32_t& h = g.bucket_hist_[uint64_t{ch} * buckets_max + bucket];
+                const uint32_t v = h;
+                h = running;
+                running += v;
             }
-            if (p.radius != nullptr)
-                for (uint32_t s = first; s < last; ++s)
-                    g.sorted_radius_[s] = p.radius[g.order_[s]];
+        }
+        g.bucket_start_[buckets] = running;
+        HASHGRID_ASSERT(running == n, "bucket counts do not add up");
+    }
+    lap(timing.scan);
+    const bool radius = p.radius != nullptr;
+    // The cursor of the current bucket / cell lives in a register while runs
+    // last (sorted input): back-to-back increments of one memory counter
+    // would serialise on store forwarding.
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        uint32_t* h = g.bucket_hist_ + uint64_t{begin / grain} * buckets_max;
+        uint32_t current = begin < end ? g.particle_cell_[begin] >> shift : 0;
+        uint32_t at = h[current];
+        for (uint32_t i = begin; i < end; ++i) {
+            const uint32_t cell = g.particle_cell_[i];
+            const uint32_t bucket = cell >> shift;
+            if (bucket != current) {
+                h[current] = at;
+                current = bucket;
+                at = h[bucket];
+            }
+            g.stage_cell_[at] = cell;
+            g.stage_index_[at] = i;
+            for (uint32_t d = 0; d < dims; ++d)
+                g.stage_pos_[d][at] = k.coord[d][i];
+            if (radius) g.stage_radius_[at] = p.radius[i];
+            ++at;
         }
     });
-
+    lap(timing.scatter);
+    parallel_chunks(b, buckets, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t bucket = begin; bucket < end; ++bucket) {
+            const uint32_t first_cell = bucket << shift;
+            const uint32_t last_cell = (uint64_t{bucket + 1} << shift) < cells ? (bucket + 1) << shift : cells;
+            const uint32_t first = g.bucket_start_[bucket];
+            const uint32_t last = g.bucket_start_[bucket + 1];
+            uint32_t* count = g.cell_cursor_;
+            for (uint32_t cell = first_cell; cell < last_cell; ++cell)
+                count[cell] = 0;
+            if (first < last) {
+                uint32_t current = g.stage_cell_[first];
+                uint32_t run = 0;
+                for (uint32_t at = first; at < last; ++at) {
+                    const uint32_t cell = g.stage_cell_[at];
+                    if (cell != current) {
+                        count[current] += run;
+                        current = cell;
+                        run = 0;
+                    }
+                    ++run;
+                }
+                count[current] += run;
+            }
+            uint32_t running = first;
+            for (uint32_t cell = first_cell; cell < last_cell; ++cell) {
+                g.cell_start_[cell] = running;
+                const uint32_t v = count[cell];
+                count[cell] = running;
+                running += v;
+            }
+            if (first == last) continue;
+            uint32_t current = g.stage_cell_[first];
+            uint32_t to = count[current];
+            for (uint32_t at = first; at < last; ++at) {
+                const uint32_t cell = g.stage_cell_[at];
+                if (cell != current) {
+                    count[current] = to;
+                    current = cell;
+                    to = count[cell];
+                }
+                g.order_[to] = g.stage_index_[at];
+                for (uint32_t d = 0; d < dims; ++d)
+                    g.sorted_[d][to] = g.stage_pos_[d][at];
+                if (radius) g.sorted_radius_[to] = g.stage_radius_[at];
+                ++to;
+            }
+        }
+    });
+    g.cell_start_[cells] = n;
     lap(timing.finalize);
+
     timing.total = t_mark - t_begin;
+    g.rebuild_timings_ = timing;
     g.count_ = n;
     g.cell_count_ = cells;
-    g.has_radius_ = p.radius != nullptr;
+    g.has_radius_ = radius;
     g.built_ = true;
     return {};
 }

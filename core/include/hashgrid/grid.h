@@ -191,7 +191,18 @@ private:
     // Scratch, reused every frame.
     uint64_t* particle_key_ = nullptr;  // unbounded: key of each input particle
     uint32_t* particle_cell_ = nullptr; // cell of each input particle; neighbor_lists cursors
-    uint32_t* cell_cursor_ = nullptr;   // counts, then scatter cursors
+    uint32_t* cell_cursor_ = nullptr;   // per-bucket counting-sort cursors
+    // Two-level counting sort: particles are first scattered (stably, with
+    // their positions) into buckets of consecutive cells, then each bucket is
+    // counting-sorted on its own, cache-resident.
+    uint32_t sort_grain_ = 0;          // particles per chunk of the bucket passes
+    uint32_t bucket_capacity_ = 0;     // most buckets per frame (power of two)
+    uint32_t* bucket_hist_ = nullptr;  // [chunk][bucket] counts, then offsets
+    uint32_t* bucket_start_ = nullptr; // bucket_capacity_ + 1
+    uint32_t* stage_cell_ = nullptr;   // bucket-ordered copies of the particles
+    uint32_t* stage_index_ = nullptr;
+    float* stage_pos_[3] = {nullptr, nullptr, nullptr};
+    float* stage_radius_ = nullptr;
     uint64_t* key_tmp_ = nullptr;       // unbounded: radix-sort ping-pong
     uint32_t* radix_hist_ = nullptr;    // per-chunk digit histograms
     uint64_t* chunk_scratch_ = nullptr; // per-chunk sums and flags
