@@ -267,7 +267,8 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         overflow = overflow || g.chunk_overflow_[ch] != 0;
     }
     result.pair_count = total;
-    if (overflow) {
+    if (overflow || total > c.max_pairs) {
+        // max_pairs is a hard limit (the pool's per-chunk slack does not count).
         // Which chunks got blocks depends on timing: publish nothing.
         result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
         return result;

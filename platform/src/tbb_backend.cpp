@@ -1,12 +1,22 @@
+// oneTBB backend without per-call task objects.
+//
+// tbb::parallel_for allocates its task objects from oneTBB's small-object
+// pools (cache_aligned_allocate -> tbbmalloc); with several threads those pools
+// keep refilling for hundreds of frames (docs/allocation.md). So the arena's
+// worker threads are started once, at construction, each in a persistent
+// dispatch loop (a task_group run inside the task_arena). A parallel_for
+// publishes the job in this object, the calling thread and the workers claim
+// chunk indices from one atomic word, and the caller waits until every chunk
+// is done. Steady state allocates nothing; results do not depend on which
+// thread ran which chunk (core/'s determinism contract).
 #include "hashgrid/platform/tbb_backend.h"
 
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/global_control.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/partitioner.h>
-#include <oneapi/tbb/task_arena.h>
+#include "chunk_dispatcher.h"
 
-#include <memory>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
 #include <optional>
 
 namespace hashgrid::platform {
@@ -16,66 +26,51 @@ struct TbbBackend::State {
     // for (determinism tests run 16 threads on 2 cores).
     std::optional<tbb::global_control> limit;
     tbb::task_arena arena;
+    tbb::task_group workers;
+    detail::ChunkDispatcher dispatcher;
 };
 
 namespace {
 
-struct ChunkRange {
-    hashgrid::ChunkFn fn;
-    void* context;
-    uint32_t count;
-    uint32_t grain;
-};
-
 void tbb_parallel_for(void* state, uint32_t count, uint32_t grain, hashgrid::ChunkFn fn, void* context) {
-    auto* s = static_cast<TbbBackend::State*>(state);
-    const uint32_t chunks = count / grain + (count % grain != 0 ? 1u : 0u);
-    if (chunks == 1) {
-        fn(context, 0, count, 0);
-        return;
-    }
-    const ChunkRange job{fn, context, count, grain};
-    s->arena.execute([&job, chunks] {
-        // One chunk per leaf: simple_partitioner with grain 1 over chunk indices,
-        // so chunk boundaries depend on (count, grain) only.
-        tbb::parallel_for(
-            tbb::blocked_range<uint32_t>(0, chunks, 1),
-            [&job](const tbb::blocked_range<uint32_t>& range) {
-                const int index = tbb::this_task_arena::current_thread_index();
-                const uint32_t worker = index < 0 ? 0u : static_cast<uint32_t>(index);
-                for (uint32_t c = range.begin(); c != range.end(); ++c) {
-                    const uint32_t begin = c * job.grain;
-                    const uint32_t end = job.count - begin > job.grain ? begin + job.grain : job.count;
-                    job.fn(job.context, begin, end, worker);
-                }
-            },
-            tbb::simple_partitioner{});
-    });
+    static_cast<TbbBackend::State*>(state)->dispatcher.run(count, grain, fn, context);
 }
 
 } // namespace
 
 TbbBackend::TbbBackend(uint32_t threads) : state_(new State) {
-    if (threads != 0) {
-        const auto hardware = static_cast<uint32_t>(tbb::this_task_arena::max_concurrency());
-        if (threads > hardware)
-            state_->limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads));
-        state_->arena.initialize(static_cast<int>(threads));
-    } else {
-        state_->arena.initialize();
-    }
+    if (threads == 0) threads = static_cast<uint32_t>(tbb::this_task_arena::max_concurrency());
+    if (threads == 0) threads = 1;
+    const auto hardware = static_cast<uint32_t>(tbb::this_task_arena::max_concurrency());
+    if (threads > hardware)
+        state_->limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads));
+    // One slot is reserved for the calling thread; threads - 1 workers run loops.
+    state_->arena.initialize(static_cast<int>(threads));
+    state_->dispatcher.set_participants(threads);
+    State* s = state_;
+    s->arena.execute([s, threads] {
+        for (uint32_t worker = 1; worker < threads; ++worker)
+            s->workers.run([s, worker] { s->dispatcher.worker_loop(worker); });
+    });
 }
 
-TbbBackend::~TbbBackend() { delete state_; }
+TbbBackend::~TbbBackend() {
+    State* s = state_;
+    s->dispatcher.stop();
+    // Waiting inside the arena also runs any loop a worker never picked up
+    // (it sees the stop flag and returns at once).
+    s->arena.execute([s] { s->workers.wait(); });
+    delete s;
+}
 
 ThreadBackend TbbBackend::backend() const {
     ThreadBackend backend;
     backend.parallel_for = &tbb_parallel_for;
     backend.state = state_;
-    backend.worker_count = static_cast<uint32_t>(state_->arena.max_concurrency());
+    backend.worker_count = state_->dispatcher.participants();
     return backend;
 }
 
-uint32_t TbbBackend::threads() const { return static_cast<uint32_t>(state_->arena.max_concurrency()); }
+uint32_t TbbBackend::threads() const { return state_->dispatcher.participants(); }
 
 } // namespace hashgrid::platform

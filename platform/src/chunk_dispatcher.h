@@ -1,0 +1,120 @@
+// A fixed set of threads that share the chunks of one parallel_for at a time.
+// Allocation-free after construction: the job lives in this object, chunk
+// indices are claimed from one atomic word that also carries the job's
+// generation, and sleeping uses C++20 atomic wait/notify (futex on Linux).
+#pragma once
+
+#include "hashgrid/assert.h"
+#include "hashgrid/thread_backend.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace hashgrid::platform::detail {
+
+class ChunkDispatcher {
+public:
+    void set_participants(uint32_t n) { participants_ = n; }
+    [[nodiscard]] uint32_t participants() const { return participants_; }
+
+    /// Runs all chunks of a job with the caller as worker 0 and returns when all are done.
+    void run(uint32_t count, uint32_t grain, ChunkFn fn, void* context) {
+        const uint32_t chunks = count / grain + (count % grain != 0 ? 1u : 0u);
+        if (chunks == 0) return;
+        if (chunks == 1 || participants_ <= 1) {
+            for (uint32_t c = 0; c < chunks; ++c)
+                call(fn, context, count, grain, c, 0);
+            return;
+        }
+        HASHGRID_ASSERT(!busy_.exchange(true, std::memory_order_acquire),
+                        "one parallel_for at a time per backend (chunk bodies must not nest them)");
+        // Publish the job: first close the new generation (a straggler of the
+        // previous job holding an old claim word now fails its CAS, and one
+        // reading the closed word stops), then write the fields, then open
+        // it. Fields are atomics so stragglers may read them without a race.
+        const uint64_t generation = (claim_.load(std::memory_order_relaxed) >> 32) + 1;
+        claim_.store(generation << 32 | kClosed, std::memory_order_seq_cst);
+        fn_.store(fn, std::memory_order_relaxed);
+        context_.store(context, std::memory_order_relaxed);
+        count_.store(count, std::memory_order_relaxed);
+        grain_.store(grain, std::memory_order_relaxed);
+        chunks_.store(chunks, std::memory_order_relaxed);
+        done_.store(0, std::memory_order_relaxed);
+        claim_.store(generation << 32, std::memory_order_release);
+        wake_.fetch_add(1, std::memory_order_release);
+        wake_.notify_all();
+        work(generation, 0);
+        // Wait for chunks other threads claimed (short: spin, then yield via wait).
+        uint32_t done = done_.load(std::memory_order_acquire);
+        for (int spin = 0; done != chunks && spin < 4096; ++spin)
+            done = done_.load(std::memory_order_acquire);
+        while (done != chunks) {
+            done_.wait(done, std::memory_order_acquire);
+            done = done_.load(std::memory_order_acquire);
+        }
+        busy_.store(false, std::memory_order_release);
+    }
+
+    /// Body of each worker thread: sleeps until a job is published or stop().
+    void worker_loop(uint32_t worker) {
+        uint32_t seen = wake_.load(std::memory_order_acquire);
+        for (;;) {
+            // Checked before sleeping: a loop that starts after stop() (e.g. run
+            // by the destructor's wait) must not sleep on the final wake value.
+            if (stopping_.load(std::memory_order_acquire)) return;
+            wake_.wait(seen, std::memory_order_acquire);
+            seen = wake_.load(std::memory_order_acquire);
+            if (stopping_.load(std::memory_order_acquire)) return;
+            work(claim_.load(std::memory_order_acquire) >> 32, worker);
+        }
+    }
+
+    /// Makes every worker_loop return.
+    void stop() {
+        stopping_.store(true, std::memory_order_release);
+        wake_.fetch_add(1, std::memory_order_release);
+        wake_.notify_all();
+    }
+
+private:
+    static void call(ChunkFn fn, void* context, uint32_t count, uint32_t grain, uint32_t c, uint32_t worker) {
+        const uint32_t begin = c * grain;
+        const uint32_t end = count - begin > grain ? begin + grain : count;
+        fn(context, begin, end, worker);
+    }
+
+    /// Claims and runs chunks of job `generation` until none is left.
+    void work(uint64_t generation, uint32_t worker) {
+        for (;;) {
+            uint64_t word = claim_.load(std::memory_order_acquire);
+            if ((word >> 32) != generation) return;
+            const auto chunk = static_cast<uint32_t>(word);
+            if (chunk == kClosed) return;
+            const uint32_t chunks = chunks_.load(std::memory_order_relaxed);
+            if (chunk >= chunks) return;
+            const ChunkFn fn = fn_.load(std::memory_order_relaxed);
+            void* context = context_.load(std::memory_order_relaxed);
+            const uint32_t count = count_.load(std::memory_order_relaxed);
+            const uint32_t grain = grain_.load(std::memory_order_relaxed);
+            if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel)) continue;
+            call(fn, context, count, grain, chunk, worker);
+            if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_all();
+        }
+    }
+
+    static constexpr uint32_t kClosed = 0xffffffffu;
+
+    uint32_t participants_ = 1;
+    std::atomic<bool> busy_{false};
+    std::atomic<uint64_t> claim_{0}; // generation << 32 | next chunk
+    std::atomic<uint32_t> wake_{0};
+    std::atomic<uint32_t> done_{0};
+    std::atomic<bool> stopping_{false};
+    std::atomic<ChunkFn> fn_{nullptr};
+    std::atomic<void*> context_{nullptr};
+    std::atomic<uint32_t> count_{0};
+    std::atomic<uint32_t> grain_{1};
+    std::atomic<uint32_t> chunks_{0};
+};
+
+} // namespace hashgrid::platform::detail
