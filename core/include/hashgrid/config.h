@@ -21,8 +21,9 @@ enum class World : uint8_t {
     /// Any coordinate within the key range; occupied cells live in a
     /// preallocated open-addressing table keyed by the exact cell coordinates.
     unbounded,
-    /// A box [origin, origin + cell_counts * cell_size) with one dense entry
-    /// per cell (direct index, no hashing). Costs O(total cells) per rebuild.
+    /// A box [origin, origin + cell_counts * cell_size * (1 + 2^-18)) (the
+    /// guarded key lattice of cell_key.h) with one dense entry per cell
+    /// (direct index, no hashing). Costs O(total cells) per rebuild.
     bounded,
 };
 
@@ -49,12 +50,14 @@ struct GridConfig {
     uint32_t cell_counts[3] = {0, 0, 0};
     /// Bounded only.
     OutOfBounds out_of_bounds = OutOfBounds::reject;
-    /// Largest particle count passed to rebuild() (< 2^31).
+    /// Largest particle count passed to rebuild(), in [1, 2^31).
     uint32_t max_particles = 0;
-    /// Unbounded only: most distinct occupied cells per frame (< 2^30). The table
-    /// has the next power of two >= 2 * max_cells slots (load <= 0.5).
+    /// Unbounded only: most distinct occupied cells per frame, in [1, 2^30).
+    /// The table has max(256, next power of two >= 2 * max_cells) slots (load
+    /// <= 0.5); a key's home slot is the top log2(slots) bits of hash_key().
     uint32_t max_cells = 0;
-    /// Most pairs find_pairs() can stage per frame (its internal pair pool).
+    /// Most pairs find_pairs() may find per frame (< 2^40): a hard limit; more
+    /// is StatusCode::pair_capacity with the exact count.
     uint64_t max_pairs = 0;
 };
 

@@ -7,10 +7,12 @@
 //   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
 //   if (p.status.code == hashgrid::StatusCode::output_too_small) { ... p.pair_count is exact ... }
 //
-// Cells. Cell coordinates are floor((p - origin) / cell), computed in double
-// precision with a cell edge enlarged by a relative 2^-20 (see cell_key.h for
-// the argument): two particles that pass the float distance test are never
-// more than one cell apart, whatever the origin and scale.
+// Cells. Cell coordinates are floor((p - origin) * inv) with
+// inv = 1 / (cell_size * (1 + 2^-18)), computed in double precision (see
+// cell_key.h for why): two particles that pass the float distance test are
+// never more than one cell apart, whatever the origin and scale. Because of
+// the 2^-18 guard, a point exactly on a nominal edge origin + k * cell_size
+// (k > 0) belongs to cell k - 1; cells are half-open in the guarded lattice.
 //
 // Sorted order. After rebuild, particles are grouped by cell, cells in
 // lexicographic (z, y, x) order of their integer coordinates, and within a cell
@@ -137,7 +139,9 @@ public:
     /// + 1 entries; indices needs 2 * pair_count. Neighbours of particle i are
     /// indices[offsets[i] .. offsets[i + 1]), ascending. If indices is too
     /// small: output_too_small with needed = 2 * pair_count, offsets valid,
-    /// indices untouched. Uses the grid's per-particle scratch.
+    /// indices untouched. If offsets is too small: output_too_small with
+    /// needed = particle_count() + 1, nothing written. Uses the grid's
+    /// per-particle scratch (no allocation).
     Status neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets, uint64_t offsets_capacity,
                           uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& backend);
 
