@@ -1,0 +1,670 @@
+// Shared helpers for the Hashgrid tests: a pinned integer RNG with our own float
+// conversions, FNV-1a over values, scene generators, and the brute-force oracles
+// (pairs, sorted order, cell table) that every test compares the grid against.
+//
+// Portability rules (DESIGN.md, "Determinism, concretely"): scenes are generated
+// with integer arithmetic and single IEEE float operations only (no libm but the
+// exact nextafter, no standard distributions), so they are bit-identical on every
+// target; argument lists never hold two RNG calls (their order is unspecified). Products
+// that are followed by an addition go through rounded_mul(), which forces the
+// product to be rounded to float before the addition whatever -ffp-contract says.
+#pragma once
+
+#include "hashgrid/cell_key.h"
+#include "hashgrid/config.h"
+#include "hashgrid/grid.h"
+#include "hashgrid/status.h"
+#include "hashgrid/thread_backend.h"
+#if defined(HASHGRID_HAS_TBB)
+#include "hashgrid/platform/tbb_backend.h"
+#endif
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hashgrid_test {
+
+using hashgrid::Pair;
+
+// ---------------------------------------------------------------------------
+// The multi-threaded backend: oneTBB, or the serial backend on targets built
+// without oneTBB (HASHGRID_USE_TBB=OFF, e.g. MinGW), so every test still runs.
+
+#if defined(HASHGRID_HAS_TBB)
+using ParallelBackend = hashgrid::platform::TbbBackend;
+#else
+struct ParallelBackend {
+    explicit ParallelBackend(uint32_t) {}
+    [[nodiscard]] hashgrid::ThreadBackend backend() const { return hashgrid::serial_backend(); }
+    [[nodiscard]] uint32_t threads() const { return 1; }
+};
+#endif
+
+// ---------------------------------------------------------------------------
+// Floating point without contraction.
+
+/// a * b rounded to float. The volatile store keeps the compiler from fusing the
+/// product into a following addition (FMA), even if -ffp-contract=off were lost.
+inline float rounded_mul(float a, float b) {
+    volatile float product = a * b;
+    return product;
+}
+
+/// Bit pattern of a float (portable: no reinterpret_cast through memory).
+inline uint32_t float_bits(float value) { return std::bit_cast<uint32_t>(value); }
+
+// ---------------------------------------------------------------------------
+// RNG: splitmix64 (Steele, Lea, Flood 2014), with our own conversions.
+
+class Rng {
+public:
+    explicit Rng(uint64_t seed) : state_(seed) {}
+
+    uint64_t next_u64() {
+        uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    uint32_t next_u32() { return static_cast<uint32_t>(next_u64() >> 32); }
+    /// Integer in [0, n), n > 0 (multiply-shift, no modulo bias worth caring about here).
+    uint32_t below(uint32_t n) { return static_cast<uint32_t>((uint64_t{next_u32()} * n) >> 32); }
+    /// Integer in [lo, hi] (hi - lo < 2^32 - 1; same multiply-shift as below()).
+    int32_t between(int32_t lo, int32_t hi) {
+        const uint64_t span = static_cast<uint64_t>(int64_t{hi} - int64_t{lo}) + 1u;
+        return static_cast<int32_t>(int64_t{lo} + static_cast<int64_t>((uint64_t{next_u32()} * span) >> 32));
+    }
+    bool coin() { return (next_u64() >> 63) != 0; }
+    /// Float in [0, 1) with 24 random bits: exact conversion, exact scaling.
+    float unit() { return static_cast<float>(next_u64() >> 40) * 0x1p-24f; }
+    /// Float in [lo, hi) (one rounded multiply, one rounded add).
+    float uniform(float lo, float hi) { return lo + rounded_mul(hi - lo, unit()); }
+    /// Bell-shaped value around `center`: Irwin-Hall sum of four uniforms, scaled
+    /// to standard deviation `sigma` (portable, unlike a Box-Muller Gaussian).
+    float cluster(float center, float sigma) {
+        // Separate statements: the order of calls within one expression is unspecified.
+        const float u0 = unit();
+        const float u1 = unit();
+        const float u2 = unit();
+        const float u3 = unit();
+        const float sum = ((u0 + u1) + (u2 + u3)) - 2.0f; // variance 1/3
+        return center + rounded_mul(sum, rounded_mul(sigma, 1.7320508f));
+    }
+
+private:
+    uint64_t state_;
+};
+
+// ---------------------------------------------------------------------------
+// FNV-1a 64-bit over values: every field is fed as little-endian bytes by
+// shifting, floats by their bit pattern, so the hash is the same on big- and
+// little-endian targets.
+
+class Fnv1a {
+public:
+    void byte(uint8_t b) {
+        hash_ ^= b;
+        hash_ *= 0x100000001b3ull;
+    }
+    void u32(uint32_t v) {
+        for (int i = 0; i < 4; ++i)
+            byte(static_cast<uint8_t>(v >> (8 * i)));
+    }
+    void u64(uint64_t v) {
+        for (int i = 0; i < 8; ++i)
+            byte(static_cast<uint8_t>(v >> (8 * i)));
+    }
+    void f32(float v) { u32(float_bits(v)); }
+    [[nodiscard]] uint64_t value() const { return hash_; }
+
+private:
+    uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+// ---------------------------------------------------------------------------
+// Scenes.
+
+struct Scene {
+    uint32_t dims = 3;
+    std::vector<float> x, y, z;
+    std::vector<float> radius; ///< Empty: uniform mode.
+
+    [[nodiscard]] uint32_t size() const { return static_cast<uint32_t>(x.size()); }
+    [[nodiscard]] bool has_radius() const { return !radius.empty(); }
+
+    void add(float px, float py, float pz) {
+        x.push_back(px);
+        y.push_back(py);
+        z.push_back(dims == 3 ? pz : 0.0f);
+    }
+    void add(float px, float py, float pz, float pr) {
+        add(px, py, pz);
+        radius.push_back(pr);
+    }
+
+    /// Spans for rebuild(). Never null pointers, even for an empty scene (null
+    /// spans are a programmer error); z is null in 2D (documented as ignored).
+    [[nodiscard]] hashgrid::ParticleSpans spans() const {
+        static const float kDummy = 0.0f;
+        hashgrid::ParticleSpans s;
+        s.x = x.empty() ? &kDummy : x.data();
+        s.y = y.empty() ? &kDummy : y.data();
+        s.z = dims == 3 ? (z.empty() ? &kDummy : z.data()) : nullptr;
+        s.radius = has_radius() ? radius.data() : nullptr;
+        s.count = size();
+        return s;
+    }
+
+    [[nodiscard]] float coord(uint32_t axis, uint32_t i) const { return axis == 0 ? x[i] : (axis == 1 ? y[i] : z[i]); }
+};
+
+/// n points uniform in the box [lo, hi)^dims.
+inline Scene uniform_scene(Rng& rng, uint32_t dims, uint32_t n, float lo, float hi) {
+    Scene s;
+    s.dims = dims;
+    for (uint32_t i = 0; i < n; ++i) {
+        const float px = rng.uniform(lo, hi);
+        const float py = rng.uniform(lo, hi);
+        s.add(px, py, dims == 3 ? rng.uniform(lo, hi) : 0.0f);
+    }
+    return s;
+}
+
+/// n points in `clusters` bell-shaped clusters (Irwin-Hall) with centres uniform in [lo, hi).
+inline Scene clustered_scene(Rng& rng, uint32_t dims, uint32_t n, uint32_t clusters, float lo, float hi, float sigma) {
+    std::vector<float> centre(3 * clusters);
+    for (float& c : centre)
+        c = rng.uniform(lo, hi);
+    Scene s;
+    s.dims = dims;
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t k = rng.below(clusters);
+        const float px = rng.cluster(centre[3 * k], sigma);
+        const float py = rng.cluster(centre[3 * k + 1], sigma);
+        s.add(px, py, dims == 3 ? rng.cluster(centre[3 * k + 2], sigma) : 0.0f);
+    }
+    return s;
+}
+
+/// Adds per-particle radii uniform in [lo, hi] (hi included: the last one is hi).
+inline void add_radii(Rng& rng, Scene& s, float lo, float hi) {
+    s.radius.resize(s.size());
+    for (float& r : s.radius)
+        r = rng.uniform(lo, hi);
+    if (!s.radius.empty()) s.radius.back() = hi;
+}
+
+// ---------------------------------------------------------------------------
+// Brute-force pair oracle: all i < j, d2 = (dx*dx + dy*dy) + dz*dz in float,
+// reported iff d2 < r*r (uniform) or d2 < (ra+rb)*(ra+rb) (radii).
+
+inline float distance2(const Scene& s, uint32_t i, uint32_t j) {
+    const float dx = s.x[j] - s.x[i];
+    const float dy = s.y[j] - s.y[i];
+    float d2 = rounded_mul(dx, dx) + rounded_mul(dy, dy);
+    if (s.dims == 3) {
+        const float dz = s.z[j] - s.z[i];
+        d2 = d2 + rounded_mul(dz, dz);
+    }
+    return d2;
+}
+
+inline bool within(const Scene& s, uint32_t i, uint32_t j, float r) {
+    const float d2 = distance2(s, i, j);
+    if (s.has_radius()) {
+        const float sum = s.radius[i] + s.radius[j];
+        return d2 < rounded_mul(sum, sum);
+    }
+    return d2 < rounded_mul(r, r);
+}
+
+/// All pairs (a < b) sorted by (a, b).
+inline std::vector<Pair> brute_force_pairs(const Scene& s, float r) {
+    std::vector<Pair> out;
+    const uint32_t n = s.size();
+    for (uint32_t i = 0; i < n; ++i)
+        for (uint32_t j = i + 1; j < n; ++j)
+            if (within(s, i, j, r)) out.push_back(Pair{i, j});
+    return out;
+}
+
+/// The same pairs as brute_force_pairs() for large scenes: sort by x and sweep.
+/// Exact: a candidate is skipped only when dx >= bound >= the pair's limit, and
+/// then fl(dx * dx) >= fl(limit * limit) (rounding is monotonic), so the float
+/// test would reject it too.
+inline std::vector<Pair> sweep_pairs(const Scene& s, float r) {
+    const uint32_t n = s.size();
+    float bound = r;
+    if (s.has_radius()) {
+        float rmax = 0.0f;
+        for (float v : s.radius)
+            rmax = std::max(rmax, v);
+        bound = rmax + rmax;
+    }
+    std::vector<uint32_t> by_x(n);
+    for (uint32_t i = 0; i < n; ++i)
+        by_x[i] = i;
+    std::sort(by_x.begin(), by_x.end(),
+              [&](uint32_t a, uint32_t b) { return s.x[a] != s.x[b] ? s.x[a] < s.x[b] : a < b; });
+    std::vector<Pair> out;
+    for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t i = by_x[k];
+        for (uint32_t m = k + 1; m < n; ++m) {
+            const uint32_t j = by_x[m];
+            if (!(s.x[j] - s.x[i] < bound)) break;
+            if (within(s, i, j, r)) out.push_back(Pair{std::min(i, j), std::max(i, j)});
+        }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Pair& l, const Pair& r2) { return l.a != r2.a ? l.a < r2.a : l.b < r2.b; });
+    return out;
+}
+
+/// Brute force for small scenes, the sweep for large ones (same result).
+inline std::vector<Pair> oracle_pairs(const Scene& s, float r) {
+    return s.size() <= 3000 ? brute_force_pairs(s, r) : sweep_pairs(s, r);
+}
+
+// ---------------------------------------------------------------------------
+// Cell and sorted-order oracle (cell_key.h formula, independent of the grid).
+
+/// Scaled coordinate as the grid defines it; floor() of it is the cell coordinate.
+inline double scaled(float p, float origin, float cell_size) {
+    return hashgrid::scaled_coordinate(p, origin, hashgrid::key_scale(cell_size));
+}
+
+/// Cell coordinate, saturated to +-2^40 so that far-out values stay defined.
+inline int64_t cell_coordinate(float p, float origin, float cell_size) {
+    const double f = std::floor(scaled(p, origin, cell_size));
+    if (!(f > -0x1p40)) return -(int64_t{1} << 40);
+    if (f > 0x1p40) return int64_t{1} << 40;
+    return static_cast<int64_t>(f);
+}
+
+struct CellCoord {
+    int64_t c[3] = {0, 0, 0};
+    friend bool operator==(const CellCoord&, const CellCoord&) = default;
+};
+
+/// Cell of particle i under `config` (bounded clamp mode: clamped to the box).
+inline CellCoord particle_cell(const Scene& s, const hashgrid::GridConfig& config, uint32_t i) {
+    CellCoord cc;
+    for (uint32_t a = 0; a < s.dims; ++a) {
+        cc.c[a] = cell_coordinate(s.coord(a, i), config.origin[a], config.cell_size);
+        if (config.world == hashgrid::World::bounded && config.out_of_bounds == hashgrid::OutOfBounds::clamp)
+            cc.c[a] = std::clamp<int64_t>(cc.c[a], 0, int64_t{config.cell_counts[a]} - 1);
+    }
+    return cc;
+}
+
+/// True when every particle has a valid cell under `config` (bounded box or key range).
+inline bool all_in_range(const Scene& s, const hashgrid::GridConfig& config) {
+    const int64_t limit = s.dims == 3 ? hashgrid::kKeyLimit3 : hashgrid::kKeyLimit2;
+    for (uint32_t i = 0; i < s.size(); ++i) {
+        const CellCoord cc = particle_cell(s, config, i);
+        for (uint32_t a = 0; a < s.dims; ++a) {
+            if (config.world == hashgrid::World::bounded) {
+                if (cc.c[a] < 0 || cc.c[a] >= int64_t{config.cell_counts[a]}) return false;
+            } else if (cc.c[a] < -limit || cc.c[a] > limit) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/// Expected sorted_to_original(): by cell in lexicographic (z, y, x) order, then
+/// by ascending original index.
+inline std::vector<uint32_t> expected_order(const Scene& s, const hashgrid::GridConfig& config) {
+    const uint32_t n = s.size();
+    std::vector<CellCoord> cell(n);
+    for (uint32_t i = 0; i < n; ++i)
+        cell[i] = particle_cell(s, config, i);
+    std::vector<uint32_t> order(n);
+    for (uint32_t i = 0; i < n; ++i)
+        order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        const CellCoord& ca = cell[a];
+        const CellCoord& cb = cell[b];
+        if (ca.c[2] != cb.c[2]) return ca.c[2] < cb.c[2];
+        if (ca.c[1] != cb.c[1]) return ca.c[1] < cb.c[1];
+        if (ca.c[0] != cb.c[0]) return ca.c[0] < cb.c[0];
+        return a < b;
+    });
+    return order;
+}
+
+inline std::vector<uint32_t> invert(const std::vector<uint32_t>& order) {
+    std::vector<uint32_t> position(order.size());
+    for (uint32_t k = 0; k < order.size(); ++k)
+        position[order[k]] = k;
+    return position;
+}
+
+/// The documented pair order: lexicographic in (sorted position of the earlier
+/// particle, sorted position of the later one). Pairs keep a < b in original indices.
+inline std::vector<Pair> in_documented_order(std::vector<Pair> pairs, const std::vector<uint32_t>& order) {
+    const std::vector<uint32_t> pos = invert(order);
+    auto key = [&](const Pair& p) {
+        const uint64_t pa = pos[p.a];
+        const uint64_t pb = pos[p.b];
+        return pa < pb ? (pa << 32) | pb : (pb << 32) | pa;
+    };
+    std::sort(pairs.begin(), pairs.end(), [&](const Pair& l, const Pair& r) { return key(l) < key(r); });
+    return pairs;
+}
+
+// ---------------------------------------------------------------------------
+// Diffs: "" when equal, else a description of the first difference.
+
+inline std::string pair_text(const Pair& p) { return "{" + std::to_string(p.a) + "," + std::to_string(p.b) + "}"; }
+
+inline std::string diff_pairs(const std::vector<Pair>& expected, const Pair* got, uint64_t got_count) {
+    const uint64_t n = std::min<uint64_t>(expected.size(), got_count);
+    for (uint64_t k = 0; k < n; ++k)
+        if (expected[k].a != got[k].a || expected[k].b != got[k].b)
+            return "pair " + std::to_string(k) + ": expected " + pair_text(expected[k]) + " got " + pair_text(got[k]);
+    if (expected.size() != got_count)
+        return "pair count: expected " + std::to_string(expected.size()) + " got " + std::to_string(got_count);
+    return "";
+}
+
+inline std::string diff_u32(const char* what, const std::vector<uint32_t>& expected, const uint32_t* got) {
+    for (size_t k = 0; k < expected.size(); ++k)
+        if (expected[k] != got[k])
+            return std::string(what) + "[" + std::to_string(k) + "]: expected " + std::to_string(expected[k]) +
+                   " got " + std::to_string(got[k]);
+    return "";
+}
+
+/// Sorted pair set ((a, b) order) of a pair array, for set comparison.
+inline std::vector<Pair> as_set(const Pair* pairs, uint64_t count) {
+    std::vector<Pair> v(pairs, pairs + count);
+    std::sort(v.begin(), v.end(), [](const Pair& l, const Pair& r) { return l.a != r.a ? l.a < r.a : l.b < r.b; });
+    return v;
+}
+
+// ---------------------------------------------------------------------------
+// Grids on caller memory.
+
+/// A grid plus the memory block it lives in. The block is filled with `fill`
+/// before init so that reads of uninitialised memory show up as differences.
+struct OwnedGrid {
+    std::unique_ptr<hashgrid::Grid> grid = std::make_unique<hashgrid::Grid>();
+    void* memory = nullptr;
+    uint64_t bytes = 0;
+    hashgrid::Status init_status;
+
+    OwnedGrid() = default;
+    OwnedGrid(const OwnedGrid&) = delete;
+    OwnedGrid& operator=(const OwnedGrid&) = delete;
+    ~OwnedGrid() {
+        grid.reset();
+        hashgrid::aligned_free_bytes(memory);
+    }
+    hashgrid::Grid& operator*() { return *grid; }
+    hashgrid::Grid* operator->() { return grid.get(); }
+};
+
+inline std::unique_ptr<OwnedGrid> make_grid(const hashgrid::GridConfig& config, uint8_t fill = 0xA5) {
+    auto owned = std::make_unique<OwnedGrid>();
+    const hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
+    if (!req.status.ok()) {
+        owned->init_status = req.status;
+        return owned;
+    }
+    owned->bytes = req.bytes;
+    owned->memory = hashgrid::aligned_alloc_bytes(req.bytes, req.alignment);
+    if (owned->memory != nullptr) std::memset(owned->memory, fill, static_cast<size_t>(req.bytes));
+    owned->init_status = owned->grid->init(config, owned->memory, static_cast<size_t>(req.bytes));
+    return owned;
+}
+
+// ---------------------------------------------------------------------------
+// Configs.
+
+inline hashgrid::GridConfig unbounded_config(uint32_t dims, float cell_size, float distance, uint32_t max_particles,
+                                             uint64_t max_pairs) {
+    hashgrid::GridConfig c;
+    c.dimensions = dims;
+    c.cell_size = cell_size;
+    c.interaction_distance = distance;
+    c.world = hashgrid::World::unbounded;
+    c.max_particles = std::max<uint32_t>(max_particles, 1);
+    c.max_cells = std::max<uint32_t>(max_particles, 1);
+    c.max_pairs = std::max<uint64_t>(max_pairs, 1);
+    return c;
+}
+
+/// Bounded config whose box covers every particle of `s` with the given origin
+/// (which must be at or below every coordinate) plus `margin` cells per axis.
+inline hashgrid::GridConfig bounded_config(const Scene& s, const hashgrid::GridConfig& unbounded, uint32_t margin) {
+    hashgrid::GridConfig c = unbounded;
+    c.world = hashgrid::World::bounded;
+    for (uint32_t a = 0; a < 3; ++a) {
+        int64_t top = 0;
+        if (a < s.dims)
+            for (uint32_t i = 0; i < s.size(); ++i)
+                top = std::max(top, cell_coordinate(s.coord(a, i), c.origin[a], c.cell_size));
+        c.cell_counts[a] = a < s.dims ? static_cast<uint32_t>(top + 1 + margin) : 1u;
+    }
+    return c;
+}
+
+/// Lowest coordinate of the scene along each axis (0 for an empty scene).
+inline void scene_min(const Scene& s, float out[3]) {
+    for (uint32_t a = 0; a < 3; ++a) {
+        out[a] = 0.0f;
+        if (a >= s.dims || s.size() == 0) continue;
+        float m = s.coord(a, 0);
+        for (uint32_t i = 1; i < s.size(); ++i)
+            m = std::min(m, s.coord(a, i));
+        out[a] = m;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Frame helpers.
+
+struct Frame {
+    hashgrid::Status rebuild;
+    hashgrid::PairResult result;
+    std::vector<Pair> pairs; ///< The written prefix.
+};
+
+inline Frame run_frame(hashgrid::Grid& grid, const Scene& s, const hashgrid::ThreadBackend& backend,
+                       uint64_t capacity) {
+    Frame f;
+    f.rebuild = grid.rebuild(s.spans(), backend);
+    f.pairs.resize(static_cast<size_t>(std::max<uint64_t>(capacity, 1)));
+    f.result = grid.find_pairs(capacity ? f.pairs.data() : nullptr, capacity, backend);
+    f.pairs.resize(static_cast<size_t>(std::min<uint64_t>(f.result.written, capacity)));
+    return f;
+}
+
+// ---------------------------------------------------------------------------
+// Hashes of grid state (golden values in test_determinism.cpp).
+
+inline uint64_t hash_pairs(const Pair* pairs, uint64_t count) {
+    Fnv1a h;
+    h.u64(count);
+    for (uint64_t k = 0; k < count; ++k) {
+        h.u32(pairs[k].a);
+        h.u32(pairs[k].b);
+    }
+    return h.value();
+}
+
+inline uint64_t hash_order(const hashgrid::Grid& grid) {
+    Fnv1a h;
+    const uint32_t n = grid.particle_count();
+    h.u32(n);
+    const uint32_t* order = grid.sorted_to_original();
+    for (uint32_t k = 0; k < n; ++k)
+        h.u32(order[k]);
+    return h.value();
+}
+
+/// The cell table view: start[], key[] and the slot table. slot_cell is only
+/// defined for occupied slots, so empty slots contribute their key only.
+inline uint64_t hash_cells(const hashgrid::Grid& grid) {
+    const hashgrid::CellTableView v = grid.cells();
+    Fnv1a h;
+    h.u32(v.cell_count);
+    for (uint32_t c = 0; c <= v.cell_count; ++c)
+        h.u32(v.start[c]);
+    h.u32(v.key != nullptr ? 1u : 0u);
+    if (v.key != nullptr)
+        for (uint32_t c = 0; c < v.cell_count; ++c)
+            h.u64(v.key[c]);
+    h.u32(v.slot_count);
+    for (uint32_t s = 0; s < v.slot_count; ++s) {
+        h.u64(v.slot_key[s]);
+        if (v.slot_key[s] != hashgrid::kEmptyKey) h.u32(v.slot_cell[s]);
+    }
+    return h.value();
+}
+
+inline uint64_t hash_csr(const std::vector<uint32_t>& offsets, const std::vector<uint32_t>& indices) {
+    Fnv1a h;
+    h.u64(offsets.size());
+    for (uint32_t v : offsets)
+        h.u32(v);
+    h.u64(indices.size());
+    for (uint32_t v : indices)
+        h.u32(v);
+    return h.value();
+}
+
+// ---------------------------------------------------------------------------
+// Independent checks of a built grid against the oracles. Each returns "" when
+// the grid agrees, else the first disagreement.
+
+/// sorted_to_original() is the expected permutation and sorted_x/y/z/radius are
+/// the inputs permuted by it.
+inline std::string check_sorted_state(const hashgrid::Grid& grid, const Scene& s, const hashgrid::GridConfig& config) {
+    if (grid.particle_count() != s.size())
+        return "particle_count " + std::to_string(grid.particle_count()) + " != " + std::to_string(s.size());
+    const std::vector<uint32_t> order = expected_order(s, config);
+    if (std::string d = diff_u32("sorted_to_original", order, grid.sorted_to_original()); !d.empty()) return d;
+    const float* sorted[3] = {grid.sorted_x(), grid.sorted_y(), grid.sorted_z()};
+    for (uint32_t a = 0; a < s.dims; ++a)
+        for (uint32_t k = 0; k < s.size(); ++k)
+            if (float_bits(sorted[a][k]) != float_bits(s.coord(a, order[k])))
+                return "sorted coordinate axis " + std::to_string(a) + " position " + std::to_string(k);
+    if (s.has_radius()) {
+        if (grid.sorted_radius() == nullptr) return "sorted_radius() is null in radius mode";
+        for (uint32_t k = 0; k < s.size(); ++k)
+            if (float_bits(grid.sorted_radius()[k]) != float_bits(s.radius[order[k]]))
+                return "sorted_radius position " + std::to_string(k);
+    } else if (grid.sorted_radius() != nullptr) {
+        return "sorted_radius() is not null in uniform mode";
+    }
+    return "";
+}
+
+/// The cell table view describes exactly the occupied cells in (z, y, x) order,
+/// and (unbounded) every key is reachable by linear probing from its hash.
+inline std::string check_cell_table(const hashgrid::Grid& grid, const Scene& s, const hashgrid::GridConfig& config) {
+    const hashgrid::CellTableView v = grid.cells();
+    const uint32_t n = s.size();
+    const std::vector<uint32_t> order = expected_order(s, config);
+    // Distinct cells in sorted order with their particle counts.
+    std::vector<CellCoord> cells;
+    std::vector<uint32_t> counts;
+    for (uint32_t k = 0; k < n; ++k) {
+        const CellCoord cc = particle_cell(s, config, order[k]);
+        if (cells.empty() || !(cells.back() == cc)) {
+            cells.push_back(cc);
+            counts.push_back(0);
+        }
+        ++counts.back();
+    }
+    if (v.start == nullptr) return "cells().start is null";
+    if (config.world == hashgrid::World::bounded) {
+        const uint64_t total =
+            uint64_t{config.cell_counts[0]} * config.cell_counts[1] * (s.dims == 3 ? config.cell_counts[2] : 1u);
+        if (v.cell_count != total) return "bounded cell_count " + std::to_string(v.cell_count);
+        if (v.key != nullptr || v.slot_count != 0) return "bounded grid exposes a hash table";
+        std::vector<uint32_t> expected_count(static_cast<size_t>(total), 0);
+        for (size_t c = 0; c < cells.size(); ++c) {
+            const uint64_t index =
+                (static_cast<uint64_t>(cells[c].c[2]) * config.cell_counts[1] + static_cast<uint64_t>(cells[c].c[1])) *
+                    config.cell_counts[0] +
+                static_cast<uint64_t>(cells[c].c[0]);
+            expected_count[static_cast<size_t>(index)] = counts[c];
+        }
+        if (v.start[0] != 0) return "start[0] != 0";
+        for (uint64_t c = 0; c < total; ++c)
+            if (v.start[c + 1] - v.start[c] != expected_count[static_cast<size_t>(c)])
+                return "bounded cell " + std::to_string(c) + " holds " + std::to_string(v.start[c + 1] - v.start[c]) +
+                       " particles, expected " + std::to_string(expected_count[static_cast<size_t>(c)]);
+        return "";
+    }
+    if (v.cell_count != cells.size())
+        return "cell_count " + std::to_string(v.cell_count) + " != distinct cells " + std::to_string(cells.size());
+    if (v.key == nullptr || v.slot_key == nullptr || v.slot_cell == nullptr) return "unbounded table arrays null";
+    if (v.start[0] != 0) return "start[0] != 0";
+    for (size_t c = 0; c < cells.size(); ++c) {
+        const auto& cc = cells[c].c;
+        const uint64_t key = s.dims == 3
+                                 ? hashgrid::pack_key3(static_cast<int32_t>(cc[0]), static_cast<int32_t>(cc[1]),
+                                                       static_cast<int32_t>(cc[2]))
+                                 : hashgrid::pack_key2(static_cast<int32_t>(cc[0]), static_cast<int32_t>(cc[1]));
+        if (v.key[c] != key) return "key[" + std::to_string(c) + "] mismatch";
+        if (v.start[c + 1] - v.start[c] != counts[c]) return "start[] of cell " + std::to_string(c) + " mismatch";
+    }
+    // Slot table (config.h): max(256, next power of two >= 2 * max_cells) slots,
+    // every key exactly once, reachable by linear probing from its home slot (the
+    // top log2(slots) bits of hash_key(key)) without crossing an empty slot.
+    uint32_t slots = 256, slot_bits = 8;
+    while (slots < 2u * config.max_cells) {
+        slots *= 2;
+        ++slot_bits;
+    }
+    if (v.slot_count != slots)
+        return "slot_count " + std::to_string(v.slot_count) + " expected " + std::to_string(slots);
+    uint32_t occupied = 0;
+    for (uint32_t slot = 0; slot < v.slot_count; ++slot) {
+        if (v.slot_key[slot] == hashgrid::kEmptyKey) continue;
+        ++occupied;
+        const uint32_t c = v.slot_cell[slot];
+        if (c >= v.cell_count || v.key[c] != v.slot_key[slot]) return "slot " + std::to_string(slot) + " bad cell";
+        for (uint32_t probe = static_cast<uint32_t>(hashgrid::hash_key(v.slot_key[slot]) >> (64 - slot_bits));
+             probe != slot; probe = (probe + 1) & (slots - 1))
+            if (v.slot_key[probe] == hashgrid::kEmptyKey)
+                return "slot " + std::to_string(slot) + " unreachable by linear probing";
+    }
+    if (occupied != v.cell_count) return "occupied slots " + std::to_string(occupied) + " != cell_count";
+    return "";
+}
+
+/// CSR neighbour lists from the oracle pair set: both directions, ascending.
+inline void expected_csr(uint32_t n, const std::vector<Pair>& pairs, std::vector<uint32_t>& offsets,
+                         std::vector<uint32_t>& indices) {
+    offsets.assign(n + 1, 0);
+    for (const Pair& p : pairs) {
+        ++offsets[p.a + 1];
+        ++offsets[p.b + 1];
+    }
+    for (uint32_t i = 0; i < n; ++i)
+        offsets[i + 1] += offsets[i];
+    indices.assign(pairs.size() * 2, 0);
+    std::vector<uint32_t> cursor(offsets.begin(), offsets.end() - 1);
+    for (const Pair& p : pairs) {
+        indices[cursor[p.a]++] = p.b;
+        indices[cursor[p.b]++] = p.a;
+    }
+    for (uint32_t i = 0; i < n; ++i)
+        std::sort(indices.begin() + offsets[i], indices.begin() + offsets[i + 1]);
+}
+
+} // namespace hashgrid_test
