@@ -53,9 +53,10 @@ struct Candidates {
     const uint32_t* order;
 };
 
-/// Candidates per packed block, and readable padding after them.
+/// Candidates per packed block, and padding after them (a last partial
+/// vector reads up to 7 entries past the end; block copies write up to 7).
 constexpr uint32_t kPackCapacity = 1024;
-constexpr uint32_t kPackPad = 8;
+constexpr uint32_t kPackPad = 16;
 
 /// A home cell's forward candidates copied contiguously (on the sweeping thread's stack).
 struct PackedCandidates {

@@ -121,32 +121,83 @@ StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell) {
     return StatusCode::ok;
 }
 
-/// Branch-free cell coordinates; returns false if anything about the particle
-/// is invalid (then cell holds harmless values and the chunk is re-checked).
-template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
-inline bool cell_fast(const KeyParams& k, uint32_t i, int32_t* cell) {
-    bool ok = true;
-    for (uint32_t d = 0; d < D; ++d) {
-        const float v = k.coord[d][i];
-        double t = scaled_coordinate(v, k.origin[d], k.scale);
-        if constexpr (Bounded && Clamp) {
-            ok &= (v - v == 0.0f); // finite
-            t = t < k.lower ? k.lower : t;
-            t = t >= k.upper[d] ? k.upper[d] - 1.0 : t;
-            t = v - v == 0.0f ? t : 0.0;
-        } else {
-            const bool inside = (t >= k.lower) & (t < k.upper[d]); // false for NaN and inf too
-            ok &= inside;
-            t = inside ? t : 0.0;
-        }
-        cell[d] = floor_to_int(t);
-    }
-    if constexpr (Radius) {
-        const float r = k.radius[i];
-        ok &= (r > 0.0f) & (r * 2.0f <= k.cell_size);
-    }
-    return ok;
+/// t clamped into [lo, hi1]; NaN becomes lo (maxsd/minsd semantics), so the
+/// integer conversion below is always defined.
+inline double clamp_into(double t, double lo, double hi1) {
+    t = t > lo ? t : lo;
+    return t < hi1 ? t : hi1;
 }
+
+/// floor(t) for t inside the int32 range (same as floor_to_int, branch-free).
+inline int32_t floor_int(double t) {
+    const auto i = static_cast<int32_t>(t);
+    return i - (static_cast<double>(i) > t ? 1 : 0);
+}
+
+/// Cell of every particle in [begin, end), written as the dense index
+/// (bounded) or packed key (unbounded). Straight-line code the compiler
+/// vectorizes: validity is accumulated as a bit, and a chunk with any invalid
+/// particle is re-checked on the slow path. Returns true if all were valid.
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+[[gnu::always_inline]] inline bool key_block(const KeyParams& k, uint32_t begin, uint32_t end,
+                                             uint32_t* __restrict particle_cell, uint64_t* __restrict particle_key) {
+    const float* __restrict px = k.coord[0];
+    const float* __restrict py = k.coord[1];
+    const float* __restrict pz = D == 3 ? k.coord[2] : k.coord[0];
+    const float* __restrict pr = Radius ? k.radius : k.coord[0];
+    const double ox = k.origin[0], oy = k.origin[1], oz = k.origin[2];
+    const double scale = k.scale, lo = k.lower;
+    const double ux = k.upper[0], uy = k.upper[1], uz = k.upper[2];
+    const uint32_t nx = k.counts[0], nxy = k.counts[0] * k.counts[1];
+    const float cell_size = k.cell_size;
+    uint32_t valid = 1;
+    for (uint32_t i = begin; i < end; ++i) {
+        const float vx = px[i], vy = py[i], vz = D == 3 ? pz[i] : 0.0f;
+        const double tx = (static_cast<double>(vx) - ox) * scale;
+        const double ty = (static_cast<double>(vy) - oy) * scale;
+        const double tz = D == 3 ? (static_cast<double>(vz) - oz) * scale : 0.0;
+        if constexpr (Bounded && Clamp) {
+            valid &= static_cast<uint32_t>(vx - vx == 0.0f) & static_cast<uint32_t>(vy - vy == 0.0f) &
+                     static_cast<uint32_t>(vz - vz == 0.0f);
+        } else {
+            // False for NaN and +-inf as well: the range is finite.
+            valid &= static_cast<uint32_t>(tx >= lo) & static_cast<uint32_t>(tx < ux) &
+                     static_cast<uint32_t>(ty >= lo) & static_cast<uint32_t>(ty < uy);
+            if constexpr (D == 3) valid &= static_cast<uint32_t>(tz >= lo) & static_cast<uint32_t>(tz < uz);
+        }
+        if constexpr (Radius) {
+            const float r = pr[i];
+            valid &= static_cast<uint32_t>(r > 0.0f) & static_cast<uint32_t>(r * 2.0f <= cell_size);
+        }
+        const int32_t cx = floor_int(clamp_into(tx, lo, ux - 1.0));
+        const int32_t cy = floor_int(clamp_into(ty, lo, uy - 1.0));
+        const int32_t cz = D == 3 ? floor_int(clamp_into(tz, lo, uz - 1.0)) : 0;
+        if constexpr (Bounded) {
+            uint32_t linear = static_cast<uint32_t>(cx) + nx * static_cast<uint32_t>(cy);
+            if constexpr (D == 3) linear += nxy * static_cast<uint32_t>(cz);
+            particle_cell[i] = linear;
+        } else {
+            particle_key[i] = D == 3 ? pack_key3(cx, cy, cz) : pack_key2(cx, cy);
+        }
+    }
+    return valid != 0;
+}
+
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+bool key_block_default(const KeyParams& k, uint32_t begin, uint32_t end, uint32_t* particle_cell,
+                       uint64_t* particle_key) {
+    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key);
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+// The same loop compiled for AVX2 (4 doubles per instruction): the same IEEE
+// operations, so the same cells. Chosen at run time.
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+__attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t begin, uint32_t end,
+                                                    uint32_t* particle_cell, uint64_t* particle_key) {
+    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key);
+}
+#endif
 
 /// Per-chunk bucket histogram. Runs of one bucket (input in last frame's
 /// sorted order) are counted in a register: incrementing the same memory
@@ -174,20 +225,14 @@ void count_buckets(const uint32_t* particle_cell, uint32_t begin, uint32_t end, 
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 void key_pass(const KeyParams& k, uint32_t n, uint32_t grain, const ThreadBackend& b, uint32_t* particle_cell,
               uint64_t* particle_key, uint32_t* hist, uint32_t buckets, uint32_t shift, BadParticle* bad) {
+    bool (*block)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*) =
+        &key_block_default<D, Bounded, Clamp, Radius>;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (__builtin_cpu_supports("avx2")) block = &key_block_avx2<D, Bounded, Clamp, Radius>;
+#endif
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         const uint32_t chunk = begin / grain;
-        bool ok = true;
-        for (uint32_t i = begin; i < end; ++i) {
-            int32_t c[3] = {0, 0, 0};
-            ok &= cell_fast<D, Bounded, Clamp, Radius>(k, i, c);
-            if constexpr (Bounded) {
-                uint32_t linear = static_cast<uint32_t>(c[0]) + k.counts[0] * static_cast<uint32_t>(c[1]);
-                if constexpr (D == 3) linear += k.counts[0] * k.counts[1] * static_cast<uint32_t>(c[2]);
-                particle_cell[i] = linear;
-            } else {
-                particle_key[i] = D == 3 ? pack_key3(c[0], c[1], c[2]) : pack_key2(c[0], c[1]);
-            }
-        }
+        const bool ok = block(k, begin, end, particle_cell, particle_key);
         if constexpr (Bounded)
             count_buckets(particle_cell, begin, end, shift, hist + uint64_t{chunk} * buckets, buckets);
         BadParticle record{kNone, 0, StatusCode::ok};
@@ -260,22 +305,54 @@ uint32_t bucket_shift(uint32_t cells, uint32_t buckets) {
     return shift;
 }
 
+/// A chunk's share of the table's fill counter. Slots are reserved from the
+/// shared counter in blocks, so most inserts touch no shared cache line; what
+/// is left is returned at the end. The shared counter thus never undercounts
+/// the keys in the table, and equals their number once every chunk is done.
+class FillShare {
+public:
+    FillShare(uint32_t& shared, uint32_t limit, uint32_t block) : shared_(shared), limit_(limit), block_(block) {}
+    FillShare(const FillShare&) = delete;
+    FillShare& operator=(const FillShare&) = delete;
+    ~FillShare() {
+        if (held_ != 0) shared_.fetch_sub(held_, std::memory_order_relaxed);
+    }
+    /// One slot for a fresh key; false if the table reached its limit.
+    bool take() {
+        if (held_ == 0) {
+            if (shared_.fetch_add(block_, std::memory_order_relaxed) + block_ > limit_) {
+                shared_.fetch_sub(block_, std::memory_order_relaxed);
+                return false;
+            }
+            held_ = block_;
+        }
+        --held_;
+        return true;
+    }
+    /// Returns a slot (a failed claim, or a displaced duplicate that vanished).
+    void give_back() { ++held_; }
+
+private:
+    std::atomic_ref<uint32_t> shared_;
+    uint32_t limit_;
+    uint32_t block_;
+    uint32_t held_ = 0;
+};
+
 /// Priority-ordered linear-probing insert. Keys with a larger value win a slot
 /// and push the smaller one forward; the final layout is that of inserting the
-/// key set serially in descending order. `occupied` counts keys in the table
-/// (the distinct keys once all inserts return): a fresh key is counted when it
-/// first enters (into an empty slot or by displacing), a displaced key stays
-/// counted while carried and is uncounted if it meets its duplicate. Returns
-/// false if the table reached `limit` keys.
-bool insert_key(uint64_t* slots, uint32_t mask, uint32_t shift, uint64_t key, uint32_t& occupied, uint32_t limit) {
-    std::atomic_ref<uint32_t> fill(occupied);
+/// key set serially in descending order. A fresh key takes a fill slot when it
+/// first enters (an empty slot or by displacing); a displaced key keeps its
+/// slot while carried and gives it back if it meets its duplicate. Returns
+/// false if the table reached its fill limit.
+bool insert_key(uint64_t* slots, uint32_t mask, uint32_t shift, uint64_t key, FillShare& fill) {
     uint32_t s = static_cast<uint32_t>(hash_key(key) >> shift);
-    bool counted = false; // the key in hand is already counted in `occupied`
+    bool counted = false; // the key in hand already holds a fill slot
     for (;;) {
         std::atomic_ref<uint64_t> slot(slots[s]);
         uint64_t current = slot.load(std::memory_order_acquire);
         if (current == key) {
-            if (counted) fill.fetch_sub(1, std::memory_order_relaxed); // a displaced duplicate vanishes
+            if (counted) fill.give_back(); // a displaced duplicate vanishes
             return true;
         }
         if (current != kEmptyKey && key < current) {
@@ -283,12 +360,9 @@ bool insert_key(uint64_t* slots, uint32_t mask, uint32_t shift, uint64_t key, ui
             continue;
         }
         // Take the slot: it is empty, or holds a key of lower priority.
-        if (!counted && fill.fetch_add(1, std::memory_order_relaxed) >= limit) {
-            fill.fetch_sub(1, std::memory_order_relaxed);
-            return false;
-        }
+        if (!counted && !fill.take()) return false;
         if (!slot.compare_exchange_strong(current, key, std::memory_order_acq_rel)) {
-            if (!counted) fill.fetch_sub(1, std::memory_order_relaxed);
+            if (!counted) fill.give_back();
             continue; // re-read the same slot
         }
         counted = true;
@@ -298,10 +372,11 @@ bool insert_key(uint64_t* slots, uint32_t mask, uint32_t shift, uint64_t key, ui
     }
 }
 
-/// LSD radix sort of distinct keys, 8-bit digits, only over bytes that vary.
-/// Stable and chunked by a fixed grain: deterministic. Result ends in `keys`.
-void radix_sort(const ThreadBackend& b, uint64_t* keys, uint64_t* tmp, uint32_t n, uint32_t* hist,
-                uint64_t* chunk_scratch) {
+/// LSD radix sort of distinct keys with a 32-bit payload each, 8-bit digits,
+/// only over bytes that vary. Stable and chunked by a fixed grain:
+/// deterministic. Results end in `keys` and `payload`.
+void radix_sort(const ThreadBackend& b, uint64_t* keys, uint32_t* payload, uint64_t* tmp, uint32_t* payload_tmp,
+                uint32_t n, uint32_t* hist, uint64_t* chunk_scratch) {
     if (n < 2) return;
     const uint32_t chunks = chunk_count(n, kRadixGrain);
     parallel_chunks(b, n, kRadixGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -316,6 +391,8 @@ void radix_sort(const ThreadBackend& b, uint64_t* keys, uint64_t* tmp, uint32_t 
         diff |= chunk_scratch[c];
     uint64_t* src = keys;
     uint64_t* dst = tmp;
+    uint32_t* psrc = payload;
+    uint32_t* pdst = payload_tmp;
     for (uint32_t shift = 0; shift < 64; shift += 8) {
         if (((diff >> shift) & 0xff) == 0) continue;
         parallel_chunks(b, n, kRadixGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -334,12 +411,19 @@ void radix_sort(const ThreadBackend& b, uint64_t* keys, uint64_t* tmp, uint32_t 
         }
         parallel_chunks(b, n, kRadixGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             uint32_t* h = hist + (begin / kRadixGrain) * 256;
-            for (uint32_t i = begin; i < end; ++i)
-                dst[h[(src[i] >> shift) & 0xff]++] = src[i];
+            for (uint32_t i = begin; i < end; ++i) {
+                const uint32_t to = h[(src[i] >> shift) & 0xff]++;
+                dst[to] = src[i];
+                pdst[to] = psrc[i];
+            }
         });
         std::swap(src, dst);
+        std::swap(psrc, pdst);
     }
-    if (src != keys) std::memcpy(keys, src, uint64_t{n} * sizeof(uint64_t));
+    if (src != keys) {
+        std::memcpy(keys, src, uint64_t{n} * sizeof(uint64_t));
+        std::memcpy(payload, psrc, uint64_t{n} * sizeof(uint32_t));
+    }
 }
 
 /// Exact number of distinct keys (overflow path only): sorts the keys in place.
@@ -434,10 +518,12 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     // 2. Unbounded: deterministic table, sorted distinct cells, per-particle cell.
     if (!bounded) {
         const uint32_t mask = g.slot_count_ - 1;
-        if (g.table_needs_full_clear_) {
+        // Clearing every slot is a streaming write; clearing last frame's
+        // cells is one random write each. Pick the cheaper (about 16 slots
+        // stream in the time of one random write).
+        if (g.table_needs_full_clear_ || g.slot_count_ <= 16 * uint64_t{g.cell_count_}) {
             parallel_chunks(b, g.slot_count_, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
-                for (uint32_t s = begin; s < end; ++s)
-                    g.slot_key_[s] = kEmptyKey;
+                std::memset(g.slot_key_ + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
             });
         } else {
             parallel_chunks(b, g.cell_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -452,14 +538,22 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
 
         uint32_t occupied = 0;
         uint32_t failed = 0;
-        // Room for in-flight displaced duplicates: the table never fills up.
+        // The fill limit keeps the table below 3/4 load, so probes always end;
+        // reservations are small enough that it is never reached spuriously
+        // below max_cells (<= 1/2 load).
         const uint32_t table_limit = g.slot_count_ / 4 * 3;
+        const uint32_t workers = b.worker_count > 0 ? b.worker_count : 1;
+        uint32_t block = table_limit / (8 * workers);
+        block = block < 1 ? 1 : (block > 64 ? 64 : block);
         parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            FillShare fill(occupied, table_limit, block);
             uint64_t last = kEmptyKey;
             for (uint32_t i = begin; i < end; ++i) {
                 const uint64_t key = g.particle_key_[i];
                 if (key == last) continue; // runs of one cell (sorted input) insert once
-                if (!insert_key(g.slot_key_, mask, g.slot_shift_, key, occupied, table_limit)) {
+                if (i + 8 < end)           // the home slot of a key a few inserts ahead
+                    __builtin_prefetch(g.slot_key_ + (hash_key(g.particle_key_[i + 8]) >> g.slot_shift_));
+                if (!insert_key(g.slot_key_, mask, g.slot_shift_, key, fill)) {
                     std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
                     return;
                 }
@@ -493,15 +587,17 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             uint64_t out = g.chunk_scratch_[begin / kCellGrain];
             for (uint32_t s = begin; s < end; ++s)
-                if (g.slot_key_[s] != kEmptyKey) g.cell_key_[out++] = g.slot_key_[s];
+                if (g.slot_key_[s] != kEmptyKey) {
+                    g.cell_key_[out] = g.slot_key_[s];
+                    g.cell_slot_[out] = s;
+                    ++out;
+                }
         });
-        radix_sort(b, g.cell_key_, g.key_tmp_, cells, g.radix_hist_, g.chunk_scratch_);
+        // Sort (key, slot) by key; cell_cursor_ is free until the counting sort.
+        radix_sort(b, g.cell_key_, g.cell_slot_, g.key_tmp_, g.cell_cursor_, cells, g.radix_hist_, g.chunk_scratch_);
         parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t i = begin; i < end; ++i) {
-                const uint32_t s = find_slot(g, g.cell_key_[i]);
-                g.cell_slot_[i] = s;
-                g.slot_cell_[s] = i;
-            }
+            for (uint32_t i = begin; i < end; ++i)
+                g.slot_cell_[g.cell_slot_[i]] = i;
         });
         g.cell_count_ = cells;
         g.table_needs_full_clear_ = false;
@@ -515,7 +611,9 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 const uint64_t key = g.particle_key_[i];
                 if (key != last) {
                     last = key;
-                    last_cell = find_cell(g, key);
+                    // Input in last frame's order walks the cells forward.
+                    last_cell =
+                        last_cell + 1 < cells && g.cell_key_[last_cell + 1] == key ? last_cell + 1 : find_cell(g, key);
                 }
                 g.particle_cell_[i] = last_cell;
             }
