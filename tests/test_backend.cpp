@@ -120,3 +120,26 @@ TEST_CASE("oneTBB backend: 20000 back-to-back small jobs") {
         CHECK(sum.load() == expected);
     }
 }
+
+TEST_CASE("std::thread backend: every chunk exactly once, repeated creation, back-to-back jobs") {
+    for (uint32_t threads : {1u, 2u, 3u, 4u, 8u, 16u}) {
+        hashgrid::platform::StdThreadBackend pool(threads);
+        CHECK(pool.threads() == threads);
+        check_contract(pool.backend());
+    }
+    for (int i = 0; i < 30; ++i) {
+        hashgrid::platform::StdThreadBackend pool(1 + static_cast<uint32_t>(i % 4));
+        if (i % 2 == 0) CHECK(check_chunks(pool.backend(), 1000, 10) == "");
+    }
+    hashgrid::platform::StdThreadBackend pool(3);
+    std::atomic<uint64_t> sum{0};
+    uint64_t expected = 0;
+    for (uint32_t job = 0; job < 20000; ++job) {
+        const uint32_t count = 1 + job % 37;
+        expected += count;
+        hashgrid::parallel_chunks(pool.backend(), count, 4, [&](uint32_t begin, uint32_t end, uint32_t) {
+            sum.fetch_add(end - begin, std::memory_order_relaxed);
+        });
+    }
+    CHECK(sum.load() == expected);
+}

@@ -188,7 +188,7 @@ TEST_CASE("fixed scenes: the serial backend gives the golden hashes") {
 TEST_CASE("fixed scenes: identical for oneTBB at 1, 2, 3, 4, 7, 8 and 16 threads, over 3 runs") {
     for (uint32_t threads : {1u, 2u, 3u, 4u, 7u, 8u, 16u}) {
         ParallelBackend tbb(threads);
-#if defined(HASHGRID_HAS_TBB)
+#if defined(HASHGRID_HAS_TBB) || defined(HASHGRID_TEST_STD_THREADS)
         CHECK(tbb.threads() == threads); // more threads than cores included
 #endif
         const hashgrid::ThreadBackend backend = tbb.backend();
@@ -200,6 +200,18 @@ TEST_CASE("fixed scenes: identical for oneTBB at 1, 2, 3, 4, 7, 8 and 16 threads
                      << ", " << threads << " threads, run " << rep << ": got " << text(h));
                 CHECK(h == kGolden[k]);
             }
+        }
+    }
+}
+
+TEST_CASE("fixed scenes: identical for the std::thread backend at 1, 2, 3, 4, 7, 8 and 16 threads") {
+    for (uint32_t threads : {1u, 2u, 3u, 4u, 7u, 8u, 16u}) {
+        hashgrid::platform::StdThreadBackend pool(threads);
+        CHECK(pool.threads() == threads);
+        for (size_t k = 0; k < scenes().size(); ++k) {
+            const Hashes h = run(scenes()[k], pool.backend(), 0x00, false);
+            INFO(std::string(scenes()[k].name) << ", " << threads << " std::threads: got " << text(h));
+            CHECK(h == kGolden[k]);
         }
     }
 }

@@ -13,6 +13,7 @@
 #include "hashgrid/cell_key.h"
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
+#include "hashgrid/platform/std_thread_backend.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 #if defined(HASHGRID_HAS_TBB)
@@ -35,10 +36,13 @@ namespace hashgrid_test {
 using hashgrid::Pair;
 
 // ---------------------------------------------------------------------------
-// The multi-threaded backend: oneTBB, or the serial backend on targets built
-// without oneTBB (HASHGRID_USE_TBB=OFF, e.g. MinGW), so every test still runs.
+// The multi-threaded backend: oneTBB; the std::thread backend when
+// HASHGRID_TEST_STD_THREADS is set (the tsan preset); the serial backend on
+// targets built without oneTBB (HASHGRID_USE_TBB=OFF), so every test still runs.
 
-#if defined(HASHGRID_HAS_TBB)
+#if defined(HASHGRID_TEST_STD_THREADS)
+using ParallelBackend = hashgrid::platform::StdThreadBackend;
+#elif defined(HASHGRID_HAS_TBB)
 using ParallelBackend = hashgrid::platform::TbbBackend;
 #else
 struct ParallelBackend {

@@ -388,6 +388,15 @@ TEST_CASE("report: which allocator oneTBB uses") {
 #endif
 }
 
+TEST_CASE("no allocation per frame: std::thread backend at 1, 2, 4 and 8 threads") {
+    for (uint32_t threads : {1u, 2u, 4u, 8u}) {
+        hashgrid::platform::StdThreadBackend pool(threads);
+        const std::string label = "std::thread " + std::to_string(threads) + " threads";
+        for (hashgrid::World world : {hashgrid::World::unbounded, hashgrid::World::bounded})
+            run_frames(world, pool.backend(), label);
+    }
+}
+
 #if defined(HASHGRID_HAS_TBB)
 TEST_CASE("no allocation per frame: oneTBB at 1, 2, 4 and 8 threads") {
     for (uint32_t threads : {1u, 2u, 4u, 8u}) {

@@ -1,0 +1,33 @@
+// std::thread backend: for targets without oneTBB (MinGW) and for
+// ThreadSanitizer runs (every synchronization edge is in instrumented code).
+// Worker threads are created once, at construction, and sleep between jobs;
+// steady state allocates nothing.
+#pragma once
+
+#include "hashgrid/thread_backend.h"
+
+#include <cstdint>
+
+namespace hashgrid::platform {
+
+class StdThreadBackend {
+public:
+    /// threads == 0: std::thread::hardware_concurrency(). The calling thread is
+    /// one of them: threads - 1 workers are started.
+    explicit StdThreadBackend(uint32_t threads = 0);
+    ~StdThreadBackend();
+    StdThreadBackend(const StdThreadBackend&) = delete;
+    StdThreadBackend& operator=(const StdThreadBackend&) = delete;
+
+    /// The interface core/ uses; valid while this object lives. One
+    /// parallel_for at a time (chunk bodies must not start another).
+    [[nodiscard]] ThreadBackend backend() const;
+    [[nodiscard]] uint32_t threads() const;
+
+    struct State; ///< Opaque.
+
+private:
+    State* state_ = nullptr;
+};
+
+} // namespace hashgrid::platform

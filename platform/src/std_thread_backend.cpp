@@ -1,0 +1,50 @@
+// std::thread backend on the shared chunk dispatcher (chunk_dispatcher.h).
+#include "hashgrid/platform/std_thread_backend.h"
+
+#include "chunk_dispatcher.h"
+
+#include <thread>
+#include <vector>
+
+namespace hashgrid::platform {
+
+struct StdThreadBackend::State {
+    detail::ChunkDispatcher dispatcher;
+    std::vector<std::thread> workers; // sized once, at construction
+};
+
+namespace {
+
+void std_parallel_for(void* state, uint32_t count, uint32_t grain, ChunkFn fn, void* context) {
+    static_cast<StdThreadBackend::State*>(state)->dispatcher.run(count, grain, fn, context);
+}
+
+} // namespace
+
+StdThreadBackend::StdThreadBackend(uint32_t threads) : state_(new State) {
+    if (threads == 0) threads = std::thread::hardware_concurrency();
+    if (threads == 0) threads = 1;
+    state_->dispatcher.set_participants(threads);
+    state_->workers.reserve(threads - 1);
+    for (uint32_t worker = 1; worker < threads; ++worker)
+        state_->workers.emplace_back([s = state_, worker] { s->dispatcher.worker_loop(worker); });
+}
+
+StdThreadBackend::~StdThreadBackend() {
+    state_->dispatcher.stop();
+    for (std::thread& t : state_->workers)
+        t.join();
+    delete state_;
+}
+
+ThreadBackend StdThreadBackend::backend() const {
+    ThreadBackend backend;
+    backend.parallel_for = &std_parallel_for;
+    backend.state = state_;
+    backend.worker_count = state_->dispatcher.participants();
+    return backend;
+}
+
+uint32_t StdThreadBackend::threads() const { return state_->dispatcher.participants(); }
+
+} // namespace hashgrid::platform
