@@ -66,12 +66,15 @@ Sizes sizes_of(const GridConfig& c) {
     s.sort_grain = sort_grain_for(s.particles);
     s.sort_chunks = chunk_count(s.particles, s.sort_grain);
     s.buckets = bucket_capacity_for(s.particles);
+    // A box of up to ~2 cells per particle: dense counting costs about as much
+    // as the particles themselves, and far less than hashing each of them.
+    s.dense = c.world == World::unbounded ? static_cast<uint32_t>(2 * uint64_t{s.particles} + 64) : 0;
     // Every chunk can leave one block partly filled: max_pairs always fits.
     s.pair_blocks = static_cast<uint32_t>((c.max_pairs + kPairBlock - 1) / kPairBlock + s.pair_chunks);
     return s;
 }
 
-constexpr int kPointerCount = 30;
+constexpr int kPointerCount = 33;
 
 /// Assigns (or measures) every array. Returns total bytes.
 uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, Grid* g, void** pointers) {
@@ -106,7 +109,10 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, Grid*
     pointers[i++] = l.take<uint32_t>(s.particles);                                       // stage_index_
     for (uint32_t d = 0; d < 3; ++d)                                                     // stage_pos_[d]
         pointers[i++] = d < c.dimensions ? l.take<float>(s.particles) : nullptr;
-    pointers[i++] = l.take<float>(s.particles); // stage_radius_
+    pointers[i++] = l.take<float>(s.particles);                                 // stage_radius_
+    pointers[i++] = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr; // dense_start_
+    pointers[i++] = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr; // dense_count_
+    pointers[i++] = l.take<int32_t>(uint64_t{s.chunk_slots} * 6);               // chunk_box_
     (void)g;
     HASHGRID_ASSERT(i == kPointerCount, "lay_out: pointer count");
     return l.bytes();
@@ -207,6 +213,9 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     for (float*& a : stage_pos_)
         a = static_cast<float*>(p[i++]);
     stage_radius_ = static_cast<float*>(p[i++]);
+    dense_start_ = static_cast<uint32_t*>(p[i++]);
+    dense_count_ = static_cast<uint32_t*>(p[i++]);
+    chunk_box_ = static_cast<int32_t*>(p[i++]);
     HASHGRID_ASSERT(i == kPointerCount, "layout and init disagree");
 
     config_ = config;
@@ -217,6 +226,7 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     block_count_ = s.pair_blocks;
     sort_grain_ = s.sort_grain;
     bucket_capacity_ = s.buckets;
+    dense_capacity_ = s.dense;
     // The sweep reads up to kPad values past the last particle: make them
     // ordinary numbers once (the lanes are masked out, but keep them defined).
     const uint64_t padded = uint64_t{s.particles} + kPad;

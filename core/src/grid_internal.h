@@ -68,6 +68,7 @@ struct Sizes {
     uint32_t sort_grain;  // particles per chunk of the bucket passes
     uint32_t sort_chunks; // chunk_count(particles, sort_grain)
     uint32_t buckets;     // bucket capacity (power of two)
+    uint32_t dense;       // unbounded: cells of the dense-box path (0 when bounded)
 };
 
 /// Buckets of the two-level counting sort: about 4096 particles each so a

@@ -140,7 +140,10 @@ inline int32_t floor_int(double t) {
 /// particle is re-checked on the slow path. Returns true if all were valid.
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 [[gnu::always_inline]] inline bool key_block(const KeyParams& k, uint32_t begin, uint32_t end,
-                                             uint32_t* __restrict particle_cell, uint64_t* __restrict particle_key) {
+                                             uint32_t* __restrict particle_cell, uint64_t* __restrict particle_key,
+                                             int32_t* __restrict box) {
+    int32_t lo_x = INT32_MAX, lo_y = INT32_MAX, lo_z = INT32_MAX;
+    int32_t hi_x = INT32_MIN, hi_y = INT32_MIN, hi_z = INT32_MIN;
     const float* __restrict px = k.coord[0];
     const float* __restrict py = k.coord[1];
     const float* __restrict pz = D == 3 ? k.coord[2] : k.coord[0];
@@ -178,15 +181,29 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
             particle_cell[i] = linear;
         } else {
             particle_key[i] = D == 3 ? pack_key3(cx, cy, cz) : pack_key2(cx, cy);
+            lo_x = cx < lo_x ? cx : lo_x;
+            lo_y = cy < lo_y ? cy : lo_y;
+            lo_z = cz < lo_z ? cz : lo_z;
+            hi_x = cx > hi_x ? cx : hi_x;
+            hi_y = cy > hi_y ? cy : hi_y;
+            hi_z = cz > hi_z ? cz : hi_z;
         }
+    }
+    if constexpr (!Bounded) {
+        box[0] = lo_x;
+        box[1] = lo_y;
+        box[2] = lo_z;
+        box[3] = hi_x;
+        box[4] = hi_y;
+        box[5] = hi_z;
     }
     return valid != 0;
 }
 
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 bool key_block_default(const KeyParams& k, uint32_t begin, uint32_t end, uint32_t* particle_cell,
-                       uint64_t* particle_key) {
-    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key);
+                       uint64_t* particle_key, int32_t* box) {
+    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box);
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -194,8 +211,8 @@ bool key_block_default(const KeyParams& k, uint32_t begin, uint32_t end, uint32_
 // operations, so the same cells. Chosen at run time.
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t begin, uint32_t end,
-                                                    uint32_t* particle_cell, uint64_t* particle_key) {
-    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key);
+                                                    uint32_t* particle_cell, uint64_t* particle_key, int32_t* box) {
+    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box);
 }
 #endif
 
@@ -224,15 +241,16 @@ void count_buckets(const uint32_t* particle_cell, uint32_t begin, uint32_t end, 
 /// particle_key (unbounded) for every particle; per-chunk validation records.
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 void key_pass(const KeyParams& k, uint32_t n, uint32_t grain, const ThreadBackend& b, uint32_t* particle_cell,
-              uint64_t* particle_key, uint32_t* hist, uint32_t buckets, uint32_t shift, BadParticle* bad) {
-    bool (*block)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*) =
+              uint64_t* particle_key, int32_t* box, uint32_t* hist, uint32_t buckets, uint32_t shift,
+              BadParticle* bad) {
+    bool (*block)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*, int32_t*) =
         &key_block_default<D, Bounded, Clamp, Radius>;
 #if defined(__x86_64__) || defined(_M_X64)
     if (__builtin_cpu_supports("avx2")) block = &key_block_avx2<D, Bounded, Clamp, Radius>;
 #endif
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         const uint32_t chunk = begin / grain;
-        const bool ok = block(k, begin, end, particle_cell, particle_key);
+        const bool ok = block(k, begin, end, particle_cell, particle_key, box + uint64_t{chunk} * 6);
         if constexpr (Bounded)
             count_buckets(particle_cell, begin, end, shift, hist + uint64_t{chunk} * buckets, buckets);
         BadParticle record{kNone, 0, StatusCode::ok};
@@ -253,18 +271,23 @@ void key_pass(const KeyParams& k, uint32_t n, uint32_t grain, const ThreadBacken
 
 template <uint32_t D, bool Bounded>
 void key_pass_for(const KeyParams& k, uint32_t n, uint32_t grain, const ThreadBackend& b, uint32_t* particle_cell,
-                  uint64_t* particle_key, uint32_t* hist, uint32_t buckets, uint32_t shift, BadParticle* bad) {
+                  uint64_t* particle_key, int32_t* box, uint32_t* hist, uint32_t buckets, uint32_t shift,
+                  BadParticle* bad) {
     const bool radius = k.radius != nullptr;
     if (Bounded && k.clamp) {
         if (radius)
-            key_pass<D, Bounded, true, true>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+            key_pass<D, Bounded, true, true>(k, n, grain, b, particle_cell, particle_key, box, hist, buckets, shift,
+                                             bad);
         else
-            key_pass<D, Bounded, true, false>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+            key_pass<D, Bounded, true, false>(k, n, grain, b, particle_cell, particle_key, box, hist, buckets, shift,
+                                              bad);
     } else {
         if (radius)
-            key_pass<D, Bounded, false, true>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+            key_pass<D, Bounded, false, true>(k, n, grain, b, particle_cell, particle_key, box, hist, buckets, shift,
+                                              bad);
         else
-            key_pass<D, Bounded, false, false>(k, n, grain, b, particle_cell, particle_key, hist, buckets, shift, bad);
+            key_pass<D, Bounded, false, false>(k, n, grain, b, particle_cell, particle_key, box, hist, buckets, shift,
+                                               bad);
     }
 }
 
@@ -480,7 +503,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     uint64_t t_mark = t_begin;
     auto lap = [&t_mark](uint64_t& phase) {
         const uint64_t now = clock_ns();
-        phase = now - t_mark;
+        phase += now - t_mark;
         t_mark = now;
     };
 
@@ -498,24 +521,49 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     auto* bad = static_cast<BadParticle*>(g.bad_);
     if (dims == 3) {
         if (bounded)
-            key_pass_for<3, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max, shift,
-                                  bad);
+            key_pass_for<3, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
+                                  buckets_max, shift, bad);
         else
-            key_pass_for<3, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max,
-                                   shift, bad);
+            key_pass_for<3, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
+                                   buckets_max, shift, bad);
     } else {
         if (bounded)
-            key_pass_for<2, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max, shift,
-                                  bad);
+            key_pass_for<2, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
+                                  buckets_max, shift, bad);
         else
-            key_pass_for<2, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.bucket_hist_, buckets_max,
-                                   shift, bad);
+            key_pass_for<2, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
+                                   buckets_max, shift, bad);
     }
     const Status invalid = first_bad(bad, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
     lap(timing.keys);
 
-    // 2. Unbounded: deterministic table, sorted distinct cells, per-particle cell.
+    // 2. Unbounded. If the frame's occupied cells fit a box of at most
+    //    dense_capacity_ cells, particles are counting-sorted over that dense
+    //    box (as in a bounded world, no per-particle hashing) and the non-empty
+    //    cells are compacted afterwards: they come out in key order. Otherwise
+    //    every particle's key goes through the table. Both give the same cells,
+    //    order and table (the table's layout depends only on the key set).
+    bool dense = false;
+    int32_t box_lo[3] = {0, 0, 0};
+    uint32_t extent[3] = {1, 1, 1};
+    if (!bounded && n > 0) {
+        int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
+        int32_t hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+        for (uint32_t ch = 0; ch < chunks; ++ch)
+            for (uint32_t d = 0; d < 3; ++d) {
+                lo[d] = std::min(lo[d], g.chunk_box_[ch * 6 + d]);
+                hi[d] = std::max(hi[d], g.chunk_box_[ch * 6 + 3 + d]);
+            }
+        uint64_t volume = 1;
+        for (uint32_t d = 0; d < 3; ++d) {
+            box_lo[d] = lo[d];
+            extent[d] = static_cast<uint32_t>(int64_t{hi[d]} - lo[d] + 1);
+            volume *= extent[d];
+        }
+        dense = volume <= g.dense_capacity_;
+        if (dense) cells = static_cast<uint32_t>(volume);
+    }
     if (!bounded) {
         const uint32_t mask = g.slot_count_ - 1;
         // Clearing every slot is a streaming write; clearing last frame's
@@ -536,94 +584,118 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         g.count_ = 0;
         g.cell_count_ = 0;
 
-        uint32_t occupied = 0;
-        uint32_t failed = 0;
-        // The fill limit keeps the table below 3/4 load, so probes always end;
-        // reservations are small enough that it is never reached spuriously
-        // below max_cells (<= 1/2 load).
-        const uint32_t table_limit = g.slot_count_ / 4 * 3;
-        const uint32_t workers = b.worker_count > 0 ? b.worker_count : 1;
-        uint32_t block = table_limit / (8 * workers);
-        block = block < 1 ? 1 : (block > 64 ? 64 : block);
-        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            FillShare fill(occupied, table_limit, block);
-            uint64_t last = kEmptyKey;
-            for (uint32_t i = begin; i < end; ++i) {
-                const uint64_t key = g.particle_key_[i];
-                if (key == last) continue; // runs of one cell (sorted input) insert once
-                if (i + 8 < end)           // the home slot of a key a few inserts ahead
-                    __builtin_prefetch(g.slot_key_ + (hash_key(g.particle_key_[i + 8]) >> g.slot_shift_));
-                if (!insert_key(g.slot_key_, mask, g.slot_shift_, key, fill)) {
-                    std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
-                    return;
+        if (dense) {
+            // Dense index within the box, per particle, and the bucket counts.
+            shift = bucket_shift(cells, buckets_max);
+            const uint32_t ex = extent[0], exy = extent[0] * extent[1];
+            parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+                for (uint32_t i = begin; i < end; ++i) {
+                    int32_t x, y, z = 0;
+                    if (dims == 3)
+                        unpack_key3(g.particle_key_[i], x, y, z);
+                    else
+                        unpack_key2(g.particle_key_[i], x, y);
+                    g.particle_cell_[i] = static_cast<uint32_t>(x - box_lo[0]) +
+                                          ex * static_cast<uint32_t>(y - box_lo[1]) +
+                                          exy * static_cast<uint32_t>(z - box_lo[2]);
                 }
-                last = key;
-            }
-        });
-        if (failed != 0 || occupied > c.max_cells) {
-            Status s;
-            s.code = StatusCode::cell_capacity;
-            s.needed = count_distinct(g.particle_key_, n);
-            s.message = "more occupied cells than GridConfig::max_cells";
-            return s;
-        }
-        cells = occupied;
-
-        // Compact the occupied slots (slot order: deterministic), then sort them.
-        const uint32_t slot_chunks = chunk_count(g.slot_count_, kCellGrain);
-        parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint64_t filled = 0;
-            for (uint32_t s = begin; s < end; ++s)
-                filled += g.slot_key_[s] != kEmptyKey ? 1 : 0;
-            g.chunk_scratch_[begin / kCellGrain] = filled;
-        });
-        uint64_t running = 0;
-        for (uint32_t ch = 0; ch < slot_chunks; ++ch) {
-            const uint64_t v = g.chunk_scratch_[ch];
-            g.chunk_scratch_[ch] = running;
-            running += v;
-        }
-        HASHGRID_ASSERT(running == cells, "occupied slot count mismatch");
-        parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint64_t out = g.chunk_scratch_[begin / kCellGrain];
-            for (uint32_t s = begin; s < end; ++s)
-                if (g.slot_key_[s] != kEmptyKey) {
-                    g.cell_key_[out] = g.slot_key_[s];
-                    g.cell_slot_[out] = s;
-                    ++out;
-                }
-        });
-        // Sort (key, slot) by key; cell_cursor_ is free until the counting sort.
-        radix_sort(b, g.cell_key_, g.cell_slot_, g.key_tmp_, g.cell_cursor_, cells, g.radix_hist_, g.chunk_scratch_);
-        parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t i = begin; i < end; ++i)
-                g.slot_cell_[g.cell_slot_[i]] = i;
-        });
-        g.cell_count_ = cells;
-        g.table_needs_full_clear_ = false;
-
-        shift = bucket_shift(cells, buckets_max);
-        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint32_t* h = g.bucket_hist_ + uint64_t{begin / grain} * buckets_max;
-            uint64_t last = kEmptyKey;
-            uint32_t last_cell = 0;
-            for (uint32_t i = begin; i < end; ++i) {
-                const uint64_t key = g.particle_key_[i];
-                if (key != last) {
+                count_buckets(g.particle_cell_, begin, end, shift,
+                              g.bucket_hist_ + uint64_t{begin / grain} * buckets_max, buckets_max);
+            });
+        } else {
+            uint32_t occupied = 0;
+            uint32_t failed = 0;
+            // The fill limit keeps the table below 3/4 load, so probes always end;
+            // reservations are small enough that it is never reached spuriously
+            // below max_cells (<= 1/2 load).
+            const uint32_t table_limit = g.slot_count_ / 4 * 3;
+            const uint32_t workers = b.worker_count > 0 ? b.worker_count : 1;
+            uint32_t block = table_limit / (8 * workers);
+            block = block < 1 ? 1 : (block > 64 ? 64 : block);
+            parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+                FillShare fill(occupied, table_limit, block);
+                uint64_t last = kEmptyKey;
+                for (uint32_t i = begin; i < end; ++i) {
+                    const uint64_t key = g.particle_key_[i];
+                    if (key == last) continue; // runs of one cell (sorted input) insert once
+                    if (i + 8 < end)           // the home slot of a key a few inserts ahead
+                        __builtin_prefetch(g.slot_key_ + (hash_key(g.particle_key_[i + 8]) >> g.slot_shift_));
+                    if (!insert_key(g.slot_key_, mask, g.slot_shift_, key, fill)) {
+                        std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
+                        return;
+                    }
                     last = key;
-                    // Input in last frame's order walks the cells forward.
-                    last_cell =
-                        last_cell + 1 < cells && g.cell_key_[last_cell + 1] == key ? last_cell + 1 : find_cell(g, key);
                 }
-                g.particle_cell_[i] = last_cell;
+            });
+            if (failed != 0 || occupied > c.max_cells) {
+                Status s;
+                s.code = StatusCode::cell_capacity;
+                s.needed = count_distinct(g.particle_key_, n);
+                s.message = "more occupied cells than GridConfig::max_cells";
+                return s;
             }
-            count_buckets(g.particle_cell_, begin, end, shift, h, buckets_max);
-        });
+            cells = occupied;
+
+            // Compact the occupied slots (slot order: deterministic), then sort them.
+            const uint32_t slot_chunks = chunk_count(g.slot_count_, kCellGrain);
+            parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+                uint64_t filled = 0;
+                for (uint32_t s = begin; s < end; ++s)
+                    filled += g.slot_key_[s] != kEmptyKey ? 1 : 0;
+                g.chunk_scratch_[begin / kCellGrain] = filled;
+            });
+            uint64_t running = 0;
+            for (uint32_t ch = 0; ch < slot_chunks; ++ch) {
+                const uint64_t v = g.chunk_scratch_[ch];
+                g.chunk_scratch_[ch] = running;
+                running += v;
+            }
+            HASHGRID_ASSERT(running == cells, "occupied slot count mismatch");
+            parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+                uint64_t out = g.chunk_scratch_[begin / kCellGrain];
+                for (uint32_t s = begin; s < end; ++s)
+                    if (g.slot_key_[s] != kEmptyKey) {
+                        g.cell_key_[out] = g.slot_key_[s];
+                        g.cell_slot_[out] = s;
+                        ++out;
+                    }
+            });
+            // Sort (key, slot) by key; cell_cursor_ is free until the counting sort.
+            radix_sort(b, g.cell_key_, g.cell_slot_, g.key_tmp_, g.cell_cursor_, cells, g.radix_hist_,
+                       g.chunk_scratch_);
+            parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+                for (uint32_t i = begin; i < end; ++i)
+                    g.slot_cell_[g.cell_slot_[i]] = i;
+            });
+            g.cell_count_ = cells;
+            g.table_needs_full_clear_ = false;
+
+            shift = bucket_shift(cells, buckets_max);
+            parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+                uint32_t* h = g.bucket_hist_ + uint64_t{begin / grain} * buckets_max;
+                uint64_t last = kEmptyKey;
+                uint32_t last_cell = 0;
+                for (uint32_t i = begin; i < end; ++i) {
+                    const uint64_t key = g.particle_key_[i];
+                    if (key != last) {
+                        last = key;
+                        // Input in last frame's order walks the cells forward.
+                        last_cell = last_cell + 1 < cells && g.cell_key_[last_cell + 1] == key ? last_cell + 1
+                                                                                               : find_cell(g, key);
+                    }
+                    g.particle_cell_[i] = last_cell;
+                }
+                count_buckets(g.particle_cell_, begin, end, shift, h, buckets_max);
+            });
+        }
         lap(timing.table);
     }
 
-    // 3. Two-level counting sort. Bucket offsets in (bucket, chunk) order:
-    //    every chunk owns one output range per bucket, so the scatter is stable.
+    // 3. Two-level counting sort (over the dense box for the dense path).
+    uint32_t* const starts = dense ? g.dense_start_ : g.cell_start_;
+    uint32_t* const counts = dense ? g.dense_count_ : g.cell_cursor_;
+    // Bucket offsets in (bucket, chunk) order:
+    // every chunk owns one output range per bucket, so the scatter is stable.
     const uint32_t buckets = cells == 0 ? 0 : ((cells - 1) >> shift) + 1;
     {
         uint32_t running = 0;
@@ -671,7 +743,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             const uint32_t last_cell = (uint64_t{bucket + 1} << shift) < cells ? (bucket + 1) << shift : cells;
             const uint32_t first = g.bucket_start_[bucket];
             const uint32_t last = g.bucket_start_[bucket + 1];
-            uint32_t* count = g.cell_cursor_;
+            uint32_t* count = counts;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell)
                 count[cell] = 0;
             if (first < last) {
@@ -690,7 +762,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             }
             uint32_t running = first;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell) {
-                g.cell_start_[cell] = running;
+                starts[cell] = running;
                 const uint32_t v = count[cell];
                 count[cell] = running;
                 running += v;
@@ -713,8 +785,69 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             }
         }
     });
-    g.cell_start_[cells] = n;
+    starts[cells] = n;
     lap(timing.finalize);
+
+    if (dense) {
+        // Compact the non-empty cells of the box (already in key order).
+        const uint32_t box_cells = cells;
+        const uint32_t ex = extent[0], ey = extent[1];
+        const uint32_t box_chunks = chunk_count(box_cells, kCellGrain);
+        parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            uint64_t filled = 0;
+            for (uint32_t v = begin; v < end; ++v)
+                filled += g.dense_start_[v + 1] != g.dense_start_[v] ? 1 : 0;
+            g.chunk_scratch_[begin / kCellGrain] = filled;
+        });
+        uint64_t distinct = 0;
+        for (uint32_t ch = 0; ch < box_chunks; ++ch) {
+            const uint64_t v = g.chunk_scratch_[ch];
+            g.chunk_scratch_[ch] = distinct;
+            distinct += v;
+        }
+        if (distinct > c.max_cells) {
+            Status s;
+            s.code = StatusCode::cell_capacity;
+            s.needed = distinct;
+            s.message = "more occupied cells than GridConfig::max_cells";
+            return s; // the grid stays empty (built_ is false)
+        }
+        parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            uint64_t out = g.chunk_scratch_[begin / kCellGrain];
+            for (uint32_t v = begin; v < end; ++v) {
+                if (g.dense_start_[v + 1] == g.dense_start_[v]) continue;
+                const auto x = static_cast<int32_t>(v % ex) + box_lo[0];
+                const auto y = static_cast<int32_t>((v / ex) % ey) + box_lo[1];
+                const auto z = static_cast<int32_t>(v / (ex * ey)) + box_lo[2];
+                g.cell_key_[out] = dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
+                g.cell_start_[out] = g.dense_start_[v];
+                ++out;
+            }
+        });
+        cells = static_cast<uint32_t>(distinct);
+        g.cell_start_[cells] = n;
+        // The table gets the distinct keys only.
+        uint32_t occupied = 0;
+        const uint32_t table_limit = g.slot_count_ / 4 * 3;
+        parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            FillShare fill(occupied, table_limit, 1);
+            for (uint32_t i = begin; i < end; ++i) {
+                const bool inserted = insert_key(g.slot_key_, g.slot_count_ - 1, g.slot_shift_, g.cell_key_[i], fill);
+                HASHGRID_ASSERT(inserted, "table below max_cells cannot be full");
+                (void)inserted;
+            }
+        });
+        parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t i = begin; i < end; ++i) {
+                const uint32_t slot = find_slot(g, g.cell_key_[i]);
+                g.cell_slot_[i] = slot;
+                g.slot_cell_[slot] = i;
+            }
+        });
+        g.cell_count_ = cells;
+        g.table_needs_full_clear_ = false;
+        lap(timing.table);
+    }
 
     timing.total = t_mark - t_begin;
     g.rebuild_timings_ = timing;

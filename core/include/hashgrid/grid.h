@@ -207,6 +207,12 @@ private:
     uint32_t* stage_index_ = nullptr;
     float* stage_pos_[3] = {nullptr, nullptr, nullptr};
     float* stage_radius_ = nullptr;
+    // Unbounded worlds whose occupied cells fit a small box are counting-sorted
+    // over that dense box (no per-particle hashing), then compacted.
+    uint32_t dense_capacity_ = 0;       // most cells of that box
+    uint32_t* dense_start_ = nullptr;   // dense_capacity_ + 1
+    uint32_t* dense_count_ = nullptr;   // dense_capacity_ + 1
+    int32_t* chunk_box_ = nullptr;      // per key chunk: min x, y, z, max x, y, z
     uint64_t* key_tmp_ = nullptr;       // unbounded: radix-sort ping-pong
     uint32_t* radix_hist_ = nullptr;    // per-chunk digit histograms
     uint64_t* chunk_scratch_ = nullptr; // per-chunk sums and flags

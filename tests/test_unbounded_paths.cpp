@@ -1,0 +1,114 @@
+// Unbounded worlds take one of two paths per frame: a dense box (occupied
+// cells fit in about two cells per particle) or the hashed path (sparse
+// scenes). Both must give the same pairs, order and cell table, exact against
+// brute force, and the same statuses.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "test_support.h"
+
+#include <string>
+#include <vector>
+
+using namespace hashgrid_test;
+using hashgrid::GridConfig;
+using hashgrid::StatusCode;
+
+namespace {
+
+/// `clusters` tight clusters whose centres are `spacing` apart along x (and y):
+/// with a large spacing the box of occupied cells is far bigger than 2 cells
+/// per particle, which forces the hashed path.
+Scene spread_clusters(Rng& rng, uint32_t dims, uint32_t n, uint32_t clusters, float spacing) {
+    Scene s;
+    s.dims = dims;
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t k = i % clusters;
+        const float cx = static_cast<float>(k) * spacing;
+        const float cy = static_cast<float>(k % 3) * spacing;
+        s.add(cx + rng.uniform(0.0f, 4.0f), cy + rng.uniform(0.0f, 4.0f), dims == 3 ? rng.uniform(0.0f, 4.0f) : 0.0f);
+    }
+    return s;
+}
+
+std::string check_frame(const Scene& s, const GridConfig& config, const hashgrid::ThreadBackend& backend,
+                        uint64_t* cells_hash, std::vector<Pair>* pairs_out) {
+    auto grid = make_grid(config);
+    if (!grid->init_status.ok()) return "init failed";
+    const Frame f = run_frame(**grid, s, backend, config.max_pairs);
+    if (!f.rebuild.ok()) return std::string("rebuild: ") + hashgrid::to_string(f.rebuild.code);
+    if (!f.result.status.ok()) return std::string("pairs: ") + hashgrid::to_string(f.result.status.code);
+    const std::vector<uint32_t> order((**grid).sorted_to_original(),
+                                      (**grid).sorted_to_original() + (**grid).particle_count());
+    const std::vector<Pair> expected = in_documented_order(brute_force_pairs(s, config.interaction_distance), order);
+    const std::string diff = diff_pairs(expected, f.pairs.data(), f.pairs.size());
+    if (!diff.empty()) return diff;
+    const std::string sorted = check_sorted_state(**grid, s, config);
+    if (!sorted.empty()) return sorted;
+    const std::string table = check_cell_table(**grid, s, config);
+    if (!table.empty()) return table;
+    if (cells_hash != nullptr) *cells_hash = hash_cells(**grid);
+    if (pairs_out != nullptr) *pairs_out = f.pairs;
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("sparse scenes (hashed path) match brute force, 2D and 3D, serial and parallel") {
+    ParallelBackend tbb(3);
+    Rng rng(99);
+    for (int scene = 0; scene < 40; ++scene) {
+        const uint32_t dims = 2 + scene % 2;
+        const uint32_t n = 200 + rng.below(1500);
+        const float spacing = scene % 4 == 0 ? 3.0e4f : 900.0f;
+        const Scene s = spread_clusters(rng, dims, n, 2 + rng.below(6), spacing);
+        const GridConfig config = unbounded_config(dims, 1.0f, 1.0f, n, uint64_t{n} * 200);
+        INFO("scene " << scene << " dims " << dims << " n " << n);
+        CHECK(check_frame(s, config, hashgrid::serial_backend(), nullptr, nullptr) == "");
+        CHECK(check_frame(s, config, tbb.backend(), nullptr, nullptr) == "");
+    }
+}
+
+TEST_CASE("the dense and the hashed path give the same cells and pairs for the same occupied cells") {
+    // The same scene twice: compact (dense path), and with one far particle
+    // added at the end so the box is huge (hashed path). Removing that
+    // particle's influence: it is alone, so pairs and the other cells agree.
+    Rng rng(5);
+    for (uint32_t dims : {2u, 3u}) {
+        Scene compact = spread_clusters(rng, dims, 2000, 4, 6.0f);
+        Scene sparse = compact;
+        sparse.add(1.0e5f, -1.0e5f, 5.0e4f);
+        const GridConfig config = unbounded_config(dims, 1.0f, 1.0f, 3000, 3000ull * 300);
+        std::vector<Pair> compact_pairs, sparse_pairs;
+        CHECK(check_frame(compact, config, hashgrid::serial_backend(), nullptr, &compact_pairs) == "");
+        CHECK(check_frame(sparse, config, hashgrid::serial_backend(), nullptr, &sparse_pairs) == "");
+        CHECK(diff_pairs(compact_pairs, sparse_pairs.data(), sparse_pairs.size()) == "");
+    }
+}
+
+TEST_CASE("cell_capacity on both paths: exact distinct count, grid empty, next frame fine") {
+    for (float spacing : {2.0f, 1500.0f}) { // dense box, then hashed (3D keys reach 2^20 cells)
+        INFO("spacing " << spacing);
+        Scene s;
+        s.dims = 3;
+        for (uint32_t c = 0; c < 500; ++c)
+            s.add(static_cast<float>(c) * spacing + 0.5f, 0.5f, 0.5f);
+        GridConfig config = unbounded_config(3, 1.0f, 1.0f, 600, 1000);
+        config.max_cells = 300;
+        auto grid = make_grid(config);
+        REQUIRE(grid->init_status.ok());
+        const hashgrid::Status st = (**grid).rebuild(s.spans(), hashgrid::serial_backend());
+        CHECK(st.code == StatusCode::cell_capacity);
+        CHECK(st.needed == 500);
+        CHECK((**grid).particle_count() == 0);
+        std::vector<Pair> out(4);
+        CHECK((**grid).find_pairs(out.data(), out.size(), hashgrid::serial_backend()).status.code ==
+              StatusCode::not_built);
+        Scene small;
+        small.dims = 3;
+        for (uint32_t c = 0; c < 200; ++c)
+            small.add(static_cast<float>(c) * spacing + 0.5f, 0.5f, 0.5f);
+        CHECK((**grid).rebuild(small.spans(), hashgrid::serial_backend()).ok());
+        CHECK((**grid).cells().cell_count == 200);
+    }
+}
