@@ -832,6 +832,8 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             FillShare fill(occupied, table_limit, 1);
             for (uint32_t i = begin; i < end; ++i) {
+                // Keys are sorted, their home slots random: fetch ahead.
+                if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_), 1);
                 const bool inserted = insert_key(g.slot_key_, g.slot_count_ - 1, g.slot_shift_, g.cell_key_[i], fill);
                 HASHGRID_ASSERT(inserted, "table below max_cells cannot be full");
                 (void)inserted;
@@ -839,6 +841,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         });
         parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t i = begin; i < end; ++i) {
+                if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_));
                 const uint32_t slot = find_slot(g, g.cell_key_[i]);
                 g.cell_slot_[i] = slot;
                 g.slot_cell_[slot] = i;
