@@ -38,6 +38,9 @@ namespace detail {
 uint64_t exclusive_scan(const ThreadBackend& b, const uint32_t* counts, uint32_t n, uint32_t* starts, uint32_t* cursors,
                         uint64_t* chunk_sums);
 
+/// Turns per-chunk sums into per-chunk offsets in place; returns the total.
+uint64_t scan_chunk_sums(uint64_t* sums, uint32_t chunks);
+
 /// Sets a[0, n) to value in parallel.
 void fill_u32(const ThreadBackend& b, uint32_t* a, uint32_t n, uint32_t value);
 

@@ -274,12 +274,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
         return result;
     }
-    uint64_t running = 0;
-    for (uint32_t ch = 0; ch < chunks; ++ch) {
-        const uint64_t v = g.chunk_pair_count_[ch];
-        g.chunk_pair_count_[ch] = running; // now the chunk's output offset
-        running += v;
-    }
+    scan_chunk_sums(g.chunk_pair_count_, chunks); // now each chunk's output offset
     const uint64_t writable = total < capacity ? total : capacity;
     parallel_chunks(b, chunks, 8, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t ch = begin; ch < end; ++ch) {

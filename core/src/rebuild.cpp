@@ -31,6 +31,16 @@ using namespace detail;
 
 namespace detail {
 
+uint64_t scan_chunk_sums(uint64_t* sums, uint32_t chunks) {
+    uint64_t total = 0;
+    for (uint32_t c = 0; c < chunks; ++c) {
+        const uint64_t v = sums[c];
+        sums[c] = total;
+        total += v;
+    }
+    return total;
+}
+
 uint64_t exclusive_scan(const ThreadBackend& b, const uint32_t* counts, uint32_t n, uint32_t* starts, uint32_t* cursors,
                         uint64_t* chunk_sums) {
     const uint32_t chunks = chunk_count(n, kCellGrain);
@@ -40,12 +50,7 @@ uint64_t exclusive_scan(const ThreadBackend& b, const uint32_t* counts, uint32_t
             sum += counts[i];
         chunk_sums[begin / kCellGrain] = sum;
     });
-    uint64_t total = 0;
-    for (uint32_t c = 0; c < chunks; ++c) {
-        const uint64_t v = chunk_sums[c];
-        chunk_sums[c] = total;
-        total += v;
-    }
+    const uint64_t total = scan_chunk_sums(chunk_sums, chunks);
     parallel_chunks(b, n, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         auto running = static_cast<uint32_t>(chunk_sums[begin / kCellGrain]);
         for (uint32_t i = begin; i < end; ++i) {
@@ -216,25 +221,31 @@ __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t
 }
 #endif
 
-/// Per-chunk bucket histogram. Runs of one bucket (input in last frame's
-/// sorted order) are counted in a register: incrementing the same memory
-/// counter back to back would serialise on store forwarding.
-void count_buckets(const uint32_t* particle_cell, uint32_t begin, uint32_t end, uint32_t shift, uint32_t* h,
-                   uint32_t buckets) {
-    std::memset(h, 0, buckets * sizeof(uint32_t));
+/// counts[values[i] >> shift] += 1 for i in [begin, end). Runs of one value
+/// (input in last frame's sorted order) are counted in a register:
+/// incrementing the same memory counter back to back would serialise on
+/// store forwarding.
+void add_counts(const uint32_t* values, uint32_t begin, uint32_t end, uint32_t shift, uint32_t* counts) {
     if (begin == end) return;
-    uint32_t current = particle_cell[begin] >> shift;
+    uint32_t current = values[begin] >> shift;
     uint32_t run = 0;
     for (uint32_t i = begin; i < end; ++i) {
-        const uint32_t bucket = particle_cell[i] >> shift;
-        if (bucket != current) {
-            h[current] += run;
-            current = bucket;
+        const uint32_t value = values[i] >> shift;
+        if (value != current) {
+            counts[current] += run;
+            current = value;
             run = 0;
         }
         ++run;
     }
-    h[current] += run;
+    counts[current] += run;
+}
+
+/// Per-chunk bucket histogram of particle cells.
+void count_buckets(const uint32_t* particle_cell, uint32_t begin, uint32_t end, uint32_t shift, uint32_t* h,
+                   uint32_t buckets) {
+    std::memset(h, 0, buckets * sizeof(uint32_t));
+    add_counts(particle_cell, begin, end, shift, h);
 }
 
 /// Key pass: particle_cell (bounded, plus per-chunk bucket counts) or
@@ -644,13 +655,9 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                     filled += g.slot_key_[s] != kEmptyKey ? 1 : 0;
                 g.chunk_scratch_[begin / kCellGrain] = filled;
             });
-            uint64_t running = 0;
-            for (uint32_t ch = 0; ch < slot_chunks; ++ch) {
-                const uint64_t v = g.chunk_scratch_[ch];
-                g.chunk_scratch_[ch] = running;
-                running += v;
-            }
-            HASHGRID_ASSERT(running == cells, "occupied slot count mismatch");
+            const uint64_t filled_slots = scan_chunk_sums(g.chunk_scratch_, slot_chunks);
+            HASHGRID_ASSERT(filled_slots == cells, "occupied slot count mismatch");
+            (void)filled_slots;
             parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
                 uint64_t out = g.chunk_scratch_[begin / kCellGrain];
                 for (uint32_t s = begin; s < end; ++s)
@@ -746,20 +753,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             uint32_t* count = counts;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell)
                 count[cell] = 0;
-            if (first < last) {
-                uint32_t current = g.stage_cell_[first];
-                uint32_t run = 0;
-                for (uint32_t at = first; at < last; ++at) {
-                    const uint32_t cell = g.stage_cell_[at];
-                    if (cell != current) {
-                        count[current] += run;
-                        current = cell;
-                        run = 0;
-                    }
-                    ++run;
-                }
-                count[current] += run;
-            }
+            add_counts(g.stage_cell_, first, last, 0, count);
             uint32_t running = first;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell) {
                 starts[cell] = running;
@@ -799,12 +793,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 filled += g.dense_start_[v + 1] != g.dense_start_[v] ? 1 : 0;
             g.chunk_scratch_[begin / kCellGrain] = filled;
         });
-        uint64_t distinct = 0;
-        for (uint32_t ch = 0; ch < box_chunks; ++ch) {
-            const uint64_t v = g.chunk_scratch_[ch];
-            g.chunk_scratch_[ch] = distinct;
-            distinct += v;
-        }
+        const uint64_t distinct = scan_chunk_sums(g.chunk_scratch_, box_chunks);
         if (distinct > c.max_cells) {
             Status s;
             s.code = StatusCode::cell_capacity;
