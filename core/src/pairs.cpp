@@ -247,6 +247,46 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     const uint32_t chunks = chunk_count(n, kPairGrain);
     Pool pool{g.pair_pool_, g.block_next_, g.block_count_, 0};
     const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.has_radius_);
+    // Chunks are published in chunk order as soon as all earlier ones are
+    // done, by whichever thread finishes the last missing one: the copy reads
+    // pool blocks that are still in cache and overlaps the other threads'
+    // sweeping. `frontier` is (next chunk to publish) << 40 | (its offset).
+    // Publishing stops for good at the first chunk that overflowed the pool
+    // or would end past max_pairs; what was published is then a prefix of the
+    // canonical order. Chunk states: 0 pending, 1 swept, 2 overflowed.
+    std::memset(g.chunk_overflow_, 0, chunks);
+    constexpr uint64_t kOffsetMask = (uint64_t{1} << 40) - 1;
+    const uint64_t max_pairs = c.max_pairs;
+    uint64_t frontier = 0;
+    auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count) {
+        const uint64_t last = offset + count < capacity ? offset + count : capacity;
+        uint64_t pos = offset;
+        uint32_t block = g.chunk_first_block_[chunk];
+        while (pos < last) {
+            const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
+            std::memcpy(out + pos, g.pair_pool_ + uint64_t{block} * kPairBlock, copy * sizeof(Pair));
+            pos += copy;
+            block = g.block_next_[block];
+        }
+    };
+    auto advance = [&] {
+        std::atomic_ref<uint64_t> front(frontier);
+        for (;;) {
+            uint64_t word = front.load(std::memory_order_seq_cst);
+            const auto next = static_cast<uint32_t>(word >> 40);
+            const uint64_t offset = word & kOffsetMask;
+            if (next >= chunks) return;
+            const uint8_t state = std::atomic_ref<uint8_t>(g.chunk_overflow_[next]).load(std::memory_order_seq_cst);
+            if (state == 0) return; // its thread will continue from here
+            const uint64_t count = g.chunk_pair_count_[next];
+            const bool stop = state == 2 || offset + count > max_pairs;
+            const uint64_t to =
+                stop ? (uint64_t{chunks} << 40) | offset : (uint64_t{next + 1} << 40) | (offset + count);
+            if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
+            if (stop) return;
+            publish_chunk(next, offset, count);
+        }
+    };
     parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         Sink sink;
         sink.pool = &pool;
@@ -254,47 +294,30 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         const uint32_t chunk = begin / kPairGrain;
         g.chunk_first_block_[chunk] = sink.first_block;
         g.chunk_pair_count_[chunk] = sink.count;
-        g.chunk_overflow_[chunk] = sink.overflow ? 1 : 0;
+        // seq_cst store, then seq_cst load of the frontier in advance(): of a
+        // finishing thread and one stopped at this chunk, one sees the other.
+        std::atomic_ref<uint8_t>(g.chunk_overflow_[chunk]).store(sink.overflow ? 2 : 1, std::memory_order_seq_cst);
+        advance();
     });
 
-    const uint64_t t_swept = clock_ns();
-    g.pair_timings_ = PairTimings{};
-    g.pair_timings_.sweep = t_swept - t_begin;
-    // Publish: chunk offsets in chunk order, then a parallel copy of the prefix that fits.
     uint64_t total = 0;
-    bool overflow = false;
-    for (uint32_t ch = 0; ch < chunks; ++ch) {
+    for (uint32_t ch = 0; ch < chunks; ++ch)
         total += g.chunk_pair_count_[ch];
-        overflow = overflow || g.chunk_overflow_[ch] != 0;
-    }
+    const uint64_t published = frontier & kOffsetMask;
     result.pair_count = total;
-    if (overflow || total > c.max_pairs) {
-        // max_pairs is a hard limit (the pool's per-chunk slack does not count).
-        // Which chunks got blocks depends on timing: publish nothing.
+    result.written = published < capacity ? published : capacity;
+    const uint64_t t_end = clock_ns();
+    g.pair_timings_ = PairTimings{};
+    g.pair_timings_.sweep = t_end - t_begin; // publishing overlaps the sweep
+    g.pair_timings_.total = t_end - t_begin;
+    if (published != total) {
+        // Over max_pairs (a hard limit; the pool's per-chunk slack does not
+        // count): `written` is the prefix published before the first chunk
+        // that did not fit; its length depends on timing, its content not.
+        HASHGRID_ASSERT(total > max_pairs, "publishing stopped below max_pairs");
         result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
         return result;
     }
-    scan_chunk_sums(g.chunk_pair_count_, chunks); // now each chunk's output offset
-    const uint64_t writable = total < capacity ? total : capacity;
-    parallel_chunks(b, chunks, 8, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t ch = begin; ch < end; ++ch) {
-            const uint64_t first = g.chunk_pair_count_[ch];
-            const uint64_t last = ch + 1 < chunks ? g.chunk_pair_count_[ch + 1] : total;
-            uint64_t pos = first;
-            uint32_t block = g.chunk_first_block_[ch];
-            while (pos < last && pos < writable) {
-                const uint64_t in_block = last - pos < kPairBlock ? last - pos : kPairBlock;
-                const uint64_t copy = writable - pos < in_block ? writable - pos : in_block;
-                std::memcpy(out + pos, g.pair_pool_ + uint64_t{block} * kPairBlock, copy * sizeof(Pair));
-                pos += in_block;
-                block = g.block_next_[block];
-            }
-        }
-    });
-    result.written = writable;
-    const uint64_t t_end = clock_ns();
-    g.pair_timings_.publish = t_end - t_swept;
-    g.pair_timings_.total = t_end - t_begin;
     if (total > capacity)
         result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
     return result;

@@ -59,7 +59,9 @@ static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
 /// Outcome of find_pairs().
 struct PairResult {
     /// ok, output_too_small (needed = pair_count), pair_capacity (needed =
-    /// pair_count) or not_built.
+    /// pair_count) or not_built. On pair_capacity, `written` pairs (possibly
+    /// none) were published before the first chunk that did not fit: still a
+    /// prefix of the canonical order, but its length depends on timing.
     Status status;
     /// Exact number of pairs in this frame, even when they did not all fit.
     uint64_t pair_count = 0;
@@ -80,8 +82,8 @@ struct RebuildTimings {
 
 /// Wall time of each phase of the last find_pairs(), in nanoseconds.
 struct PairTimings {
-    uint64_t sweep = 0;   ///< Distance tests into the pair pool.
-    uint64_t publish = 0; ///< Copy into the caller's buffer in canonical order.
+    uint64_t sweep = 0;   ///< Distance tests, with each chunk's copy into the caller's buffer overlapped.
+    uint64_t publish = 0; ///< Publishing left after the sweep (0: it overlaps the sweep).
     uint64_t total = 0;
 };
 
