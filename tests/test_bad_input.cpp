@@ -379,6 +379,40 @@ TEST_CASE("more pairs than max_pairs: pair_capacity with exact needed and nothin
     }
 }
 
+TEST_CASE("more pairs than max_pairs over many chunks: pair_capacity, and what was written is a prefix") {
+    // 20,000 particles: about 20 sweep chunks, published in order while others
+    // are still sweeping. With max_pairs below the total, publishing stops at
+    // the first chunk that does not fit: `written` is a prefix of the full
+    // result (never more than max_pairs), whatever its length.
+    Rng rng(77);
+    const Scene s = uniform_scene(rng, 3, 20000, 0.0f, 20.0f);
+    const GridConfig full_config = unbounded_config(3, 1.0f, 1.0f, s.size(), 2000000);
+    auto full_grid = make_grid(full_config);
+    REQUIRE(full_grid->init_status.ok());
+    const Frame full = run_frame(**full_grid, s, hashgrid::serial_backend(), full_config.max_pairs);
+    REQUIRE(full.result.status.ok());
+    const uint64_t total = full.result.pair_count;
+    REQUIRE(total > 10000);
+    ParallelBackend tbb3(3);
+    for (const hashgrid::ThreadBackend& backend : {hashgrid::serial_backend(), tbb3.backend()}) {
+        for (uint64_t max_pairs : {total / 3, total - 1}) {
+            INFO("max_pairs " << max_pairs << " workers " << backend.worker_count);
+            const GridConfig config = unbounded_config(3, 1.0f, 1.0f, s.size(), max_pairs);
+            auto grid = make_grid(config);
+            REQUIRE(grid->init_status.ok());
+            REQUIRE((**grid).rebuild(s.spans(), backend).ok());
+            std::vector<Pair> out(total, Pair{~0u, ~0u});
+            const hashgrid::PairResult pr = (**grid).find_pairs(out.data(), out.size(), backend);
+            CHECK(pr.status.code == StatusCode::pair_capacity);
+            CHECK(pr.status.needed == total);
+            CHECK(pr.pair_count == total);
+            CHECK(pr.written <= max_pairs);
+            CHECK(diff_pairs(std::vector<Pair>(full.pairs.begin(), full.pairs.begin() + static_cast<long>(pr.written)),
+                             out.data(), pr.written) == "");
+        }
+    }
+}
+
 TEST_CASE("every too-small pair buffer: output_too_small, exact needed, exact prefix") {
     Rng rng(3);
     const Scene s = clustered_scene(rng, 3, 120, 2, 0.0f, 4.0f, 0.7f);
