@@ -133,12 +133,6 @@ inline double clamp_into(double t, double lo, double hi1) {
     return t < hi1 ? t : hi1;
 }
 
-/// floor(t) for t inside the int32 range (same as floor_to_int, branch-free).
-inline int32_t floor_int(double t) {
-    const auto i = static_cast<int32_t>(t);
-    return i - (static_cast<double>(i) > t ? 1 : 0);
-}
-
 /// Cell of every particle in [begin, end), written as the dense index
 /// (bounded) or packed key (unbounded). Straight-line code the compiler
 /// vectorizes: validity is accumulated as a bit, and a chunk with any invalid
@@ -177,9 +171,9 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
             const float r = pr[i];
             valid &= static_cast<uint32_t>(r > 0.0f) & static_cast<uint32_t>(r * 2.0f <= cell_size);
         }
-        const int32_t cx = floor_int(clamp_into(tx, lo, ux - 1.0));
-        const int32_t cy = floor_int(clamp_into(ty, lo, uy - 1.0));
-        const int32_t cz = D == 3 ? floor_int(clamp_into(tz, lo, uz - 1.0)) : 0;
+        const int32_t cx = floor_to_int(clamp_into(tx, lo, ux - 1.0));
+        const int32_t cy = floor_to_int(clamp_into(ty, lo, uy - 1.0));
+        const int32_t cz = D == 3 ? floor_to_int(clamp_into(tz, lo, uz - 1.0)) : 0;
         if constexpr (Bounded) {
             uint32_t linear = static_cast<uint32_t>(cx) + nx * static_cast<uint32_t>(cy);
             if constexpr (D == 3) linear += nxy * static_cast<uint32_t>(cz);
