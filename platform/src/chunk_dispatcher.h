@@ -17,6 +17,17 @@ public:
     void set_participants(uint32_t n) { participants_ = n; }
     [[nodiscard]] uint32_t participants() const { return participants_; }
 
+    /// The core-facing interface of this dispatcher (valid while it lives).
+    [[nodiscard]] ThreadBackend backend() {
+        ThreadBackend b;
+        b.parallel_for = [](void* self, uint32_t count, uint32_t grain, ChunkFn fn, void* context) {
+            static_cast<ChunkDispatcher*>(self)->run(count, grain, fn, context);
+        };
+        b.state = this;
+        b.worker_count = participants_;
+        return b;
+    }
+
     /// Runs all chunks of a job with the caller as worker 0 and returns when all are done.
     void run(uint32_t count, uint32_t grain, ChunkFn fn, void* context) {
         const uint32_t chunks = count / grain + (count % grain != 0 ? 1u : 0u);

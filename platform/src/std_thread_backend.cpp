@@ -13,14 +13,6 @@ struct StdThreadBackend::State {
     std::vector<std::thread> workers; // sized once, at construction
 };
 
-namespace {
-
-void std_parallel_for(void* state, uint32_t count, uint32_t grain, ChunkFn fn, void* context) {
-    static_cast<StdThreadBackend::State*>(state)->dispatcher.run(count, grain, fn, context);
-}
-
-} // namespace
-
 StdThreadBackend::StdThreadBackend(uint32_t threads) : state_(new State) {
     if (threads == 0) threads = std::thread::hardware_concurrency();
     if (threads == 0) threads = 1;
@@ -37,13 +29,7 @@ StdThreadBackend::~StdThreadBackend() {
     delete state_;
 }
 
-ThreadBackend StdThreadBackend::backend() const {
-    ThreadBackend backend;
-    backend.parallel_for = &std_parallel_for;
-    backend.state = state_;
-    backend.worker_count = state_->dispatcher.participants();
-    return backend;
-}
+ThreadBackend StdThreadBackend::backend() const { return state_->dispatcher.backend(); }
 
 uint32_t StdThreadBackend::threads() const { return state_->dispatcher.participants(); }
 

@@ -30,14 +30,6 @@ struct TbbBackend::State {
     detail::ChunkDispatcher dispatcher;
 };
 
-namespace {
-
-void tbb_parallel_for(void* state, uint32_t count, uint32_t grain, hashgrid::ChunkFn fn, void* context) {
-    static_cast<TbbBackend::State*>(state)->dispatcher.run(count, grain, fn, context);
-}
-
-} // namespace
-
 TbbBackend::TbbBackend(uint32_t threads) : state_(new State) {
     if (threads == 0) threads = static_cast<uint32_t>(tbb::this_task_arena::max_concurrency());
     if (threads == 0) threads = 1;
@@ -63,13 +55,7 @@ TbbBackend::~TbbBackend() {
     delete s;
 }
 
-ThreadBackend TbbBackend::backend() const {
-    ThreadBackend backend;
-    backend.parallel_for = &tbb_parallel_for;
-    backend.state = state_;
-    backend.worker_count = state_->dispatcher.participants();
-    return backend;
-}
+ThreadBackend TbbBackend::backend() const { return state_->dispatcher.backend(); }
 
 uint32_t TbbBackend::threads() const { return state_->dispatcher.participants(); }
 
