@@ -77,7 +77,7 @@ Sizes sizes_of(const GridConfig& c) {
 constexpr int kPointerCount = 33;
 
 /// Assigns (or measures) every array. Returns total bytes.
-uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, Grid* g, void** pointers) {
+uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, void** pointers) {
     Layout l(base);
     const uint64_t padded = uint64_t{s.particles} + kPad;
     int i = 0;
@@ -113,7 +113,6 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, Grid*
     pointers[i++] = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr; // dense_start_
     pointers[i++] = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr; // dense_count_
     pointers[i++] = l.take<int32_t>(uint64_t{s.chunk_slots} * 6);               // chunk_box_
-    (void)g;
     HASHGRID_ASSERT(i == kPointerCount, "lay_out: pointer count");
     return l.bytes();
 }
@@ -152,7 +151,7 @@ MemoryRequirements memory_requirements(const GridConfig& config) {
     r.status = validate(config);
     if (!r.status.ok()) return r;
     void* pointers[kPointerCount];
-    const uint64_t bytes = lay_out(config, sizes_of(config), nullptr, nullptr, pointers);
+    const uint64_t bytes = lay_out(config, sizes_of(config), nullptr, pointers);
     if (bytes > SIZE_MAX) {
         r.status = config_error("capacities need more memory than this target can address");
         return r;
@@ -183,7 +182,7 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     }
     const Sizes s = sizes_of(config);
     void* p[kPointerCount];
-    lay_out(config, s, static_cast<unsigned char*>(memory), this, p);
+    lay_out(config, s, static_cast<unsigned char*>(memory), p);
     int i = 0;
     order_ = static_cast<uint32_t*>(p[i++]);
     for (float*& a : sorted_)
