@@ -9,6 +9,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "golden_hashes.h"
 #include "test_support.h"
 
 #include <cinttypes>
@@ -19,19 +20,12 @@
 
 using namespace hashgrid_test;
 using hashgrid::GridConfig;
+using hashgrid_test::golden::GridHashes;
 
 namespace {
 
-struct Hashes {
-    uint64_t pairs = 0;
-    uint64_t csr = 0;
-    uint64_t order = 0;
-    uint64_t cells = 0;
-    uint64_t pair_count = 0;
-    friend bool operator==(const Hashes&, const Hashes&) = default;
-};
 
-std::string text(const Hashes& h) {
+std::string text(const GridHashes& h) {
     char buf[160];
     std::snprintf(buf, sizeof buf,
                   "{0x%016" PRIx64 "ull, 0x%016" PRIx64 "ull, 0x%016" PRIx64 "ull, 0x%016" PRIx64 "ull, %" PRIu64 "u}",
@@ -113,7 +107,7 @@ std::vector<FixedScene> fixed_scenes() {
 
 /// One full frame on a fresh grid (memory pre-filled with `fill`), optionally
 /// preceded by a frame of other particles so that stale state is exercised.
-Hashes run(const FixedScene& fs, const hashgrid::ThreadBackend& backend, uint8_t fill, bool dirty_first) {
+GridHashes run(const FixedScene& fs, const hashgrid::ThreadBackend& backend, uint8_t fill, bool dirty_first) {
     auto grid = make_grid(fs.config, fill);
     REQUIRE(grid->init_status.ok());
     hashgrid::Grid& g = **grid;
@@ -138,7 +132,7 @@ Hashes run(const FixedScene& fs, const hashgrid::ThreadBackend& backend, uint8_t
     REQUIRE(g.neighbor_lists(pairs.data(), pr.written, offsets.data(), offsets.size(), indices.data(), indices.size(),
                              backend)
                 .ok());
-    Hashes h;
+    GridHashes h;
     h.pairs = hash_pairs(pairs.data(), pr.written);
     h.csr = hash_csr(offsets, indices);
     h.order = hash_order(g);
@@ -146,24 +140,6 @@ Hashes run(const FixedScene& fs, const hashgrid::ThreadBackend& backend, uint8_t
     h.pair_count = pr.pair_count;
     return h;
 }
-
-// Golden values, one row per fixed scene: {pairs, csr, order, cells, pair count}.
-const Hashes kGolden[] = {
-    {0xafe8a39289a33638ull, 0x37150888b93a29c2ull, 0x795986268453b02eull, 0x78587e43e6a8865full,
-     67159u}, // uniform 3D unbounded
-    {0x5568d4fafa3fd863ull, 0xe1014d197c70c106ull, 0x45d197e6cf139d8dull, 0x30bf20709f61e2b6ull,
-     505267u}, // clusters 3D bounded
-    {0x04b169838f9afc5eull, 0x5e1ce099648ecd8eull, 0x996716967ecdd317ull, 0xf1d4a24f07c63187ull,
-     18508u}, // uniform 2D unbounded radii
-    {0x7106c8f9aaf0f959ull, 0x77ca2938bcfc5edeull, 0xa14073788397b674ull, 0x6d4b5b408e99d779ull,
-     426084u}, // clusters 2D bounded
-    {0x4bf70d535637ec61ull, 0x24c159e817da421cull, 0x95e6f1e734a1a693ull, 0x827e6307deba39d1ull,
-     51409u}, // boundary lattice 3D unbounded
-    {0xde166e9c97db992aull, 0xf8a0790ac3655b7aull, 0x68f82de0ca861ca7ull, 0x42983c8ed718934full,
-     196462u}, // clusters 3D bounded radii
-    {0x51483ec22d351da4ull, 0x7fd251718e4f55e0ull, 0x42333609e48bb2e7ull, 0x1d73483875546b98ull,
-     12502u}, // near 1e6 3D unbounded
-};
 
 const std::vector<FixedScene>& scenes() {
     static const std::vector<FixedScene> s = fixed_scenes();
@@ -173,14 +149,14 @@ const std::vector<FixedScene>& scenes() {
 } // namespace
 
 TEST_CASE("fixed scenes: the serial backend gives the golden hashes") {
-    REQUIRE(scenes().size() == sizeof(kGolden) / sizeof(kGolden[0]));
+    REQUIRE(scenes().size() == sizeof(golden::kGrid) / sizeof(golden::kGrid[0]));
     const bool print = std::getenv("HASHGRID_PRINT_GOLDEN") != nullptr;
-    if (print) std::printf("const Hashes kGolden[] = {\n");
+    if (print) std::printf("inline constexpr GridHashes kGrid[] = {\n");
     for (size_t k = 0; k < scenes().size(); ++k) {
-        const Hashes h = run(scenes()[k], hashgrid::serial_backend(), 0x00, false);
+        const GridHashes h = run(scenes()[k], hashgrid::serial_backend(), 0x00, false);
         if (print) std::printf("    %s, // %s\n", text(h).c_str(), scenes()[k].name);
         INFO(std::string(scenes()[k].name) << ": got " << text(h));
-        CHECK(h == kGolden[k]);
+        CHECK(h == golden::kGrid[k]);
     }
     if (print) std::printf("};\n");
 }
@@ -195,10 +171,10 @@ TEST_CASE("fixed scenes: identical for oneTBB at 1, 2, 3, 4, 7, 8 and 16 threads
         for (size_t k = 0; k < scenes().size(); ++k) {
             const uint8_t fills[3] = {0x00, 0xFF, 0x5A};
             for (int rep = 0; rep < 3; ++rep) {
-                const Hashes h = run(scenes()[k], backend, fills[rep], rep == 2);
+                const GridHashes h = run(scenes()[k], backend, fills[rep], rep == 2);
                 INFO(std::string(scenes()[k].name)
                      << ", " << threads << " threads, run " << rep << ": got " << text(h));
-                CHECK(h == kGolden[k]);
+                CHECK(h == golden::kGrid[k]);
             }
         }
     }
@@ -209,9 +185,9 @@ TEST_CASE("fixed scenes: identical for the std::thread backend at 1, 2, 3, 4, 7,
         hashgrid::platform::StdThreadBackend pool(threads);
         CHECK(pool.threads() == threads);
         for (size_t k = 0; k < scenes().size(); ++k) {
-            const Hashes h = run(scenes()[k], pool.backend(), 0x00, false);
+            const GridHashes h = run(scenes()[k], pool.backend(), 0x00, false);
             INFO(std::string(scenes()[k].name) << ", " << threads << " std::threads: got " << text(h));
-            CHECK(h == kGolden[k]);
+            CHECK(h == golden::kGrid[k]);
         }
     }
 }
@@ -225,9 +201,9 @@ TEST_CASE("fixed scenes: the serial backend is stable over repeated runs on one 
         REQUIRE((**grid).rebuild(fs.scene.spans(), hashgrid::serial_backend()).ok());
         const hashgrid::PairResult pr = (**grid).find_pairs(pairs.data(), pairs.size(), hashgrid::serial_backend());
         REQUIRE(pr.status.ok());
-        CHECK(hash_pairs(pairs.data(), pr.written) == kGolden[0].pairs);
-        CHECK(hash_order(**grid) == kGolden[0].order);
-        CHECK(hash_cells(**grid) == kGolden[0].cells);
+        CHECK(hash_pairs(pairs.data(), pr.written) == golden::kGrid[0].pairs);
+        CHECK(hash_order(**grid) == golden::kGrid[0].order);
+        CHECK(hash_cells(**grid) == golden::kGrid[0].cells);
     }
 }
 

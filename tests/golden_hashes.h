@@ -1,0 +1,43 @@
+// The one golden-hash file: every bit-exact expectation of the determinism
+// tests, checked unchanged on every target (x86-64 GCC and clang, aarch64,
+// armhf, s390x, MinGW-w64 under wine), for every backend and thread count.
+//
+// Values are FNV-1a over values, never raw bytes (test_support.h), so byte
+// order and 32/64-bit size_t do not matter. Regenerate a table only for an
+// intended change of output order or layout: run the owning test with
+// HASHGRID_PRINT_GOLDEN=1 and paste what it prints.
+#pragma once
+
+#include <cstdint>
+
+namespace hashgrid_test::golden {
+
+/// Particle grid (tests/test_determinism.cpp): one row per fixed scene.
+struct GridHashes {
+    uint64_t pairs = 0;
+    uint64_t csr = 0;
+    uint64_t order = 0;
+    uint64_t cells = 0;
+    uint64_t pair_count = 0;
+    friend bool operator==(const GridHashes&, const GridHashes&) = default;
+};
+
+// Golden values, one row per fixed scene: {pairs, csr, order, cells, pair count}.
+inline constexpr GridHashes kGrid[] = {
+    {0xafe8a39289a33638ull, 0x37150888b93a29c2ull, 0x795986268453b02eull, 0x78587e43e6a8865full,
+     67159u}, // uniform 3D unbounded
+    {0x5568d4fafa3fd863ull, 0xe1014d197c70c106ull, 0x45d197e6cf139d8dull, 0x30bf20709f61e2b6ull,
+     505267u}, // clusters 3D bounded
+    {0x04b169838f9afc5eull, 0x5e1ce099648ecd8eull, 0x996716967ecdd317ull, 0xf1d4a24f07c63187ull,
+     18508u}, // uniform 2D unbounded radii
+    {0x7106c8f9aaf0f959ull, 0x77ca2938bcfc5edeull, 0xa14073788397b674ull, 0x6d4b5b408e99d779ull,
+     426084u}, // clusters 2D bounded
+    {0x4bf70d535637ec61ull, 0x24c159e817da421cull, 0x95e6f1e734a1a693ull, 0x827e6307deba39d1ull,
+     51409u}, // boundary lattice 3D unbounded
+    {0xde166e9c97db992aull, 0xf8a0790ac3655b7aull, 0x68f82de0ca861ca7ull, 0x42983c8ed718934full,
+     196462u}, // clusters 3D bounded radii
+    {0x51483ec22d351da4ull, 0x7fd251718e4f55e0ull, 0x42333609e48bb2e7ull, 0x1d73483875546b98ull,
+     12502u}, // near 1e6 3D unbounded
+};
+
+} // namespace hashgrid_test::golden
