@@ -30,6 +30,16 @@ const char* to_string(StatusCode code) {
         return "radius_too_large";
     case StatusCode::not_built:
         return "not_built";
+    case StatusCode::invalid_box:
+        return "invalid_box";
+    case StatusCode::object_capacity:
+        return "object_capacity";
+    case StatusCode::entry_capacity:
+        return "entry_capacity";
+    case StatusCode::invalid_handle:
+        return "invalid_handle";
+    case StatusCode::invalid_query:
+        return "invalid_query";
     }
     return "unknown";
 }

@@ -24,6 +24,11 @@ enum class StatusCode : uint32_t {
     invalid_radius,        ///< A radius is <= 0, NaN or infinite; index = lowest offending particle.
     radius_too_large,      ///< 2 * radius > cell_size, so the half stencil could miss pairs; index = lowest offender.
     not_built,             ///< Pairs were asked for before a successful rebuild().
+    invalid_box,           ///< A box has min > max on some axis; index = lowest offending object.
+    object_capacity,       ///< More objects than the config's max_objects; needed = object count.
+    entry_capacity,        ///< Boxes cover more cells than max_cell_entries; needed = exact entry count.
+    invalid_handle,        ///< A handle is stale (removed, reused slot) or was never issued; nothing was changed.
+    invalid_query,         ///< A query's parameters are invalid (NaN, negative radius or length, k == 0, ...).
 };
 
 /// Result of an operation. Default constructed means success.

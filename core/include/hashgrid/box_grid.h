@@ -1,0 +1,160 @@
+// The box grid: the broad phase for objects with their own axis-aligned boxes.
+//
+// Recipe (one frame):
+//   hashgrid::BoxSpans in{min_x, min_y, min_z, max_x, max_y, max_z, category, mask, n};
+//   hashgrid::Status s = boxes.rebuild(in, backend);              // boxes into every cell they cover
+//   hashgrid::PairResult p = boxes.find_pairs(pairs, capacity, backend);
+//
+// Cells. An object covers the cells cell(min) .. cell(max) on every axis, where
+// cell(p) = floor((p - origin) * inv) is the guarded key of cell_key.h (clamped
+// to the border cells in a bounded world with OutOfBounds::clamp). cell() is
+// monotone, so every point of a box lies in a cell the box covers.
+//
+// Overlap. Boxes are closed: a and b overlap when, on every axis,
+// a.min <= b.max and b.min <= a.max. Touching faces, edges or corners overlap.
+//
+// Layers. Each object has a category bitmask and a collision mask (null spans:
+// all bits). A pair is reported only when (cat_a & mask_b) != 0 and
+// (cat_b & mask_a) != 0.
+//
+// One report per pair, no set, no dedup pass. Two small objects are reported
+// only from the cell that holds the minimum corner of their intersection,
+// m = max(a.min, b.min) per axis: m lies in both boxes, so cell(m) is covered
+// by both, and it is one cell.
+//
+// Large objects. An object covering more than BoxGridConfig::large_object_cells
+// cells is not put into cells at all: it goes to a separate list and is tested
+// against every object directly (a world-spanning terrain box costs N box
+// tests, not N cells of entries).
+//
+// Order (same for every thread count and SIMD width):
+//   1. small-small pairs by cell in sorted (z, y, x) order, then by the
+//      position of the two entries in the cell (entries of a cell ascend by
+//      object index): pair (e_i, e_j) with i < j before (e_i, e_k) when j < k;
+//   2. large-small and large-large pairs: by large object (ascending index),
+//      then by the other object's index.
+// Each Pair holds original object indices with a < b.
+#pragma once
+
+#include "hashgrid/config.h"
+#include "hashgrid/grid.h"
+#include "hashgrid/status.h"
+#include "hashgrid/thread_backend.h"
+
+#include <cstdint>
+
+namespace hashgrid {
+
+/// Everything fixed at init for a box grid. All capacities are hard limits.
+struct BoxGridConfig {
+    /// 2 or 3. In 2D only x and y are read.
+    uint32_t dimensions = 3;
+    /// Edge length of a (square/cubic) cell, > 0. About the median box edge is a good start.
+    float cell_size = 1.0f;
+    World world = World::unbounded;
+    /// Bounded: the world's minimum corner. Unbounded: where cell (0,0,0) starts.
+    float origin[3] = {0.0f, 0.0f, 0.0f};
+    /// Bounded only: cells per axis (each >= 1, product < 2^31).
+    uint32_t cell_counts[3] = {0, 0, 0};
+    /// Bounded only: reject boxes reaching outside the world (position_out_of_range)
+    /// or clamp them into the border cells (their pairs stay exact).
+    OutOfBounds out_of_bounds = OutOfBounds::reject;
+    /// Largest object count passed to rebuild(), in [1, 2^31).
+    uint32_t max_objects = 0;
+    /// Most (object, cell) entries per frame, summed over small objects, in [1, 2^31).
+    uint32_t max_cell_entries = 0;
+    /// Most pairs per frame (< 2^40): a hard limit, more is pair_capacity with the exact count.
+    uint64_t max_pairs = 0;
+    /// An object covering more than this many cells is a large object (see
+    /// above). >= 1. Default measured in profiling/RESULTS.md (bench_boxes).
+    uint32_t large_object_cells = 64;
+};
+
+/// Input boxes as structure-of-arrays. Pointers must stay valid during the call only.
+struct BoxSpans {
+    const float* min_x = nullptr;
+    const float* min_y = nullptr;
+    const float* min_z = nullptr; ///< Ignored (may be null) in 2D.
+    const float* max_x = nullptr;
+    const float* max_y = nullptr;
+    const float* max_z = nullptr; ///< Ignored (may be null) in 2D.
+    const uint32_t* category = nullptr; ///< Optional; null means every bit set.
+    const uint32_t* mask = nullptr;     ///< Optional; null means every bit set.
+    uint32_t count = 0;
+};
+
+/// Read-only view of a built box grid, for queries (box_queries.h).
+struct BoxGridView {
+    const BoxGridConfig* config = nullptr;
+    double scale = 0.0; ///< key_scale(cell_size): cell(p) = floor((p - origin) * scale).
+    uint32_t object_count = 0;
+    /// Boxes, categories and masks copied in original object order.
+    const float* min[3] = {nullptr, nullptr, nullptr};
+    const float* max[3] = {nullptr, nullptr, nullptr};
+    const uint32_t* category = nullptr;
+    const uint32_t* mask = nullptr;
+    /// Occupied cells (at least one entry), ascending packed key (pack_key3 /
+    /// pack_key2 of cell_key.h, also in bounded worlds), i.e. (z, y, x) order.
+    uint32_t cell_count = 0;
+    const uint64_t* cell_key = nullptr;
+    /// cell_count + 1 entries: entries of cell c are [cell_start[c], cell_start[c + 1]).
+    const uint32_t* cell_start = nullptr;
+    /// Object index of each entry; ascending within a cell.
+    const uint32_t* entry_object = nullptr;
+    /// Large objects, ascending index.
+    uint32_t large_count = 0;
+    const uint32_t* large_object = nullptr;
+};
+
+/// The box grid. Not copyable; all memory is the block given to init().
+class BoxGrid {
+public:
+    BoxGrid() = default;
+    ~BoxGrid();
+    BoxGrid(const BoxGrid&) = delete;
+    BoxGrid& operator=(const BoxGrid&) = delete;
+
+    /// Exact bytes and alignment init() needs for a config (invalid_config when rejected).
+    static MemoryRequirements memory_requirements(const BoxGridConfig& config);
+    static Status validate(const BoxGridConfig& config);
+
+    /// Lays the grid out in caller memory; nothing allocates here or later.
+    Status init(const BoxGridConfig& config, void* memory, size_t bytes);
+    /// Same, allocating the block once (freed in the destructor).
+    Status init_allocate(const BoxGridConfig& config);
+
+    /// Puts every box into the cells it covers. Validation (count, NaN/inf,
+    /// min > max, range) runs before anything changes: on failure the previous
+    /// frame stays intact. entry_capacity reports the exact entries needed and
+    /// also keeps the previous frame.
+    Status rebuild(const BoxSpans& boxes, const ThreadBackend& backend);
+
+    /// Every overlapping pair that passes the layer filter, once, in the order above.
+    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
+
+    /// Two sets: every (query box, grid object) overlap that passes the layer
+    /// filter, as Pair{a = index into `queries`, b = object index}; no
+    /// query-query or object-object work is done. Order: by a, then in the
+    /// order a box query (box_queries.h) reports objects. Build the grid on
+    /// the set that changes least (static obstacles) and pass the other.
+    PairResult find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend);
+
+    [[nodiscard]] BoxGridView view() const;
+    [[nodiscard]] uint32_t object_count() const;
+    [[nodiscard]] uint32_t entry_count() const;
+    [[nodiscard]] const BoxGridConfig& config() const { return config_; }
+    [[nodiscard]] bool initialized() const { return initialized_; }
+
+private:
+    struct Impl;
+    friend struct Impl;
+
+    BoxGridConfig config_{};
+    bool initialized_ = false;
+    bool built_ = false;
+    void* owned_memory_ = nullptr;
+    // Layout and frame state: see box_grid.cpp.
+    void* state_ = nullptr;
+};
+
+} // namespace hashgrid
