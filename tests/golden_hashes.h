@@ -40,4 +40,8 @@ inline constexpr GridHashes kGrid[] = {
      12502u}, // near 1e6 3D unbounded
 };
 
+/// FMA canary (tests/test_fp_contract.cpp): candidate pairs at exactly r that
+/// the scene generator finds; the grid must report none of them.
+inline constexpr uint32_t kFmaCanaryCandidates = 3200;
+
 } // namespace hashgrid_test::golden

@@ -53,6 +53,25 @@ struct ParallelBackend {
 #endif
 
 // ---------------------------------------------------------------------------
+// Test size.
+
+/// Fraction of the random-scene counts to run: HASHGRID_TEST_SCALE (default 1).
+/// The emulated cross targets (qemu runs 8-45x slower) set 0.1 in their test
+/// presets; fixed scenes and golden hashes are never scaled.
+inline double test_scale() {
+    const char* text = std::getenv("HASHGRID_TEST_SCALE");
+    if (text == nullptr || *text == '\0') return 1.0;
+    const double scale = std::strtod(text, nullptr);
+    return scale > 0.0 && scale <= 1.0 ? scale : 1.0;
+}
+
+/// n scaled by test_scale(), at least 1.
+inline uint32_t scaled_count(uint32_t n) {
+    const auto k = static_cast<uint32_t>(static_cast<double>(n) * test_scale());
+    return k > 0 ? k : 1;
+}
+
+// ---------------------------------------------------------------------------
 // Floating point without contraction.
 
 /// a * b rounded to float. The volatile store keeps the compiler from fusing the
@@ -373,7 +392,7 @@ inline std::string pair_text(const Pair& p) { return "{" + std::to_string(p.a) +
 
 inline std::string diff_pairs(const std::vector<Pair>& expected, const Pair* got, uint64_t got_count) {
     const uint64_t n = std::min<uint64_t>(expected.size(), got_count);
-    for (uint64_t k = 0; k < n; ++k)
+    for (size_t k = 0; k < n; ++k) // n <= expected.size(): fits size_t on 32-bit targets
         if (expected[k].a != got[k].a || expected[k].b != got[k].b)
             return "pair " + std::to_string(k) + ": expected " + pair_text(expected[k]) + " got " + pair_text(got[k]);
     if (expected.size() != got_count)
@@ -391,7 +410,7 @@ inline std::string diff_u32(const char* what, const std::vector<uint32_t>& expec
 
 /// Sorted pair set ((a, b) order) of a pair array, for set comparison.
 inline std::vector<Pair> as_set(const Pair* pairs, uint64_t count) {
-    std::vector<Pair> v(pairs, pairs + count);
+    std::vector<Pair> v(pairs, pairs + static_cast<size_t>(count));
     std::sort(v.begin(), v.end(), [](const Pair& l, const Pair& r) { return l.a != r.a ? l.a < r.a : l.b < r.b; });
     return v;
 }

@@ -1,8 +1,9 @@
 // Zero allocations per frame (DESIGN.md guarantee 1): after init and one
 // warm-up frame, >= 100 frames of rebuild + find_pairs + neighbor_lists with
 // moving, bouncing particles make no allocation call anywhere in the process,
-// for the serial backend and oneTBB at 1, 2, 4 and 8 threads, bounded and
-// unbounded.
+// for the serial backend, the std::thread backend, oneTBB at 1, 2, 4 and 8
+// threads, and a game's job system through JobSystemBackend at 1, 2, 4 and 8
+// workers, bounded and unbounded.
 //
 // What is counted (docs/allocation.md has the details and the evidence):
 // - malloc, free, calloc, realloc, aligned_alloc, posix_memalign, memalign,
@@ -19,7 +20,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "hashgrid/platform/job_system_backend.h"
 #include "hashgrid/platform/tbb_backend.h"
+#include "odd_job_system.h"
 #include "test_support.h"
 
 #include <atomic>
@@ -394,6 +397,26 @@ TEST_CASE("no allocation per frame: std::thread backend at 1, 2, 4 and 8 threads
         const std::string label = "std::thread " + std::to_string(threads) + " threads";
         for (hashgrid::World world : {hashgrid::World::unbounded, hashgrid::World::bounded})
             run_frames(world, pool.backend(), label);
+    }
+}
+
+TEST_CASE("no allocation per frame: a game's job system through JobSystemBackend at 1, 2, 4 and 8 workers") {
+    // The job system (odd_job_system.h) preallocates its queue and threads, as a
+    // game's must; it splits and shuffles ranges and runs every third task
+    // inline. The adapter itself holds no heap memory at all.
+    for (uint32_t workers : {1u, 2u, 4u, 8u}) {
+        OddJobSystem::Options options;
+        options.workers = workers;
+        options.seed = workers;
+        OddJobSystem jobs(options);
+        hashgrid::platform::JobSystemConfig config = jobs.config();
+        config.inline_chunk_limit = workers % 4 == 0 ? 0u : 1u;
+        hashgrid::platform::JobSystemBackend adapter(config);
+        const std::string label = "job system " + std::to_string(workers) + " workers";
+        for (hashgrid::World world : {hashgrid::World::unbounded, hashgrid::World::bounded})
+            run_frames(world, adapter.backend(), label);
+        CHECK(jobs.finishes() > 0);
+        CHECK(jobs.inline_tasks() > 0);
     }
 }
 
