@@ -252,7 +252,7 @@ private:
         const float inv_r = 1.0f / r_;
         const float* p[3] = {pos_[0].data(), pos_[1].data(), D == 3 ? pos_[2].data() : nullptr};
         float* v[3] = {vel_[0].data(), vel_[1].data(), D == 3 ? vel_[2].data() : nullptr};
-        for (uint64_t k = 0; k < pair_count_; ++k) {
+        for (size_t k = 0; k < pair_count_; ++k) { // pairs_ is addressable: size_t fits
             const uint32_t a = pairs_[k].a;
             const uint32_t b = pairs_[k].b;
             float d[D];

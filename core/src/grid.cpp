@@ -228,13 +228,15 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     dense_capacity_ = s.dense;
     // The sweep reads up to kPad values past the last particle: make them
     // ordinary numbers once (the lanes are masked out, but keep them defined).
-    const uint64_t padded = uint64_t{s.particles} + kPad;
+    // The block fits in memory (memory_requirements checked it against
+    // SIZE_MAX), so these sizes fit size_t on 32-bit targets too.
+    const auto padded = static_cast<size_t>(s.particles) + kPad;
     std::memset(order_, 0, padded * sizeof(uint32_t));
     for (float* a : sorted_)
         if (a != nullptr) std::memset(a, 0, padded * sizeof(float));
     std::memset(sorted_radius_, 0, padded * sizeof(float));
     std::memset(particle_cell_, 0, padded * sizeof(uint32_t));
-    std::memset(cell_start_, 0, (uint64_t{s.cells} + 1) * sizeof(uint32_t));
+    std::memset(cell_start_, 0, (static_cast<size_t>(s.cells) + 1) * sizeof(uint32_t));
     count_ = 0;
     cell_count_ = 0;
     built_ = false;

@@ -264,7 +264,9 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         uint32_t block = g.chunk_first_block_[chunk];
         while (pos < last) {
             const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
-            std::memcpy(out + pos, g.pair_pool_ + uint64_t{block} * kPairBlock, copy * sizeof(Pair));
+            // copy <= kPairBlock and the pool is addressable: size_t is enough.
+            std::memcpy(out + pos, g.pair_pool_ + static_cast<size_t>(block) * kPairBlock,
+                        static_cast<size_t>(copy) * sizeof(Pair));
             pos += copy;
             block = g.block_next_[block];
         }

@@ -34,6 +34,12 @@
 //   2. large-small and large-large pairs: by large object (ascending index),
 //      then by the other object's index.
 // Each Pair holds original object indices with a < b.
+//
+// Memory and cost (box_grid.cpp has the layout): per object about 90 B, per
+// cell entry (max_cell_entries) about 64 B in 3D, per pair of max_pairs 8 B
+// (a pool that keeps each chunk's pairs until they are published). rebuild()
+// is O(N + entries) with a radix sort over the bits of the occupied cells'
+// box; find_pairs() is O(entry pairs within cells + large objects * N).
 #pragma once
 
 #include "hashgrid/config.h"
@@ -77,7 +83,7 @@ struct BoxSpans {
     const float* min_z = nullptr; ///< Ignored (may be null) in 2D.
     const float* max_x = nullptr;
     const float* max_y = nullptr;
-    const float* max_z = nullptr; ///< Ignored (may be null) in 2D.
+    const float* max_z = nullptr;       ///< Ignored (may be null) in 2D.
     const uint32_t* category = nullptr; ///< Optional; null means every bit set.
     const uint32_t* mask = nullptr;     ///< Optional; null means every bit set.
     uint32_t count = 0;
@@ -88,7 +94,9 @@ struct BoxGridView {
     const BoxGridConfig* config = nullptr;
     double scale = 0.0; ///< key_scale(cell_size): cell(p) = floor((p - origin) * scale).
     uint32_t object_count = 0;
-    /// Boxes, categories and masks copied in original object order.
+    /// Boxes, categories and masks copied in original object order (min[2],
+    /// max[2] are null in 2D; categories and masks are all bits when the input
+    /// span was null).
     const float* min[3] = {nullptr, nullptr, nullptr};
     const float* max[3] = {nullptr, nullptr, nullptr};
     const uint32_t* category = nullptr;
@@ -130,6 +138,10 @@ public:
     Status rebuild(const BoxSpans& boxes, const ThreadBackend& backend);
 
     /// Every overlapping pair that passes the layer filter, once, in the order above.
+    /// `out` gets min(pair_count, capacity) pairs, always an exact prefix of
+    /// that order (output_too_small: needed = pair_count); more than max_pairs
+    /// pairs is pair_capacity (needed = pair_count) with the exact prefix of
+    /// min(capacity, max_pairs) pairs written. not_built before a rebuild.
     PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
 
     /// Two sets: every (query box, grid object) overlap that passes the layer
@@ -137,6 +149,11 @@ public:
     /// query-query or object-object work is done. Order: by a, then in the
     /// order a box query (box_queries.h) reports objects. Build the grid on
     /// the set that changes least (static obstacles) and pass the other.
+    /// Query boxes are validated like rebuild()'s (invalid_position, invalid_box
+    /// with the lowest query index; nothing written) but may reach outside the
+    /// world. Limited by `capacity` only (output_too_small), not by max_pairs.
+    /// A query covering many cells costs its occupied cells (found by a
+    /// galloping search over cell_key), never its volume.
     PairResult find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend);
 
     [[nodiscard]] BoxGridView view() const;

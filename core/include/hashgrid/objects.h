@@ -1,0 +1,198 @@
+// Persistent objects with handles: a fixed-capacity store of boxes that users
+// keep across frames (add / move / remove), laid out as the dense SoA arrays a
+// BoxGrid rebuild reads.
+//
+// Recipe:
+//   hashgrid::ObjectStoreConfig config;          // 3D by default
+//   config.max_objects = 100000;
+//   hashgrid::ObjectStore store;
+//   hashgrid::Status s = store.init_allocate(config);   // or init(config, memory, bytes)
+//   hashgrid::ObjectAddResult a = store.add(box, category, mask, user_value);
+//   s = store.move(a.handle, new_box);
+//   s = grid.rebuild(store.spans(), backend);           // every frame (box_grid.h)
+//   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
+//   hashgrid::ObjectHandle h = store.handle_at(pairs[0].a);   // dense index -> handle
+//
+// Handles. A handle is {slot, generation}. Every slot carries a generation; a
+// handle is valid while its slot holds a live object issued with that
+// generation. Removing an object (or clear()) advances its slot's generation,
+// so every copy of the old handle becomes stale and is answered with
+// StatusCode::invalid_handle, never applied to whichever object later reuses
+// the slot. Generation 0 is never issued: a default-constructed ObjectHandle
+// is always invalid. Freed slots are reused first in, first out, so
+// generations advance evenly over all slots and a stale handle stays
+// detectable for as long as possible.
+//
+// Generation wrap. Generations are 32 bits. A slot whose generation would
+// come back to its first value (after 2^32 - 1 reuses of that one slot) is
+// retired instead: it is never issued again, so no stale handle can ever
+// alias a live object. Each retirement lowers the usable capacity by one
+// (retired_count()); with FIFO reuse that takes 2^32 - 1 removals per slot.
+//
+// Foreign handles. Handles of another store are rejected when their slot is
+// out of range or their generation does not match. Stores with different
+// ObjectStoreConfig::handle_salt start every slot at a different (hashed)
+// generation, so a handle from another store is also caught when its slot is
+// in range, except for a 2^-32-ish coincidence.
+//
+// Dense order. Live objects are kept compact in dense arrays [0, size()):
+// add() appends, remove() moves the last object into the hole (swap-remove).
+// The dense order (and every handle value) is a pure function of the
+// sequence of successful operations and the config: no timing, no pointer
+// values, no hashing of addresses. Failed operations change nothing.
+//
+// Frames. The store is the source of truth; a BoxGrid built from spans() sees
+// the store as it was at that rebuild. Grid results are dense indices of that
+// moment: map them with handle_at() before the next add/remove (moves and
+// set_layers() keep dense indices). The cost of reflecting changes is one
+// BoxGrid rebuild, i.e. at most a full rebuild.
+#pragma once
+
+#include "hashgrid/box_grid.h"
+#include "hashgrid/config.h"
+#include "hashgrid/status.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hashgrid {
+
+/// Names a stored object across frames: slot and generation (see above).
+struct ObjectHandle {
+    uint32_t index = 0xffffffffu; ///< Slot, in [0, max_objects) when issued.
+    uint32_t generation = 0;      ///< Never 0 when issued.
+
+    friend constexpr bool operator==(const ObjectHandle&, const ObjectHandle&) = default;
+};
+static_assert(sizeof(ObjectHandle) == 8, "ObjectHandle is two 32-bit values");
+
+/// Dense index answered for an invalid handle.
+inline constexpr uint32_t kInvalidObjectIndex = 0xffffffffu;
+
+/// An axis-aligned box; closed (touching boxes overlap). z is ignored in 2D.
+struct ObjectBox {
+    float min[3] = {0.0f, 0.0f, 0.0f};
+    float max[3] = {0.0f, 0.0f, 0.0f};
+};
+
+/// Everything fixed at init for an object store.
+struct ObjectStoreConfig {
+    /// 2 or 3. In 2D only x and y of boxes are read and stored.
+    uint32_t dimensions = 3;
+    /// Most live objects, in [1, 2^31) (the BoxGridConfig::max_objects of the grid it feeds).
+    uint32_t max_objects = 0;
+    /// Give stores that must not accept each other's handles different salts
+    /// (see "Foreign handles" above). 0: every slot starts at generation 1.
+    uint32_t handle_salt = 0;
+};
+
+/// Outcome of ObjectStore::add().
+struct ObjectAddResult {
+    /// ok, object_capacity (needed = size() + 1; the store is unchanged),
+    /// invalid_position (NaN/inf coordinate) or invalid_box (min > max on an axis).
+    Status status;
+    /// The new object's handle; the invalid default handle when status is not ok.
+    ObjectHandle handle;
+};
+
+/// Fixed-capacity store of boxes with handles. Not copyable; all memory is the
+/// block given to init(). Not thread-safe: one writer at a time, and no reads
+/// concurrently with a write.
+class ObjectStore {
+public:
+    ObjectStore() = default;
+    ~ObjectStore();
+    ObjectStore(const ObjectStore&) = delete;
+    ObjectStore& operator=(const ObjectStore&) = delete;
+
+    /// Exact bytes and alignment init() needs (invalid_config when the config is rejected).
+    static MemoryRequirements memory_requirements(const ObjectStoreConfig& config);
+    static Status validate(const ObjectStoreConfig& config);
+
+    /// Lays the store out in caller memory (the store does not own it); O(max_objects).
+    Status init(const ObjectStoreConfig& config, void* memory, size_t bytes);
+    /// Same, allocating the block once (freed in the destructor).
+    Status init_allocate(const ObjectStoreConfig& config);
+
+    /// Adds a box with its layers (see box_grid.h: category bits, collision mask)
+    /// and an opaque user value. The box is validated first: on any failure
+    /// nothing changes.
+    ObjectAddResult add(const ObjectBox& box, uint32_t category, uint32_t mask, uint64_t user_value);
+    /// Replaces an object's box. invalid_handle (checked first), invalid_position
+    /// or invalid_box change nothing. The dense index is kept.
+    Status move(ObjectHandle handle, const ObjectBox& box);
+    /// Replaces an object's category and collision mask (dense index kept).
+    Status set_layers(ObjectHandle handle, uint32_t category, uint32_t mask);
+    /// Replaces an object's user value (dense index kept).
+    Status set_user_value(ObjectHandle handle, uint64_t user_value);
+    /// Removes an object; the last dense object takes its dense index. Its
+    /// handle (and every copy) becomes stale.
+    Status remove(ObjectHandle handle);
+    /// Removes every object: all handles become stale. O(size()).
+    void clear();
+
+    /// True when the handle names a live object of this store.
+    [[nodiscard]] bool contains(ObjectHandle handle) const;
+    /// Dense index of a live object, or kInvalidObjectIndex.
+    [[nodiscard]] uint32_t dense_index(ObjectHandle handle) const;
+    /// Handle of the object at a dense index (< size()).
+    [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const;
+    /// Box of a live object (invalid_handle leaves `out` untouched).
+    Status get_box(ObjectHandle handle, ObjectBox& out) const;
+
+    /// Live objects.
+    [[nodiscard]] uint32_t size() const { return count_; }
+    /// max_objects minus retired slots: how many objects can live at once now.
+    [[nodiscard]] uint32_t capacity() const { return config_.max_objects - retired_; }
+    /// Slots retired after a generation wrap (see above).
+    [[nodiscard]] uint32_t retired_count() const { return retired_; }
+
+    /// The dense boxes and layers as BoxGrid input (valid until the next change;
+    /// z spans are null in 2D).
+    [[nodiscard]] BoxSpans spans() const;
+    /// Dense arrays, size() entries each (axis < dimensions for boxes).
+    [[nodiscard]] const float* min_coords(uint32_t axis) const { return min_[axis]; }
+    [[nodiscard]] const float* max_coords(uint32_t axis) const { return max_[axis]; }
+    [[nodiscard]] const uint32_t* categories() const { return category_; }
+    [[nodiscard]] const uint32_t* masks() const { return mask_; }
+    [[nodiscard]] const uint64_t* user_values() const { return user_; }
+    /// Slot of each dense index (handle_at(i).index == dense_slots()[i]).
+    [[nodiscard]] const uint32_t* dense_slots() const { return dense_slot_; }
+
+    [[nodiscard]] const ObjectStoreConfig& config() const { return config_; }
+    [[nodiscard]] bool initialized() const { return initialized_; }
+
+private:
+    friend struct ObjectStoreTestAccess; // core/src/objects_internal.h (tests force generation wraps)
+
+    /// Dense index of a live handle or kInvalidObjectIndex.
+    [[nodiscard]] uint32_t live_dense(ObjectHandle handle) const;
+    void write_box(uint32_t dense, const ObjectBox& box);
+    /// Frees (or retires) the slot of a removed object.
+    void release_slot(uint32_t slot);
+
+    ObjectStoreConfig config_{};
+    bool initialized_ = false;
+    void* owned_memory_ = nullptr;
+
+    uint32_t count_ = 0;   // live objects = dense size
+    uint32_t retired_ = 0; // slots never to be issued again
+
+    // Dense SoA, max_objects entries each (z arrays null in 2D).
+    float* min_[3] = {nullptr, nullptr, nullptr};
+    float* max_[3] = {nullptr, nullptr, nullptr};
+    uint32_t* category_ = nullptr;
+    uint32_t* mask_ = nullptr;
+    uint64_t* user_ = nullptr;
+    uint32_t* dense_slot_ = nullptr;
+
+    // Per slot: current generation, and dense index (or kFreeSlot / kRetiredSlot).
+    uint32_t* slot_generation_ = nullptr;
+    uint32_t* slot_dense_ = nullptr;
+    // Free slots, first in first out: a ring of max_objects entries.
+    uint32_t* free_ring_ = nullptr;
+    uint32_t free_head_ = 0;
+    uint32_t free_count_ = 0;
+};
+
+} // namespace hashgrid

@@ -1,0 +1,176 @@
+// The client API of the classic spatial-hash tutorials ("NewClient(position,
+// dimensions)", "UpdateClient", "FindNear(position, bounds)", "Remove"), on
+// fixed memory: an ObjectStore (objects.h) and a BoxGrid (box_grid.h) in one
+// block, queried through box_queries.h.
+//
+// Recipe:
+//   hashgrid::ProximityIndexConfig config;
+//   config.grid.dimensions = 2;
+//   config.grid.cell_size = 4.0f;                  // about the typical client size
+//   config.grid.max_objects = 100000;              // most clients at once
+//   config.grid.max_cell_entries = 400000;         // sum of cells covered (<= 4 per client
+//                                                  //   in 2D when its size <= cell_size)
+//   config.grid.max_pairs = 1000000;               // only for find_pairs()
+//   hashgrid::ProximityIndex index;
+//   hashgrid::Status s = index.init_allocate(config);
+//   hashgrid::ObjectAddResult c = index.create_client({x, y}, {w, h});
+//   s = index.update_client(c.handle, {x2, y2}, {w, h});
+//   s = index.update_index(backend);               // once per frame, in parallel
+//   hashgrid::ObjectHandle near[64];
+//   hashgrid::QueryResult r = index.find_near({x, y}, {qw, qh}, hashgrid::kAllLayers, near, 64);
+//   s = index.remove_client(c.handle);
+//
+// A client is a box centred at its position: [position - dimensions / 2,
+// position + dimensions / 2] per axis (dimensions * 0.5f is exact, then one
+// float subtraction and one addition). In 2D, z is ignored (pass {x, y}).
+//
+// When changes become visible. Changes (create, update, remove, layers,
+// clear) go to the store at once and mark the index dirty. The grid is
+// rebuilt from the whole store, never patched: update_index(backend) rebuilds
+// when dirty (O(clients + cell entries), parallel through the backend) and is
+// a no-op otherwise. Queries and find_pairs() never see stale positions: if
+// the index is dirty they rebuild first (queries with the query backend,
+// set_query_backend(), serial by default). So the cost model is one full
+// rebuild per batch of changes: call update_index() once per frame after
+// moving everything (as the tutorial's "move every client, then query"
+// scenario does); interleaving single updates and queries pays a full
+// rebuild per query.
+//
+// Nothing lost, nothing half-done. Every change is checked before it is
+// applied: NaN/inf (invalid_position), negative dimensions (invalid_box),
+// a box outside the cell-key range or the bounded world in reject mode
+// (position_out_of_range), too many clients (object_capacity) and too many
+// cell entries in total (entry_capacity, needed = the exact total) leave the
+// index as it was. So a rebuild from the store does not fail for capacity or
+// range (were it to, update_index() returns the grid's status, index = dense
+// index of the offender, and the index stays dirty).
+//
+// Results are handles. Each object is reported once, in the order of the box
+// queries (box_queries.h: by reporting cell, then dense index; large objects
+// last). Queries use the index's scratch: one query at a time (they are not
+// const). For parallel batches, call update_index() and run the batch
+// functions of box_queries.h on query_grid(); map their dense indices with
+// handle_at().
+#pragma once
+
+#include "hashgrid/box_grid.h"
+#include "hashgrid/box_queries.h"
+#include "hashgrid/config.h"
+#include "hashgrid/grid.h"
+#include "hashgrid/objects.h"
+#include "hashgrid/status.h"
+#include "hashgrid/thread_backend.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hashgrid {
+
+/// Everything fixed at init.
+struct ProximityIndexConfig {
+    /// The box grid: dimensions, cell size, world, capacities. grid.max_objects
+    /// is the client capacity; grid.max_cell_entries bounds the sum over clients
+    /// of the cells each covers (large clients, covering more than
+    /// grid.large_object_cells cells, count 0); grid.max_pairs is find_pairs()'s pool.
+    BoxGridConfig grid;
+    /// See ObjectStoreConfig::handle_salt.
+    uint32_t handle_salt = 0;
+};
+
+/// Persistent clients with handles and seed-style proximity queries. Not
+/// copyable, not thread-safe (one call at a time; the backend parallelises
+/// rebuild and pair finding inside a call). All memory is one block.
+class ProximityIndex {
+public:
+    ProximityIndex() = default;
+    ~ProximityIndex();
+    ProximityIndex(const ProximityIndex&) = delete;
+    ProximityIndex& operator=(const ProximityIndex&) = delete;
+
+    /// Exact bytes and alignment init() needs (invalid_config when rejected).
+    static MemoryRequirements memory_requirements(const ProximityIndexConfig& config);
+    static Status validate(const ProximityIndexConfig& config);
+
+    /// Lays the index out in caller memory (not owned). O(max_objects).
+    Status init(const ProximityIndexConfig& config, void* memory, size_t bytes);
+    /// Same, allocating the block once (freed in the destructor).
+    Status init_allocate(const ProximityIndexConfig& config);
+
+    /// New client: a box of `dimensions` centred at `position`, with layers
+    /// (box_grid.h) and an opaque user value. Checked as described above.
+    ObjectAddResult create_client(const float (&position)[3], const float (&dimensions)[3],
+                                  uint32_t category = kAllLayers, uint32_t mask = kAllLayers, uint64_t user_value = 0);
+    /// New position and dimensions. invalid_handle is checked first; any
+    /// failure leaves the client where it was.
+    Status update_client(ObjectHandle client, const float (&position)[3], const float (&dimensions)[3]);
+    /// New category and collision mask.
+    Status set_client_layers(ObjectHandle client, uint32_t category, uint32_t mask);
+    /// Removes a client: its handle becomes stale; another client may take its dense index.
+    Status remove_client(ObjectHandle client);
+    /// Removes every client (all handles become stale).
+    void clear();
+
+    /// Rebuilds the grid from the clients if anything changed since the last
+    /// rebuild (no-op otherwise). See "When changes become visible".
+    Status update_index(const ThreadBackend& backend);
+    /// Backend for the rebuild a query runs on a dirty index (default: serial).
+    /// The backend must outlive its use here.
+    void set_query_backend(const ThreadBackend& backend) { query_backend_ = backend; }
+
+    /// Clients whose box overlaps the closed box of `dimensions` centred at
+    /// `position` and whose category has a bit of `layer_mask`, each once.
+    /// position finite; dimensions >= 0 (+inf allowed), else invalid_query.
+    /// `out` gets min(count, capacity) handles (may be null when capacity is
+    /// 0); count is exact; output_too_small (needed = count) when it did not fit.
+    QueryResult find_near(const float (&position)[3], const float (&dimensions)[3], uint32_t layer_mask,
+                          ObjectHandle* out, uint32_t capacity);
+    /// Clients within `radius` of `position` (circle in 2D, sphere in 3D):
+    /// point_box_distance2(position, box) <= radius * radius (box_queries.h).
+    /// position finite, radius >= 0 (+inf allowed), else invalid_query.
+    QueryResult find_near_radius(const float (&position)[3], float radius, uint32_t layer_mask, ObjectHandle* out,
+                                 uint32_t capacity);
+    /// Every overlapping pair of clients that passes the layer rule, once
+    /// (BoxGrid::find_pairs on the current clients; rebuilds first with this
+    /// backend when dirty). Pairs hold dense indices: map them with handle_at()
+    /// before the next change.
+    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
+
+    /// Handle of the client at a dense index (< client_count()).
+    [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const { return store_.handle_at(dense_index); }
+    [[nodiscard]] bool contains(ObjectHandle client) const { return store_.contains(client); }
+    [[nodiscard]] uint32_t client_count() const { return store_.size(); }
+    /// Sum over clients of the cells each covers (what the next rebuild stores).
+    [[nodiscard]] uint64_t cell_entry_count() const { return entry_total_; }
+    /// True when the grid does not reflect the latest changes.
+    [[nodiscard]] bool dirty() const { return dirty_; }
+    /// The clients (boxes, layers, user values, dense order).
+    [[nodiscard]] const ObjectStore& objects() const { return store_; }
+    /// The grid and its query bounds as of the last rebuild (call update_index() first).
+    [[nodiscard]] const BoxGrid& grid() const { return grid_; }
+    [[nodiscard]] const BoxQueryGrid& query_grid() const { return query_grid_; }
+    [[nodiscard]] const ProximityIndexConfig& config() const { return config_; }
+    [[nodiscard]] bool initialized() const { return initialized_; }
+
+private:
+    /// Checks a client box against the grid's key range; counts the cells it covers.
+    Status check_box(const ObjectBox& box, uint32_t& entries) const;
+    /// Rebuilds with `backend` when dirty.
+    Status refresh(const ThreadBackend& backend);
+    /// Scratch indices -> handles in `out`, with the output contract.
+    QueryResult to_handles(const QueryResult& found, ObjectHandle* out, uint32_t capacity) const;
+
+    ProximityIndexConfig config_{};
+    bool initialized_ = false;
+    bool dirty_ = true;
+    void* owned_memory_ = nullptr;
+    ThreadBackend query_backend_{};
+
+    ObjectStore store_;
+    BoxGrid grid_;
+    BoxQueryGrid query_grid_{};
+    uint64_t entry_total_ = 0;
+    uint32_t* slot_entries_ = nullptr; // cells covered by the client in each slot (0: large)
+    uint32_t* found_ = nullptr;        // query scratch: max_objects dense indices
+};
+
+} // namespace hashgrid

@@ -1,0 +1,252 @@
+// BoxGrid: config validation, the memory layout, init and the view.
+#include "box_grid_internal.h"
+
+#include "hashgrid/assert.h"
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+namespace hashgrid {
+
+using namespace detail;
+
+namespace {
+
+Status config_error(const char* message) {
+    Status s;
+    s.code = StatusCode::invalid_config;
+    s.message = message;
+    return s;
+}
+
+bool positive_finite(float v) { return std::isfinite(v) && v > 0.0f; }
+
+/// Lays out every array of the block. With base == nullptr it only measures.
+class Layout {
+public:
+    explicit Layout(unsigned char* base) : base_(base) {}
+
+    template <typename T>
+    T* take(uint64_t count) {
+        offset_ = (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1};
+        T* p = base_ != nullptr ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
+        offset_ += count * sizeof(T);
+        return p;
+    }
+    [[nodiscard]] uint64_t bytes() const { return (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1}; }
+
+private:
+    unsigned char* base_;
+    uint64_t offset_ = 0;
+};
+
+/// Pool blocks: max_pairs always fits when every chunk leaves at most one
+/// block partly filled; small configs get less slack (a chunk that finds the
+/// pool exhausted is simply searched again while publishing).
+uint32_t pool_blocks_for(uint64_t max_pairs) {
+    const uint64_t full = (max_pairs + kBoxPairBlock - 1) / kBoxPairBlock;
+    const uint64_t slack = full + 4 < kMaxPairChunks ? full + 4 : kMaxPairChunks;
+    return static_cast<uint32_t>(full + slack);
+}
+
+/// Assigns (or measures) every array; `state` is null when measuring. Returns total bytes.
+uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
+    Layout l(base);
+    BoxState scratch_state;
+    BoxState& s = state != nullptr ? *state : scratch_state;
+    l.take<BoxState>(1); // the state itself comes first
+    const uint64_t n = c.max_objects;
+    const uint64_t e = c.max_cell_entries;
+    for (uint32_t d = 0; d < 3; ++d) { // padded: vector loads of the large-object sweep
+        s.min[d] = d < c.dimensions ? l.take<float>(n + kEntryPad) : nullptr;
+        s.max[d] = d < c.dimensions ? l.take<float>(n + kEntryPad) : nullptr;
+    }
+    s.category = l.take<uint32_t>(n);
+    s.mask = l.take<uint32_t>(n);
+    s.is_large = l.take<uint8_t>(n);
+    s.large_object = l.take<uint32_t>(n);
+    s.cell_key = l.take<uint64_t>(e);
+    s.cell_start = l.take<uint32_t>(e + 1);
+    for (uint32_t d = 0; d < 3; ++d) {
+        s.entry_min[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
+        s.entry_max[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
+    }
+    s.entry_flags = l.take<uint32_t>(e + kEntryPad);
+    s.payload[0] = l.take<uint32_t>(e);
+    s.payload[1] = l.take<uint32_t>(e);
+    s.sort_key[0] = l.take<uint64_t>(e);
+    s.sort_key[1] = l.take<uint64_t>(e);
+    s.object = l.take<ObjectScratch>(n);
+    s.object_chunk = l.take<ObjectChunk>(kMaxObjectChunks);
+    s.radix_hist = l.take<uint32_t>(uint64_t{kMaxEntryChunks} << kMaxDigitBits);
+    s.entry_chunk = l.take<uint64_t>(kMaxEntryChunks + 1);
+    s.query_bad = l.take<BadParticle>(kMaxPairChunks);
+    s.pair_chunk = l.take<PairChunk>(kMaxPairChunks);
+    s.pool_blocks = pool_blocks_for(c.max_pairs);
+    s.pool = l.take<Pair>(uint64_t{s.pool_blocks} * kBoxPairBlock);
+    s.block_next = l.take<uint32_t>(s.pool_blocks);
+    return l.bytes();
+}
+
+} // namespace
+
+Status BoxGrid::validate(const BoxGridConfig& c) {
+    if (c.dimensions != 2 && c.dimensions != 3) return config_error("dimensions must be 2 or 3");
+    if (!positive_finite(c.cell_size)) return config_error("cell_size must be finite and > 0");
+    for (uint32_t d = 0; d < c.dimensions; ++d)
+        if (!std::isfinite(c.origin[d])) return config_error("origin must be finite");
+    if (c.max_objects == 0 || c.max_objects >= (1u << 31)) return config_error("max_objects must be in [1, 2^31)");
+    if (c.max_cell_entries == 0 || c.max_cell_entries >= (1u << 31))
+        return config_error("max_cell_entries must be in [1, 2^31)");
+    if (c.max_pairs >= (uint64_t{1} << 40)) return config_error("max_pairs must be < 2^40");
+    if (c.large_object_cells == 0) return config_error("large_object_cells must be >= 1");
+    if (c.world == World::bounded) {
+        uint64_t cells = 1;
+        for (uint32_t d = 0; d < c.dimensions; ++d) {
+            if (c.cell_counts[d] == 0) return config_error("bounded world: cell_counts must be >= 1");
+            // Cells are named by packed keys (cell_key.h) in bounded worlds too.
+            if (c.dimensions == 3 && c.cell_counts[d] > uint32_t{kKeyLimit3} + 1)
+                return config_error("bounded 3D world: each cell count must be <= 2^20 - 1");
+            cells *= c.cell_counts[d];
+            if (cells >= (uint64_t{1} << 31)) return config_error("bounded world: total cells must be < 2^31");
+        }
+        if (c.out_of_bounds != OutOfBounds::reject && c.out_of_bounds != OutOfBounds::clamp)
+            return config_error("out_of_bounds must be reject or clamp");
+    } else if (c.world != World::unbounded) {
+        return config_error("world must be bounded or unbounded");
+    }
+    return {};
+}
+
+MemoryRequirements BoxGrid::memory_requirements(const BoxGridConfig& config) {
+    MemoryRequirements r;
+    r.status = validate(config);
+    if (!r.status.ok()) return r;
+    const uint64_t bytes = lay_out(config, nullptr, nullptr);
+    if (bytes > SIZE_MAX) {
+        r.status = config_error("capacities need more memory than this target can address");
+        return r;
+    }
+    r.bytes = bytes;
+    r.alignment = kAlignment;
+    return r;
+}
+
+BoxGrid::~BoxGrid() { aligned_free_bytes(owned_memory_); }
+
+Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
+    const MemoryRequirements req = memory_requirements(config);
+    if (!req.status.ok()) return req.status;
+    if (memory == nullptr || bytes < req.bytes) {
+        Status s;
+        s.code = StatusCode::memory_too_small;
+        s.needed = req.bytes;
+        s.message = "memory block smaller than BoxGrid::memory_requirements().bytes";
+        return s;
+    }
+    if ((reinterpret_cast<uintptr_t>(memory) & (req.alignment - 1)) != 0) {
+        Status s;
+        s.code = StatusCode::memory_misaligned;
+        s.needed = req.alignment;
+        s.message = "memory block not aligned to BoxGrid::memory_requirements().alignment";
+        return s;
+    }
+    auto* base = static_cast<unsigned char*>(memory);
+    BoxState* state = new (base) BoxState();
+    const uint64_t laid = lay_out(config, base, state);
+    HASHGRID_ASSERT(laid == req.bytes, "layout and memory_requirements disagree");
+    (void)laid;
+    state->dims = config.dimensions;
+    state->max_objects = config.max_objects;
+    state->max_entries = config.max_cell_entries;
+    CellParams& k = state->cells;
+    k.scale = key_scale(config.cell_size);
+    const bool bounded = config.world == World::bounded;
+    const int32_t limit = config.dimensions == 3 ? kKeyLimit3 : kKeyLimit2;
+    for (uint32_t d = 0; d < 3; ++d) {
+        k.origin[d] = d < config.dimensions ? config.origin[d] : 0.0f;
+        k.upper[d] = bounded ? static_cast<double>(d < config.dimensions ? config.cell_counts[d] : 1u)
+                             : static_cast<double>(limit) + 1.0;
+    }
+    k.lower = bounded ? 0.0 : -static_cast<double>(limit);
+    k.clamp = bounded && config.out_of_bounds == OutOfBounds::clamp;
+    // Vector loads read up to kEntryPad entries (objects) past the last one,
+    // masked out: keep every slot defined. (Sizes fit: req.bytes <= SIZE_MAX.)
+    const auto entry_slots = static_cast<size_t>(uint64_t{config.max_cell_entries} + kEntryPad);
+    const auto object_slots = static_cast<size_t>(uint64_t{config.max_objects} + kEntryPad);
+    for (uint32_t d = 0; d < config.dimensions; ++d) {
+        std::memset(state->entry_min[d], 0, entry_slots * sizeof(float));
+        std::memset(state->entry_max[d], 0, entry_slots * sizeof(float));
+        std::memset(state->min[d], 0, object_slots * sizeof(float));
+        std::memset(state->max[d], 0, object_slots * sizeof(float));
+    }
+    std::memset(state->entry_flags, 0, entry_slots * sizeof(uint32_t));
+    state->cell_start[0] = 0;
+    state->entry_object = state->payload[0];
+
+    config_ = config;
+    state_ = state;
+    built_ = false;
+    initialized_ = true;
+    return {};
+}
+
+Status BoxGrid::init_allocate(const BoxGridConfig& config) {
+    const MemoryRequirements req = memory_requirements(config);
+    if (!req.status.ok()) return req.status;
+    initialized_ = false;
+    state_ = nullptr;
+    aligned_free_bytes(owned_memory_);
+    owned_memory_ = aligned_alloc_bytes(req.bytes, req.alignment);
+    if (owned_memory_ == nullptr) {
+        Status s;
+        s.code = StatusCode::memory_too_small;
+        s.needed = req.bytes;
+        s.message = "allocation of BoxGrid::memory_requirements().bytes failed";
+        return s;
+    }
+    return init(config, owned_memory_, static_cast<size_t>(req.bytes));
+}
+
+Status BoxGrid::rebuild(const BoxSpans& boxes, const ThreadBackend& backend) {
+    return Impl::rebuild(*this, boxes, backend);
+}
+
+PairResult BoxGrid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend) {
+    return Impl::find_pairs(*this, out, capacity, backend);
+}
+
+PairResult BoxGrid::find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity,
+                                    const ThreadBackend& backend) {
+    return Impl::find_pairs_with(*this, queries, out, capacity, backend);
+}
+
+BoxGridView BoxGrid::view() const {
+    BoxGridView v;
+    v.config = &config_;
+    v.scale = key_scale(config_.cell_size);
+    if (!initialized_) return v;
+    const BoxState& s = Impl::state(*this);
+    for (uint32_t d = 0; d < 3; ++d) {
+        v.min[d] = s.min[d];
+        v.max[d] = s.max[d];
+    }
+    v.category = s.category;
+    v.mask = s.mask;
+    v.cell_key = s.cell_key;
+    v.cell_start = s.cell_start;
+    v.entry_object = s.entry_object;
+    v.large_object = s.large_object;
+    if (!built_) return v; // an empty frame
+    v.object_count = s.object_count;
+    v.cell_count = s.cell_count;
+    v.large_count = s.large_count;
+    return v;
+}
+
+uint32_t BoxGrid::object_count() const { return initialized_ && built_ ? Impl::state(*this).object_count : 0; }
+
+uint32_t BoxGrid::entry_count() const { return initialized_ && built_ ? Impl::state(*this).entry_count : 0; }
+
+} // namespace hashgrid

@@ -1,0 +1,189 @@
+// BoxGrid's private state and the helpers shared by box_grid.cpp (config,
+// layout, init), box_grid_rebuild.cpp and box_grid_pairs.cpp.
+//
+// Memory: one block from init(). Its first bytes hold BoxState (the pointers
+// and the frame's counts), followed by the arrays it points to (64-byte
+// aligned each, sizes from the config only). "Frame" arrays describe the last
+// successful rebuild and are only written after the next one has passed
+// validation and the entry-capacity check; "scratch" arrays may be
+// overwritten by any call.
+#pragma once
+
+#include "grid_impl.h" // detail::scan_chunk_sums
+
+#include "hashgrid/box_grid.h"
+#include "hashgrid/cell_key.h"
+
+#include <cstdint>
+
+namespace hashgrid {
+
+namespace detail {
+
+/// Objects per chunk of the per-object passes (at most kMaxObjectChunks chunks).
+inline constexpr uint32_t kObjectGrain = 4096;
+inline constexpr uint32_t kMaxObjectChunks = 1024;
+/// Entries per chunk of the radix sort and the cell-run passes (at most kMaxEntryChunks chunks).
+inline constexpr uint32_t kEntryGrain = 16384;
+inline constexpr uint32_t kMaxEntryChunks = 64;
+/// Widest radix digit: 2^11 counters per chunk stay in L1.
+inline constexpr uint32_t kMaxDigitBits = 11;
+/// Pair search: cells per chunk (at least), chunks of cells, chunks of the
+/// large-object tests, chunks of queries (find_pairs_with).
+inline constexpr uint32_t kCellPairGrain = 128;
+inline constexpr uint32_t kMaxCellChunks = 512;
+inline constexpr uint32_t kLargePairGrain = 16384; // (large, object) tests per chunk, at least
+inline constexpr uint32_t kMaxLargeChunks = 256;
+inline constexpr uint32_t kQueryGrain = 16;
+inline constexpr uint32_t kMaxPairChunks = kMaxCellChunks + kMaxLargeChunks;
+/// Pairs per block of the pair pool.
+inline constexpr uint32_t kBoxPairBlock = 256;
+
+/// Grain that keeps ceil(count / grain) <= max_chunks, at least `minimum`. Depends on the count only.
+inline uint64_t grain_for(uint64_t count, uint64_t minimum, uint64_t max_chunks) {
+    const uint64_t g = (count + max_chunks - 1) / max_chunks;
+    return g > minimum ? g : minimum;
+}
+
+/// Entries (objects in cells) in sorted order carry what the pair test needs,
+/// as structure-of-arrays (SIMD over the entries of a cell): the box (no z
+/// arrays in 2D) and, per axis, whether this cell is the object's first cell
+/// on that axis (bit d of entry_flags; bit 2 always set in 2D). A pair of
+/// entries in cell c is reported only when, on every axis, one of the two has
+/// its bit set: then c is cell(max(a.min, b.min)), the cell of the
+/// intersection's minimum corner (cell() is monotone, so cell(max(u, v)) =
+/// max(cell(u), cell(v))). Every entry array has kEntryPad readable slots at
+/// the end (vector loads past the last entry, masked out).
+inline constexpr uint32_t kEntryPad = 8;
+
+/// Rebuild scratch per object (original order): the box and its cell range.
+struct ObjectScratch {
+    float min[3];
+    float max[3];
+    int32_t lo[3];
+    int32_t hi[3];
+};
+static_assert(sizeof(ObjectScratch) == 48, "ObjectScratch layout");
+
+/// Per chunk of objects in rebuild: validation, entry and large counts, the
+/// box of occupied cells (then the chunk's output offsets).
+struct ObjectChunk {
+    uint64_t entries;
+    uint64_t entry_offset;
+    uint32_t large;
+    uint32_t large_offset;
+    BadParticle bad;
+    int32_t cell_lo[3];
+    int32_t cell_hi[3];
+};
+
+/// Per chunk of the pair search: pairs found, where they went in the pool
+/// (a linked list of blocks) and whether the pool ran out.
+struct PairChunk {
+    uint64_t count;
+    uint64_t offset;
+    uint32_t first_block;
+    uint32_t overflow;
+};
+
+/// Cell coordinates of a coordinate (cell_key.h): floor((p - origin) * scale).
+struct CellParams {
+    double scale;
+    float origin[3];
+    double lower;    // bounded: 0; unbounded: -limit
+    double upper[3]; // bounded: cell counts; unbounded: limit + 1
+    bool clamp;      // bounded clamp mode
+};
+
+/// Cell coordinate of p on axis d; false if outside the range and not clamped.
+inline bool cell_of(const CellParams& k, uint32_t d, float p, int32_t& cell) {
+    double t = scaled_coordinate(p, k.origin[d], k.scale);
+    if (!(t >= k.lower && t < k.upper[d])) {
+        if (!k.clamp) return false;
+        t = t < k.lower ? k.lower : k.upper[d] - 1.0;
+    }
+    cell = floor_to_int(t);
+    return true;
+}
+
+/// Cell coordinate of a finite p, always clamped into the key range (queries:
+/// every object lies inside, and clamping is monotone, so the minimum-corner
+/// rule still holds).
+inline int32_t clamped_cell_of(const CellParams& k, uint32_t d, float p) {
+    double t = scaled_coordinate(p, k.origin[d], k.scale);
+    t = t > k.lower ? t : k.lower;
+    t = t < k.upper[d] - 1.0 ? t : k.upper[d] - 1.0;
+    return floor_to_int(t);
+}
+
+inline uint64_t pack_cell(uint32_t dims, int32_t x, int32_t y, int32_t z) {
+    return dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
+}
+inline void unpack_cell(uint32_t dims, uint64_t key, int32_t& x, int32_t& y, int32_t& z) {
+    if (dims == 3) {
+        unpack_key3(key, x, y, z);
+    } else {
+        unpack_key2(key, x, y);
+        z = 0;
+    }
+}
+
+/// Everything BoxGrid points to; lives at the start of the block.
+struct BoxState {
+    uint32_t dims = 3;
+    bool layers = false; // this frame has a category or mask span
+    CellParams cells{};
+
+    // Capacities (from the config).
+    uint32_t max_objects = 0;
+    uint32_t max_entries = 0;
+    uint32_t pool_blocks = 0;
+
+    // Frame: the last successful rebuild.
+    uint32_t object_count = 0;
+    uint32_t entry_count = 0;
+    uint32_t cell_count = 0;
+    uint32_t large_count = 0;
+    float* min[3] = {};
+    float* max[3] = {};
+    uint32_t* category = nullptr;
+    uint32_t* mask = nullptr;
+    uint8_t* is_large = nullptr;
+    uint32_t* large_object = nullptr;
+    uint64_t* cell_key = nullptr;     // max_entries (cells <= entries)
+    uint32_t* cell_start = nullptr;   // max_entries + 1
+    uint32_t* entry_object = nullptr; // one of payload[0], payload[1]
+    float* entry_min[3] = {};         // max_entries + kEntryPad each (z: 3D only)
+    float* entry_max[3] = {};
+    uint32_t* entry_flags = nullptr; // max_entries + kEntryPad
+
+    // Scratch.
+    uint32_t* payload[2] = {};  // radix-sort ping-pong of object indices (frame: entry_object)
+    uint64_t* sort_key[2] = {}; // radix-sort ping-pong of keys (used as uint32 when they fit)
+    ObjectScratch* object = nullptr;
+    ObjectChunk* object_chunk = nullptr; // kMaxObjectChunks
+    uint32_t* radix_hist = nullptr;      // kMaxEntryChunks << kMaxDigitBits
+    uint64_t* entry_chunk = nullptr;     // kMaxEntryChunks + 1
+    BadParticle* query_bad = nullptr;    // kMaxPairChunks
+    PairChunk* pair_chunk = nullptr;     // kMaxPairChunks
+    Pair* pool = nullptr;                // pool_blocks * kBoxPairBlock
+    uint32_t* block_next = nullptr;      // pool_blocks
+    uint32_t blocks_used = 0;            // claimed atomically during a pair search
+};
+
+} // namespace detail
+
+struct BoxGrid::Impl {
+    static detail::BoxState& state(BoxGrid& g) { return *static_cast<detail::BoxState*>(g.state_); }
+    static const detail::BoxState& state(const BoxGrid& g) { return *static_cast<const detail::BoxState*>(g.state_); }
+    static bool built(const BoxGrid& g) { return g.built_; }
+    static void set_built(BoxGrid& g) { g.built_ = true; }
+    // box_grid_rebuild.cpp
+    static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& b);
+    // box_grid_pairs.cpp
+    static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b);
+    static PairResult find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
+                                      const ThreadBackend& b);
+};
+
+} // namespace hashgrid

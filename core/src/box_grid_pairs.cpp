@@ -1,0 +1,500 @@
+// BoxGrid pair search: find_pairs (all overlapping pairs) and find_pairs_with
+// (query boxes against the grid).
+//
+// Both split their work into chunks that depend on counts and fixed grains
+// only, and emit each chunk's pairs in the documented order. Two phases:
+//   search:  every chunk runs once (any thread, any order), counting its pairs
+//            and keeping them in linked blocks of a preallocated pool (block
+//            claims are atomic: where a pair is kept depends on timing, the
+//            output does not);
+//   publish: a scan in chunk order gives each chunk its output offset, and
+//            each chunk copies its blocks there. A chunk that found the pool
+//            exhausted is searched again, writing straight into the output.
+// So the output is always an exact prefix of the canonical order, whatever
+// the capacity, the pool size or the thread count.
+//
+// Small-small pairs: within each cell, every entry pair (i < j) that passes
+// the minimum-corner rule (entry flags, box_grid_internal.h), the closed overlap test and
+// the layer filter. Large objects: each against every other object, a
+// large-large pair only from its lower-index large object.
+//
+// find_pairs_with: per query box, the occupied cells it covers are found in
+// the sorted cell keys by a galloping search that skips empty rows and
+// columns (so a query covering many cells costs its occupied cells, not its
+// volume), then the large objects. Order per query: by cell (z, y, x), by
+// object index within the cell, then the large objects by index.
+#include "box_grid_internal.h"
+
+#include "hashgrid/assert.h"
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace hashgrid {
+
+using namespace detail;
+
+namespace {
+
+/// Keeps a chunk's pairs in linked blocks of the pool.
+class PoolSink {
+public:
+    explicit PoolSink(BoxState& s) : s_(s) {}
+
+    void emit(uint32_t a, uint32_t b) {
+        ++count_;
+        if (overflow_) return;
+        if (used_ == kBoxPairBlock) {
+            const uint32_t block = std::atomic_ref<uint32_t>(s_.blocks_used).fetch_add(1, std::memory_order_relaxed);
+            if (block >= s_.pool_blocks) {
+                overflow_ = true;
+                return;
+            }
+            s_.block_next[block] = kNone;
+            if (last_ == kNone)
+                first_ = block;
+            else
+                s_.block_next[last_] = block;
+            last_ = block;
+            used_ = 0;
+        }
+        s_.pool[uint64_t{last_} * kBoxPairBlock + used_++] = Pair{a, b};
+    }
+    [[nodiscard]] PairChunk record() const { return PairChunk{count_, 0, first_, overflow_ ? 1u : 0u}; }
+
+private:
+    BoxState& s_;
+    uint64_t count_ = 0;
+    uint32_t first_ = kNone;
+    uint32_t last_ = kNone;
+    uint32_t used_ = kBoxPairBlock;
+    bool overflow_ = false;
+};
+
+/// Writes a chunk's pairs straight into the output, from its offset up to the limit.
+class DirectSink {
+public:
+    DirectSink(Pair* out, uint64_t at, uint64_t limit) : out_(out), at_(at), limit_(limit) {}
+    void emit(uint32_t a, uint32_t b) {
+        if (at_ < limit_) out_[at_] = Pair{a, b};
+        ++at_;
+    }
+
+private:
+    Pair* out_;
+    uint64_t at_;
+    uint64_t limit_;
+};
+
+inline bool layers_match(uint32_t category_a, uint32_t mask_a, uint32_t category_b, uint32_t mask_b) {
+    return (category_a & mask_b) != 0 && (category_b & mask_a) != 0;
+}
+
+/// Candidates tested per batch of the loops below (hits buffered on the stack).
+constexpr uint32_t kBatch = 64;
+
+/// A box tested against entries or objects (z unused in 2D).
+struct TestBox {
+    float min[3];
+    float max[3];
+};
+
+/// Appends to hits[] every j in [j0, j1) (j1 - j0 <= kBatch) whose box
+/// (lo[d][j], hi[d][j]) overlaps `a` (closed) and, when Flags, whose
+/// flags[j] has every bit of `need`. Ascending j. SSE2 tests four at a time
+/// (loads may reach 3 past j1: the arrays are padded); the scalar loop is
+/// branch-free (the outcome is unpredictable). Both do the same compares.
+template <uint32_t D, bool Flags>
+[[gnu::always_inline]] inline uint32_t collect_hits(const float* const lo[3], const float* const hi[3],
+                                                    const uint32_t* flags, uint32_t need, const TestBox& a, uint32_t j0,
+                                                    uint32_t j1, uint32_t* hits) {
+    uint32_t count = 0;
+#if defined(__SSE2__)
+    const __m128 min_x = _mm_set1_ps(a.min[0]), max_x = _mm_set1_ps(a.max[0]);
+    const __m128 min_y = _mm_set1_ps(a.min[1]), max_y = _mm_set1_ps(a.max[1]);
+    const __m128 min_z = _mm_set1_ps(a.min[2]), max_z = _mm_set1_ps(a.max[2]);
+    const __m128i need4 = _mm_set1_epi32(static_cast<int>(need));
+    for (uint32_t j = j0; j < j1; j += 4) {
+        __m128 m =
+            _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(lo[0] + j), max_x), _mm_cmple_ps(min_x, _mm_loadu_ps(hi[0] + j)));
+        m = _mm_and_ps(
+            m, _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(lo[1] + j), max_y), _mm_cmple_ps(min_y, _mm_loadu_ps(hi[1] + j))));
+        if constexpr (D == 3)
+            m = _mm_and_ps(m, _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(lo[2] + j), max_z),
+                                         _mm_cmple_ps(min_z, _mm_loadu_ps(hi[2] + j))));
+        if constexpr (Flags) {
+            const __m128i f = _mm_loadu_si128(reinterpret_cast<const __m128i*>(flags + j));
+            m = _mm_and_ps(m, _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(f, need4), need4)));
+        }
+        auto bits = static_cast<uint32_t>(_mm_movemask_ps(m));
+        if (j1 - j < 4) bits &= (1u << (j1 - j)) - 1;
+        while (bits != 0) {
+            hits[count++] = j + static_cast<uint32_t>(std::countr_zero(bits));
+            bits &= bits - 1;
+        }
+    }
+#else
+    for (uint32_t j = j0; j < j1; ++j) {
+        uint32_t hit = static_cast<uint32_t>(lo[0][j] <= a.max[0]) & static_cast<uint32_t>(a.min[0] <= hi[0][j]) &
+                       static_cast<uint32_t>(lo[1][j] <= a.max[1]) & static_cast<uint32_t>(a.min[1] <= hi[1][j]);
+        if constexpr (D == 3)
+            hit &= static_cast<uint32_t>(lo[2][j] <= a.max[2]) & static_cast<uint32_t>(a.min[2] <= hi[2][j]);
+        if constexpr (Flags) hit &= static_cast<uint32_t>((flags[j] & need) == need);
+        hits[count] = j;
+        count += hit;
+    }
+#endif
+    return count;
+}
+
+/// Small-small pairs of cells [first_cell, last_cell).
+template <uint32_t D, typename Sink>
+void sweep_cells(const BoxState& s, uint32_t first_cell, uint32_t last_cell, Sink& sink) {
+    const float* const lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
+    const float* const hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
+    const uint32_t* flags = s.entry_flags;
+    const uint32_t* object = s.entry_object;
+    const bool layers = s.layers;
+    uint32_t hits[kBatch];
+    for (uint32_t c = first_cell; c < last_cell; ++c) {
+        const uint32_t last = s.cell_start[c + 1];
+        for (uint32_t i = s.cell_start[c]; i < last; ++i) {
+            TestBox a{};
+            for (uint32_t d = 0; d < D; ++d) {
+                a.min[d] = lo[d][i];
+                a.max[d] = hi[d][i];
+            }
+            const uint32_t a_object = object[i];
+            // Axes on which this cell is not a's first cell: there it must be b's.
+            const uint32_t need = 7u & ~flags[i];
+            for (uint32_t j0 = i + 1; j0 < last; j0 += kBatch) {
+                const uint32_t j1 = last - j0 < kBatch ? last : j0 + kBatch;
+                const uint32_t count = collect_hits<D, true>(lo, hi, flags, need, a, j0, j1, hits);
+                for (uint32_t h = 0; h < count; ++h) {
+                    const uint32_t b = object[hits[h]];
+                    if (layers && !layers_match(s.category[a_object], s.mask[a_object], s.category[b], s.mask[b]))
+                        continue;
+                    sink.emit(a_object, b); // entries ascend by object: a < b
+                }
+            }
+        }
+    }
+}
+
+/// Large-object pairs for the flattened tests [t, t_end) of (large k, object o) = (t / n, t % n).
+template <uint32_t D, typename Sink>
+void sweep_large(const BoxState& s, uint64_t t, uint64_t t_end, Sink& sink) {
+    const uint32_t n = s.object_count;
+    const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
+    const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
+    const bool layers = s.layers;
+    while (t < t_end) {
+        const auto k = static_cast<uint32_t>(t / n);
+        const auto first = static_cast<uint32_t>(t % n);
+        const uint64_t span = t_end - t < n - first ? t_end - t : n - first;
+        const auto last = static_cast<uint32_t>(first + span);
+        t += span;
+        const uint32_t big = s.large_object[k];
+        TestBox a{};
+        for (uint32_t d = 0; d < D; ++d) {
+            a.min[d] = lo[d][big];
+            a.max[d] = hi[d][big];
+        }
+        uint32_t hits[kBatch];
+        for (uint32_t o0 = first; o0 < last; o0 += kBatch) {
+            const uint32_t o1 = last - o0 < kBatch ? last : o0 + kBatch;
+            const uint32_t count = collect_hits<D, false>(lo, hi, nullptr, 0, a, o0, o1, hits);
+            for (uint32_t h = 0; h < count; ++h) {
+                const uint32_t o = hits[h];
+                if (o == big) continue;
+                if (o < big && s.is_large[o] != 0) continue; // reported from o, the lower large object
+                if (layers && !layers_match(s.category[big], s.mask[big], s.category[o], s.mask[o])) continue;
+                sink.emit(o < big ? o : big, o < big ? big : o);
+            }
+        }
+    }
+}
+
+/// First index in [from, end) whose key is >= target (keys ascending):
+/// gallops forward from `from`, so nearby targets cost little.
+uint32_t lower_bound_from(const uint64_t* keys, uint32_t from, uint32_t end, uint64_t target) {
+    if (from >= end || keys[from] >= target) return from;
+    uint32_t below = from; // keys[below] < target
+    uint64_t step = 1;
+    uint64_t probe = uint64_t{from} + 1;
+    while (probe < end && keys[probe] < target) {
+        below = static_cast<uint32_t>(probe);
+        step *= 2;
+        probe = below + step;
+    }
+    uint32_t a = below + 1;
+    auto b = static_cast<uint32_t>(probe < end ? probe : end);
+    while (a < b) {
+        const uint32_t mid = a + (b - a) / 2;
+        if (keys[mid] < target)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+/// Query boxes as read from BoxSpans (z = 0 in 2D).
+struct QueryInput {
+    const float* lo[3];
+    const float* hi[3];
+    const uint32_t* category;
+    const uint32_t* mask;
+};
+
+/// Every (query, object) pair of queries [first, last), in the documented order.
+template <uint32_t D, typename Sink>
+void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
+    const uint32_t dims = s.dims;
+    const uint64_t* keys = s.cell_key;
+    const uint32_t cells = s.cell_count;
+    const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
+    const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
+    const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
+    const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
+    const bool query_layers = in.category != nullptr || in.mask != nullptr;
+    uint32_t hits[kBatch];
+    for (uint32_t q = first; q < last; ++q) {
+        TestBox box{};
+        int32_t c_lo[3] = {0, 0, 0};
+        int32_t c_hi[3] = {0, 0, 0};
+        for (uint32_t d = 0; d < D; ++d) {
+            box.min[d] = in.lo[d][q];
+            box.max[d] = in.hi[d][q];
+            c_lo[d] = clamped_cell_of(s.cells, d, box.min[d]);
+            c_hi[d] = clamped_cell_of(s.cells, d, box.max[d]);
+        }
+        const uint32_t q_category = in.category != nullptr ? in.category[q] : ~0u;
+        const uint32_t q_mask = in.mask != nullptr ? in.mask[q] : ~0u;
+        const bool layers = s.layers || query_layers;
+
+        // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
+        const uint64_t last_key = pack_cell(dims, c_hi[0], c_hi[1], c_hi[2]);
+        uint32_t pos = lower_bound_from(keys, 0, cells, pack_cell(dims, c_lo[0], c_lo[1], c_lo[2]));
+        while (pos < cells && keys[pos] <= last_key) {
+            int32_t x, y, z;
+            unpack_cell(dims, keys[pos], x, y, z);
+            // z is within [c_lo[2], c_hi[2]] here (keys order z first); in 2D z = 0.
+            if (y < c_lo[1]) {
+                pos = lower_bound_from(keys, pos, cells, pack_cell(dims, c_lo[0], c_lo[1], z));
+                continue;
+            }
+            if (y > c_hi[1]) { // then z < c_hi[2], or the key would exceed last_key
+                pos = lower_bound_from(keys, pos, cells, pack_cell(dims, c_lo[0], c_lo[1], z + 1));
+                continue;
+            }
+            if (x < c_lo[0]) {
+                pos = lower_bound_from(keys, pos, cells, pack_cell(dims, c_lo[0], y, z));
+                continue;
+            }
+            if (x > c_hi[0]) { // next row: (y + 1, z) or (c_lo y, z + 1), both within the query
+                const uint64_t next =
+                    y < c_hi[1] ? pack_cell(dims, c_lo[0], y + 1, z) : pack_cell(dims, c_lo[0], c_lo[1], z + 1);
+                pos = lower_bound_from(keys, pos, cells, next);
+                continue;
+            }
+            // The minimum-corner rule, with the query as one of the two boxes.
+            const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
+            const uint32_t need = 7u & ~q_flags;
+            const uint32_t end = s.cell_start[pos + 1];
+            for (uint32_t e0 = s.cell_start[pos]; e0 < end; e0 += kBatch) {
+                const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
+                const uint32_t count =
+                    collect_hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
+                for (uint32_t h = 0; h < count; ++h) {
+                    const uint32_t o = s.entry_object[hits[h]];
+                    if (layers && !layers_match(q_category, q_mask, s.category[o], s.mask[o])) continue;
+                    sink.emit(q, o);
+                }
+            }
+            ++pos;
+        }
+
+        for (uint32_t k = 0; k < s.large_count; ++k) {
+            const uint32_t o = s.large_object[k];
+            uint32_t overlap = 1;
+            for (uint32_t d = 0; d < D; ++d)
+                overlap &=
+                    static_cast<uint32_t>(lo[d][o] <= box.max[d]) & static_cast<uint32_t>(box.min[d] <= hi[d][o]);
+            if (overlap == 0) continue;
+            if (layers && !layers_match(q_category, q_mask, s.category[o], s.mask[o])) continue;
+            sink.emit(q, o);
+        }
+    }
+}
+
+/// Search and publish (see the top of this file). `search(chunk, sink)` emits
+/// the pairs of one chunk in order, for PoolSink and DirectSink alike.
+template <typename Search>
+PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t capacity, uint64_t max_pairs,
+                              const ThreadBackend& b, const Search& search) {
+    HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
+    s.blocks_used = 0;
+    parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t ch = begin; ch < end; ++ch) {
+            PoolSink sink(s);
+            search(ch, sink);
+            s.pair_chunk[ch] = sink.record();
+        }
+    });
+    uint64_t total = 0;
+    for (uint32_t ch = 0; ch < chunks; ++ch) {
+        s.pair_chunk[ch].offset = total;
+        total += s.pair_chunk[ch].count;
+    }
+    PairResult result;
+    result.pair_count = total;
+    uint64_t limit = total;
+    if (total > max_pairs) {
+        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than BoxGridConfig::max_pairs"};
+        limit = max_pairs < capacity ? max_pairs : capacity;
+    } else if (total > capacity) {
+        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
+        limit = capacity;
+    }
+    parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t ch = begin; ch < end; ++ch) {
+            const PairChunk& chunk = s.pair_chunk[ch];
+            if (chunk.count == 0 || chunk.offset >= limit) continue;
+            if (chunk.overflow != 0) {
+                DirectSink sink(out, chunk.offset, limit);
+                search(ch, sink);
+                continue;
+            }
+            uint64_t at = chunk.offset;
+            const uint64_t stop = chunk.offset + chunk.count < limit ? chunk.offset + chunk.count : limit;
+            for (uint32_t block = chunk.first_block; at < stop; block = s.block_next[block]) {
+                const Pair* from = s.pool + uint64_t{block} * kBoxPairBlock;
+                const uint64_t take = stop - at < kBoxPairBlock ? stop - at : kBoxPairBlock;
+                for (uint64_t p = 0; p < take; ++p)
+                    out[at + p] = from[p];
+                at += take;
+            }
+        }
+    });
+    result.written = limit;
+    return result;
+}
+
+Status bad_query(StatusCode code, uint32_t index, uint32_t count) {
+    Status s;
+    s.code = code;
+    s.index = index;
+    s.count = count;
+    s.message = code == StatusCode::invalid_box ? "query box has min > max on some axis"
+                                                : "query box coordinate is NaN or infinite";
+    return s;
+}
+
+} // namespace
+
+PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b) {
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
+    PairResult result;
+    if (!g.initialized_ || !g.built_) {
+        result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
+        return result;
+    }
+    BoxState& s = state(g);
+    const uint32_t cells = s.cell_count;
+    const auto cell_grain = static_cast<uint32_t>(grain_for(cells, kCellPairGrain, kMaxCellChunks));
+    const uint32_t cell_chunks = chunk_count(cells, cell_grain);
+    const uint64_t tests = uint64_t{s.large_count} * s.object_count;
+    const uint64_t large_grain = grain_for(tests, kLargePairGrain, kMaxLargeChunks);
+    const auto large_chunks = static_cast<uint32_t>((tests + large_grain - 1) / large_grain);
+    auto search = [&](uint32_t ch, auto& sink) {
+        if (ch < cell_chunks) {
+            const uint32_t first = ch * cell_grain;
+            const uint32_t last = cells - first < cell_grain ? cells : first + cell_grain;
+            if (s.dims == 3)
+                sweep_cells<3>(s, first, last, sink);
+            else
+                sweep_cells<2>(s, first, last, sink);
+            return;
+        }
+        const uint64_t t = uint64_t{ch - cell_chunks} * large_grain;
+        const uint64_t t_end = tests - t < large_grain ? tests : t + large_grain;
+        if (s.dims == 3)
+            sweep_large<3>(s, t, t_end, sink);
+        else
+            sweep_large<2>(s, t, t_end, sink);
+    };
+    return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, b, search);
+}
+
+PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
+                                          const ThreadBackend& b) {
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs_with: null buffer with nonzero capacity");
+    PairResult result;
+    if (!g.initialized_ || !g.built_) {
+        result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs_with before a successful rebuild"};
+        return result;
+    }
+    BoxState& s = state(g);
+    const uint32_t dims = s.dims;
+    const uint32_t n = queries.count;
+    HASHGRID_ASSERT(n == 0 || (queries.min_x != nullptr && queries.min_y != nullptr && queries.max_x != nullptr &&
+                               queries.max_y != nullptr &&
+                               (dims == 2 || (queries.min_z != nullptr && queries.max_z != nullptr))),
+                    "BoxSpans: min/max x, y (and z in 3D) must be set");
+    QueryInput in{{queries.min_x, queries.min_y, queries.min_z},
+                  {queries.max_x, queries.max_y, queries.max_z},
+                  queries.category,
+                  queries.mask};
+    const auto grain = static_cast<uint32_t>(grain_for(n, kQueryGrain, kMaxPairChunks));
+    const uint32_t chunks = chunk_count(n, grain);
+
+    // Validation first (lowest offending query, any thread count).
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        BadParticle bad{kNone, 0, StatusCode::ok};
+        for (uint32_t q = begin; q < end; ++q) {
+            bool finite = true;
+            bool ordered = true;
+            for (uint32_t d = 0; d < dims; ++d) {
+                const float lo = in.lo[d][q];
+                const float hi = in.hi[d][q];
+                finite = finite && std::isfinite(lo) && std::isfinite(hi);
+                ordered = ordered && lo <= hi;
+            }
+            if (finite && ordered) continue;
+            if (bad.count++ == 0) {
+                bad.index = q;
+                bad.code = finite ? StatusCode::invalid_box : StatusCode::invalid_position;
+            }
+        }
+        s.query_bad[begin / grain] = bad;
+    });
+    uint32_t bad_count = 0;
+    const BadParticle* first_bad = nullptr;
+    for (uint32_t c = 0; c < chunks; ++c) {
+        if (s.query_bad[c].count == 0) continue;
+        if (first_bad == nullptr) first_bad = &s.query_bad[c];
+        bad_count += s.query_bad[c].count;
+    }
+    if (first_bad != nullptr) {
+        result.status = bad_query(first_bad->code, first_bad->index, bad_count);
+        return result;
+    }
+
+    auto search = [&](uint32_t ch, auto& sink) {
+        const uint32_t first = ch * grain;
+        const uint32_t last = n - first < grain ? n : first + grain;
+        if (dims == 3)
+            sweep_queries<3>(s, in, first, last, sink);
+        else
+            sweep_queries<2>(s, in, first, last, sink);
+    };
+    // max_pairs does not apply: the pool only caches, the caller's capacity is the limit.
+    return search_and_publish(s, chunks, out, capacity, UINT64_MAX, b, search);
+}
+
+} // namespace hashgrid

@@ -1,0 +1,367 @@
+// BoxGrid::rebuild: boxes into the cells they cover.
+//
+// 1. Object pass (parallel over fixed chunks of objects, scratch only):
+//    validate each box and compute its cell range; per chunk, the entries of
+//    the small objects, the number of large ones, the box of occupied cells
+//    and the lowest offending object. A rejected frame (bad box, too many
+//    entries) has written nothing but scratch: the previous frame stays.
+// 2. Entry pass: the chunks' offsets come from a scan in chunk order, so
+//    every chunk writes its entries (dense cell index within the occupied
+//    box, object) and its large objects in ascending object order. The dense
+//    index (x fastest) has the same order as the packed key, in fewer bits.
+// 3. Stable LSD radix sort of the entries by dense index, only over the bits
+//    the occupied box needs (digits of up to 11 bits, per-chunk histograms,
+//    a scan in (digit, chunk) order): entries of a cell keep ascending object
+//    index, for any thread count.
+// 4. Cell runs: packed keys and starts of the occupied cells, and each
+//    entry's box and first-cell flags for the pair search.
+#include "box_grid_internal.h"
+
+#include "hashgrid/assert.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace hashgrid {
+
+using namespace detail;
+
+namespace {
+
+Status bad_box_status(const ObjectChunk* chunks, uint32_t count) {
+    Status s;
+    for (uint32_t c = 0; c < count; ++c) {
+        const BadParticle& bad = chunks[c].bad;
+        if (bad.count == 0) continue;
+        if (s.ok()) {
+            s.code = bad.code;
+            s.index = bad.index;
+        }
+        s.count += bad.count;
+    }
+    switch (s.code) {
+    case StatusCode::invalid_position:
+        s.message = "box coordinate is NaN or infinite";
+        break;
+    case StatusCode::invalid_box:
+        s.message = "box has min > max on some axis";
+        break;
+    case StatusCode::position_out_of_range:
+        s.message = "box outside the bounded world or the cell-key range";
+        break;
+    default:
+        break;
+    }
+    return s;
+}
+
+/// Cells covered by a range (at most 2^64 - 1 by the key limits).
+inline uint64_t cells_covered(const ObjectScratch& o) {
+    return static_cast<uint64_t>(int64_t{o.hi[0]} - o.lo[0] + 1) *
+           static_cast<uint64_t>(int64_t{o.hi[1]} - o.lo[1] + 1) *
+           static_cast<uint64_t>(int64_t{o.hi[2]} - o.lo[2] + 1);
+}
+
+/// The box of occupied cells and the dense index within it.
+struct DenseBox {
+    int32_t lo[3];
+    uint64_t extent[3];
+};
+
+/// Stable LSD radix sort of (key, payload) over the low `bits` bits of the
+/// keys. Returns which buffer of the ping-pong holds the result.
+template <typename K>
+uint32_t radix_sort(const ThreadBackend& b, K* const key[2], uint32_t* const payload[2], uint32_t n, uint32_t bits,
+                    uint32_t* hist, uint32_t grain) {
+    if (bits == 0 || n < 2) return 0;
+    const uint32_t passes = (bits + kMaxDigitBits - 1) / kMaxDigitBits;
+    const uint32_t digit_bits = (bits + passes - 1) / passes;
+    const uint32_t radix = 1u << digit_bits;
+    const K mask = static_cast<K>(radix - 1);
+    const uint32_t chunks = chunk_count(n, grain);
+    uint32_t src = 0;
+    for (uint32_t pass = 0; pass < passes; ++pass) {
+        const uint32_t shift = pass * digit_bits;
+        const K* from = key[src];
+        const uint32_t* from_payload = payload[src];
+        K* to = key[1 - src];
+        uint32_t* to_payload = payload[1 - src];
+        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            uint32_t* h = hist + uint64_t{begin / grain} * radix;
+            std::memset(h, 0, radix * sizeof(uint32_t));
+            for (uint32_t i = begin; i < end; ++i)
+                ++h[static_cast<uint32_t>((from[i] >> shift) & mask)];
+        });
+        uint32_t running = 0;
+        for (uint32_t digit = 0; digit < radix; ++digit)
+            for (uint32_t c = 0; c < chunks; ++c) {
+                uint32_t& h = hist[uint64_t{c} * radix + digit];
+                const uint32_t v = h;
+                h = running;
+                running += v;
+            }
+        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            uint32_t* h = hist + uint64_t{begin / grain} * radix;
+            for (uint32_t i = begin; i < end; ++i) {
+                const K k = from[i];
+                const uint32_t at = h[static_cast<uint32_t>((k >> shift) & mask)]++;
+                to[at] = k;
+                to_payload[at] = from_payload[i];
+            }
+        });
+        src = 1 - src;
+    }
+    return src;
+}
+
+/// Step 4's write pass: keys and starts of the cells, and each entry's box and
+/// first-cell flags (gathered from the objects, which are scattered: fetched
+/// ahead). Cell starts per chunk come from s.entry_chunk.
+template <uint32_t D, typename K>
+void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uint32_t* object, uint32_t entries,
+                 uint32_t grain, const DenseBox& box) {
+    // The dense index has fewer than 2^32 values when K is 32 bits: divide in that width.
+    const auto ex = static_cast<K>(box.extent[0]);
+    const auto ey = static_cast<K>(box.extent[1]);
+    parallel_chunks(b, entries, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const ObjectScratch* __restrict objects = s.object;
+        float* __restrict min_x = s.entry_min[0];
+        float* __restrict min_y = s.entry_min[1];
+        float* __restrict min_z = s.entry_min[2];
+        float* __restrict max_x = s.entry_max[0];
+        float* __restrict max_y = s.entry_max[1];
+        float* __restrict max_z = s.entry_max[2];
+        uint32_t* __restrict flags = s.entry_flags;
+        uint64_t* __restrict cell_key = s.cell_key;
+        uint32_t* __restrict cell_start = s.cell_start;
+        uint64_t cell = s.entry_chunk[begin / grain];
+        int32_t cx = 0, cy = 0, cz = 0;
+        auto decode = [&](K k) {
+            const K rest = k / ex;
+            cx = static_cast<int32_t>(int64_t{box.lo[0]} + static_cast<int64_t>(k - rest * ex));
+            const K z = rest / ey;
+            cy = static_cast<int32_t>(int64_t{box.lo[1]} + static_cast<int64_t>(rest - z * ey));
+            cz = static_cast<int32_t>(int64_t{box.lo[2]} + static_cast<int64_t>(z));
+        };
+        decode(sorted[begin]);
+        for (uint32_t e = begin; e < end; ++e) {
+            const K k = sorted[e];
+            if (e == 0 || k != sorted[e - 1]) {
+                decode(k);
+                cell_key[cell] = pack_cell(D, cx, cy, cz);
+                cell_start[cell] = e;
+                ++cell;
+            }
+            if (e + 8 < end) __builtin_prefetch(&objects[object[e + 8]]);
+            const ObjectScratch& o = objects[object[e]];
+            min_x[e] = o.min[0];
+            min_y[e] = o.min[1];
+            max_x[e] = o.max[0];
+            max_y[e] = o.max[1];
+            if constexpr (D == 3) {
+                min_z[e] = o.min[2];
+                max_z[e] = o.max[2];
+            }
+            flags[e] = (cx == o.lo[0] ? 1u : 0u) | (cy == o.lo[1] ? 2u : 0u) | (cz == o.lo[2] ? 4u : 0u);
+        }
+    });
+}
+
+/// Steps 2-4 for one key width.
+template <typename K>
+void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t object_grain,
+                   uint64_t large_cells, const DenseBox& box, uint32_t bits, uint32_t entries) {
+    K* const key[2] = {reinterpret_cast<K*>(s.sort_key[0]), reinterpret_cast<K*>(s.sort_key[1])};
+    const uint32_t dims = s.dims;
+    const uint64_t ex = box.extent[0];
+    const uint64_t exy = box.extent[0] * box.extent[1];
+
+    // 2. Frame copies of the boxes, entries and large objects, in chunk order.
+    parallel_chunks(b, n, object_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const ObjectChunk& chunk = s.object_chunk[begin / object_grain];
+        uint64_t e = chunk.entry_offset;
+        uint32_t l = chunk.large_offset;
+        K* const out_key = key[0];
+        uint32_t* const out_object = s.payload[0];
+        for (uint32_t i = begin; i < end; ++i) {
+            const ObjectScratch& o = s.object[i];
+            for (uint32_t d = 0; d < dims; ++d) {
+                s.min[d][i] = o.min[d];
+                s.max[d][i] = o.max[d];
+            }
+            s.category[i] = in.category != nullptr ? in.category[i] : ~0u;
+            s.mask[i] = in.mask != nullptr ? in.mask[i] : ~0u;
+            if (cells_covered(o) > large_cells) {
+                s.is_large[i] = 1;
+                s.large_object[l++] = i;
+                continue;
+            }
+            s.is_large[i] = 0;
+            const auto x0 = static_cast<uint64_t>(int64_t{o.lo[0]} - box.lo[0]);
+            const auto x1 = static_cast<uint64_t>(int64_t{o.hi[0]} - box.lo[0]);
+            for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z) {
+                for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y) {
+                    const uint64_t row = ex * static_cast<uint64_t>(int64_t{y} - box.lo[1]) +
+                                         exy * static_cast<uint64_t>(int64_t{z} - box.lo[2]);
+                    for (uint64_t x = x0; x <= x1; ++x) {
+                        out_key[e] = static_cast<K>(row + x);
+                        out_object[e] = i;
+                        ++e;
+                    }
+                }
+            }
+        }
+    });
+
+    // 3. Sort by dense index (stable: ascending object within a cell).
+    const uint32_t entry_grain = static_cast<uint32_t>(grain_for(entries, kEntryGrain, kMaxEntryChunks));
+    const uint32_t src = radix_sort<K>(b, key, s.payload, entries, bits, s.radix_hist, entry_grain);
+    const K* sorted = key[src];
+    const uint32_t* object = s.payload[src];
+
+    // 4. Cell runs: count cell starts per chunk, scan, then write keys, starts and entry data.
+    const uint32_t chunks = chunk_count(entries, entry_grain);
+    parallel_chunks(b, entries, entry_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        uint64_t starts = 0;
+        for (uint32_t e = begin; e < end; ++e)
+            starts += (e == 0 || sorted[e] != sorted[e - 1]) ? 1 : 0;
+        s.entry_chunk[begin / entry_grain] = starts;
+    });
+    const uint64_t cells = scan_chunk_sums(s.entry_chunk, chunks);
+    if (dims == 3)
+        write_cells<3, K>(s, b, sorted, object, entries, entry_grain, box);
+    else
+        write_cells<2, K>(s, b, sorted, object, entries, entry_grain, box);
+    s.cell_start[cells] = entries;
+    s.cell_count = static_cast<uint32_t>(cells);
+    s.entry_object = s.payload[src];
+}
+
+} // namespace
+
+Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& b) {
+    HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
+    HASHGRID_ASSERT(b.parallel_for != nullptr, "ThreadBackend without parallel_for");
+    if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
+    BoxState& s = state(g);
+    const uint32_t n = in.count;
+    if (n > s.max_objects) {
+        Status st;
+        st.code = StatusCode::object_capacity;
+        st.needed = n;
+        st.message = "more objects than BoxGridConfig::max_objects";
+        return st;
+    }
+    const uint32_t dims = s.dims;
+    HASHGRID_ASSERT(n == 0 || (in.min_x != nullptr && in.min_y != nullptr && in.max_x != nullptr &&
+                               in.max_y != nullptr && (dims == 2 || (in.min_z != nullptr && in.max_z != nullptr))),
+                    "BoxSpans: min/max x, y (and z in 3D) must be set");
+    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
+    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
+    const CellParams& k = s.cells;
+    const uint64_t large_cells = g.config_.large_object_cells;
+
+    // 1. Validation, cell ranges and counts (scratch only).
+    const auto grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
+    const uint32_t chunks = chunk_count(n, grain);
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        ObjectChunk chunk{};
+        chunk.bad = BadParticle{kNone, 0, StatusCode::ok};
+        for (uint32_t d = 0; d < 3; ++d) {
+            chunk.cell_lo[d] = INT32_MAX;
+            chunk.cell_hi[d] = INT32_MIN;
+        }
+        for (uint32_t i = begin; i < end; ++i) {
+            ObjectScratch& o = s.object[i];
+            bool finite = true;
+            bool ordered = true;
+            for (uint32_t d = 0; d < 3; ++d) {
+                const float lo = d < dims ? lows[d][i] : 0.0f;
+                const float hi = d < dims ? highs[d][i] : 0.0f;
+                o.min[d] = lo;
+                o.max[d] = hi;
+                finite = finite && std::isfinite(lo) && std::isfinite(hi);
+                ordered = ordered && lo <= hi;
+            }
+            StatusCode code = StatusCode::ok;
+            if (!finite) {
+                code = StatusCode::invalid_position;
+            } else if (!ordered) {
+                code = StatusCode::invalid_box;
+            } else {
+                o.lo[2] = o.hi[2] = 0;
+                for (uint32_t d = 0; d < dims; ++d)
+                    if (!cell_of(k, d, o.min[d], o.lo[d]) || !cell_of(k, d, o.max[d], o.hi[d]))
+                        code = StatusCode::position_out_of_range;
+            }
+            if (code != StatusCode::ok) {
+                if (chunk.bad.count++ == 0) {
+                    chunk.bad.index = i;
+                    chunk.bad.code = code;
+                }
+                continue;
+            }
+            const uint64_t covered = cells_covered(o);
+            if (covered > large_cells) {
+                ++chunk.large;
+                continue;
+            }
+            chunk.entries += covered;
+            for (uint32_t d = 0; d < 3; ++d) {
+                chunk.cell_lo[d] = o.lo[d] < chunk.cell_lo[d] ? o.lo[d] : chunk.cell_lo[d];
+                chunk.cell_hi[d] = o.hi[d] > chunk.cell_hi[d] ? o.hi[d] : chunk.cell_hi[d];
+            }
+        }
+        s.object_chunk[begin / grain] = chunk;
+    });
+    const Status invalid = bad_box_status(s.object_chunk, chunks);
+    if (!invalid.ok()) return invalid; // previous frame untouched
+
+    uint64_t entries = 0;
+    uint32_t large = 0;
+    int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
+    int32_t hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+    for (uint32_t c = 0; c < chunks; ++c) {
+        ObjectChunk& chunk = s.object_chunk[c];
+        chunk.entry_offset = entries;
+        chunk.large_offset = large;
+        entries += chunk.entries;
+        large += chunk.large;
+        for (uint32_t d = 0; d < 3; ++d) {
+            lo[d] = chunk.cell_lo[d] < lo[d] ? chunk.cell_lo[d] : lo[d];
+            hi[d] = chunk.cell_hi[d] > hi[d] ? chunk.cell_hi[d] : hi[d];
+        }
+    }
+    if (entries > s.max_entries) {
+        Status st;
+        st.code = StatusCode::entry_capacity;
+        st.needed = entries;
+        st.message = "boxes cover more cells than BoxGridConfig::max_cell_entries";
+        return st; // previous frame untouched
+    }
+
+    // The frame is accepted: from here on nothing fails.
+    DenseBox box{};
+    uint64_t volume = 1;
+    for (uint32_t d = 0; d < 3; ++d) {
+        box.lo[d] = entries > 0 ? lo[d] : 0;
+        box.extent[d] = entries > 0 ? static_cast<uint64_t>(int64_t{hi[d]} - lo[d] + 1) : 1;
+        volume *= box.extent[d]; // < 2^64 by the key limits
+    }
+    const auto bits = static_cast<uint32_t>(std::bit_width(volume - 1));
+    const auto count = static_cast<uint32_t>(entries);
+    if (bits <= 32)
+        build_entries<uint32_t>(s, in, b, n, grain, large_cells, box, bits, count);
+    else
+        build_entries<uint64_t>(s, in, b, n, grain, large_cells, box, bits, count);
+
+    s.object_count = n;
+    s.entry_count = count;
+    s.large_count = large;
+    s.layers = in.category != nullptr || in.mask != nullptr;
+    set_built(g);
+    return {};
+}
+
+} // namespace hashgrid

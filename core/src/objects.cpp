@@ -1,0 +1,322 @@
+// The object store: slots with generations, dense SoA kept compact by
+// swap-remove, and a FIFO ring of free slots. See objects.h for the contract.
+#include "objects_internal.h"
+
+#include "hashgrid/assert.h"
+#include "hashgrid/grid.h"
+
+#include <cmath>
+
+namespace hashgrid {
+
+namespace {
+
+/// slot_dense_ marks of slots without a live object (dense indices are < 2^31).
+constexpr uint32_t kFreeSlot = 0xffffffffu;
+constexpr uint32_t kRetiredSlot = 0xfffffffeu;
+constexpr uint32_t kAlignment = 64;
+
+Status error(StatusCode code, const char* message) {
+    Status s;
+    s.code = code;
+    s.message = message;
+    return s;
+}
+
+/// Lays out the block's arrays, 64-byte aligned each. With base == nullptr it only measures.
+class Layout {
+public:
+    explicit Layout(unsigned char* base) : base_(base) {}
+
+    template <typename T>
+    T* take(uint64_t count) {
+        offset_ = (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1};
+        T* p = base_ != nullptr ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
+        offset_ += count * sizeof(T);
+        return p;
+    }
+    [[nodiscard]] uint64_t bytes() const { return (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1}; }
+
+private:
+    unsigned char* base_;
+    uint64_t offset_ = 0;
+};
+
+/// Every array of the store, in block order.
+struct Arrays {
+    float* min[3] = {nullptr, nullptr, nullptr};
+    float* max[3] = {nullptr, nullptr, nullptr};
+    uint32_t* category = nullptr;
+    uint32_t* mask = nullptr;
+    uint64_t* user = nullptr;
+    uint32_t* dense_slot = nullptr;
+    uint32_t* slot_generation = nullptr;
+    uint32_t* slot_dense = nullptr;
+    uint32_t* free_ring = nullptr;
+};
+
+uint64_t lay_out(const ObjectStoreConfig& c, unsigned char* base, Arrays& a) {
+    Layout l(base);
+    const uint64_t n = c.max_objects;
+    for (uint32_t d = 0; d < 3; ++d) {
+        a.min[d] = d < c.dimensions ? l.take<float>(n) : nullptr;
+        a.max[d] = d < c.dimensions ? l.take<float>(n) : nullptr;
+    }
+    a.category = l.take<uint32_t>(n);
+    a.mask = l.take<uint32_t>(n);
+    a.user = l.take<uint64_t>(n);
+    a.dense_slot = l.take<uint32_t>(n);
+    a.slot_generation = l.take<uint32_t>(n);
+    a.slot_dense = l.take<uint32_t>(n);
+    a.free_ring = l.take<uint32_t>(n);
+    return l.bytes();
+}
+
+/// NaN/inf first (invalid_position), then min > max (invalid_box), on the axes read.
+Status validate_box(uint32_t dimensions, const ObjectBox& box) {
+    for (uint32_t d = 0; d < dimensions; ++d)
+        if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]))
+            return error(StatusCode::invalid_position, "box coordinate is NaN or infinite");
+    for (uint32_t d = 0; d < dimensions; ++d)
+        if (box.min[d] > box.max[d]) return error(StatusCode::invalid_box, "box min > max on some axis");
+    return {};
+}
+
+Status invalid_handle() {
+    return error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
+}
+
+} // namespace
+
+Status ObjectStore::validate(const ObjectStoreConfig& c) {
+    if (c.dimensions != 2 && c.dimensions != 3) return error(StatusCode::invalid_config, "dimensions must be 2 or 3");
+    if (c.max_objects == 0 || c.max_objects >= (1u << 31))
+        return error(StatusCode::invalid_config, "max_objects must be in [1, 2^31)");
+    return {};
+}
+
+MemoryRequirements ObjectStore::memory_requirements(const ObjectStoreConfig& config) {
+    MemoryRequirements r;
+    r.status = validate(config);
+    if (!r.status.ok()) return r;
+    Arrays unused;
+    const uint64_t bytes = lay_out(config, nullptr, unused);
+    if (bytes > SIZE_MAX) {
+        r.status = error(StatusCode::invalid_config, "max_objects needs more memory than this target can address");
+        return r;
+    }
+    r.bytes = bytes;
+    r.alignment = kAlignment;
+    return r;
+}
+
+ObjectStore::~ObjectStore() { aligned_free_bytes(owned_memory_); }
+
+Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t bytes) {
+    const MemoryRequirements req = memory_requirements(config);
+    if (!req.status.ok()) return req.status;
+    if (memory == nullptr || bytes < req.bytes) {
+        Status s = error(StatusCode::memory_too_small, "memory block smaller than memory_requirements().bytes");
+        s.needed = req.bytes;
+        return s;
+    }
+    if ((reinterpret_cast<uintptr_t>(memory) & (req.alignment - 1)) != 0) {
+        Status s = error(StatusCode::memory_misaligned, "memory block not aligned to memory_requirements().alignment");
+        s.needed = req.alignment;
+        return s;
+    }
+    Arrays a;
+    lay_out(config, static_cast<unsigned char*>(memory), a);
+    for (uint32_t d = 0; d < 3; ++d) {
+        min_[d] = a.min[d];
+        max_[d] = a.max[d];
+    }
+    category_ = a.category;
+    mask_ = a.mask;
+    user_ = a.user;
+    dense_slot_ = a.dense_slot;
+    slot_generation_ = a.slot_generation;
+    slot_dense_ = a.slot_dense;
+    free_ring_ = a.free_ring;
+
+    config_ = config;
+    for (uint32_t s = 0; s < config.max_objects; ++s) {
+        slot_generation_[s] = detail::first_generation(config.handle_salt, s);
+        slot_dense_[s] = kFreeSlot;
+        free_ring_[s] = s; // slots are first issued in ascending order
+    }
+    free_head_ = 0;
+    free_count_ = config.max_objects;
+    count_ = 0;
+    retired_ = 0;
+    initialized_ = true;
+    return {};
+}
+
+Status ObjectStore::init_allocate(const ObjectStoreConfig& config) {
+    const MemoryRequirements req = memory_requirements(config);
+    if (!req.status.ok()) return req.status;
+    aligned_free_bytes(owned_memory_);
+    initialized_ = false;
+    owned_memory_ = aligned_alloc_bytes(req.bytes, req.alignment);
+    if (owned_memory_ == nullptr) {
+        Status s = error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
+        s.needed = req.bytes;
+        return s;
+    }
+    return init(config, owned_memory_, static_cast<size_t>(req.bytes));
+}
+
+uint32_t ObjectStore::live_dense(ObjectHandle handle) const {
+    HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
+    if (handle.index >= config_.max_objects) return kInvalidObjectIndex;
+    const uint32_t dense = slot_dense_[handle.index];
+    if (dense >= count_ || slot_generation_[handle.index] != handle.generation) return kInvalidObjectIndex;
+    return dense;
+}
+
+void ObjectStore::write_box(uint32_t dense, const ObjectBox& box) {
+    for (uint32_t d = 0; d < config_.dimensions; ++d) {
+        min_[d][dense] = box.min[d];
+        max_[d][dense] = box.max[d];
+    }
+}
+
+void ObjectStore::release_slot(uint32_t slot) {
+    // Advance the generation (skipping 0, which is never issued). A slot that
+    // has gone through all 2^32 - 1 generations would hand out its first one
+    // again: retire it so that no stale handle can alias a new object.
+    uint32_t next = slot_generation_[slot] + 1u;
+    if (next == 0) next = 1;
+    if (next == detail::first_generation(config_.handle_salt, slot)) {
+        slot_dense_[slot] = kRetiredSlot;
+        ++retired_;
+        return;
+    }
+    slot_generation_[slot] = next;
+    slot_dense_[slot] = kFreeSlot;
+    uint32_t tail = free_head_ + free_count_;
+    if (tail >= config_.max_objects) tail -= config_.max_objects;
+    free_ring_[tail] = slot;
+    ++free_count_;
+}
+
+ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32_t mask, uint64_t user_value) {
+    HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
+    ObjectAddResult r;
+    r.status = validate_box(config_.dimensions, box);
+    if (!r.status.ok()) return r;
+    if (free_count_ == 0) {
+        r.status =
+            error(StatusCode::object_capacity, retired_ == 0 ? "more objects than ObjectStoreConfig::max_objects"
+                                                             : "more objects than max_objects minus retired slots");
+        r.status.needed = uint64_t{count_} + 1;
+        return r;
+    }
+    const uint32_t slot = free_ring_[free_head_];
+    free_head_ = free_head_ + 1 == config_.max_objects ? 0 : free_head_ + 1;
+    --free_count_;
+
+    const uint32_t dense = count_++;
+    write_box(dense, box);
+    category_[dense] = category;
+    mask_[dense] = mask;
+    user_[dense] = user_value;
+    dense_slot_[dense] = slot;
+    slot_dense_[slot] = dense;
+    r.handle = ObjectHandle{slot, slot_generation_[slot]};
+    return r;
+}
+
+Status ObjectStore::move(ObjectHandle handle, const ObjectBox& box) {
+    const uint32_t dense = live_dense(handle);
+    if (dense == kInvalidObjectIndex) return invalid_handle();
+    const Status s = validate_box(config_.dimensions, box);
+    if (!s.ok()) return s;
+    write_box(dense, box);
+    return {};
+}
+
+Status ObjectStore::set_layers(ObjectHandle handle, uint32_t category, uint32_t mask) {
+    const uint32_t dense = live_dense(handle);
+    if (dense == kInvalidObjectIndex) return invalid_handle();
+    category_[dense] = category;
+    mask_[dense] = mask;
+    return {};
+}
+
+Status ObjectStore::set_user_value(ObjectHandle handle, uint64_t user_value) {
+    const uint32_t dense = live_dense(handle);
+    if (dense == kInvalidObjectIndex) return invalid_handle();
+    user_[dense] = user_value;
+    return {};
+}
+
+Status ObjectStore::remove(ObjectHandle handle) {
+    const uint32_t dense = live_dense(handle);
+    if (dense == kInvalidObjectIndex) return invalid_handle();
+    const uint32_t last = count_ - 1;
+    if (dense != last) {
+        // Swap-remove: the last object takes the hole, so the arrays stay compact.
+        for (uint32_t d = 0; d < config_.dimensions; ++d) {
+            min_[d][dense] = min_[d][last];
+            max_[d][dense] = max_[d][last];
+        }
+        category_[dense] = category_[last];
+        mask_[dense] = mask_[last];
+        user_[dense] = user_[last];
+        const uint32_t moved_slot = dense_slot_[last];
+        dense_slot_[dense] = moved_slot;
+        slot_dense_[moved_slot] = dense;
+    }
+    count_ = last;
+    release_slot(handle.index);
+    return {};
+}
+
+void ObjectStore::clear() {
+    HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
+    // Dense order fixes the order in which the slots rejoin the free ring.
+    for (uint32_t i = 0; i < count_; ++i)
+        release_slot(dense_slot_[i]);
+    count_ = 0;
+}
+
+bool ObjectStore::contains(ObjectHandle handle) const { return live_dense(handle) != kInvalidObjectIndex; }
+
+uint32_t ObjectStore::dense_index(ObjectHandle handle) const { return live_dense(handle); }
+
+ObjectHandle ObjectStore::handle_at(uint32_t dense_index) const {
+    HASHGRID_ASSERT(dense_index < count_, "handle_at: dense index out of range");
+    const uint32_t slot = dense_slot_[dense_index];
+    return ObjectHandle{slot, slot_generation_[slot]};
+}
+
+Status ObjectStore::get_box(ObjectHandle handle, ObjectBox& out) const {
+    const uint32_t dense = live_dense(handle);
+    if (dense == kInvalidObjectIndex) return invalid_handle();
+    ObjectBox box;
+    for (uint32_t d = 0; d < config_.dimensions; ++d) {
+        box.min[d] = min_[d][dense];
+        box.max[d] = max_[d][dense];
+    }
+    out = box;
+    return {};
+}
+
+BoxSpans ObjectStore::spans() const {
+    HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
+    BoxSpans s;
+    s.min_x = min_[0];
+    s.min_y = min_[1];
+    s.min_z = min_[2];
+    s.max_x = max_[0];
+    s.max_y = max_[1];
+    s.max_z = max_[2];
+    s.category = category_;
+    s.mask = mask_;
+    s.count = count_;
+    return s;
+}
+
+} // namespace hashgrid

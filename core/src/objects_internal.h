@@ -1,0 +1,36 @@
+// Private helpers of the object store, shared with its tests.
+#pragma once
+
+#include "hashgrid/objects.h"
+
+#include <cstdint>
+
+namespace hashgrid {
+
+/// Test access to a store's slots: forcing a generation lets the tests reach
+/// the generation wrap without 2^32 removals.
+struct ObjectStoreTestAccess {
+    static uint32_t generation(const ObjectStore& store, uint32_t slot) { return store.slot_generation_[slot]; }
+    /// Sets a live or free slot's generation (handles issued earlier for it become stale).
+    static void set_generation(ObjectStore& store, uint32_t slot, uint32_t generation) {
+        store.slot_generation_[slot] = generation;
+    }
+};
+
+namespace detail {
+
+/// First generation of a slot: 1 without a salt, else a hash of (salt, slot) (never 0).
+inline uint32_t first_generation(uint32_t salt, uint32_t slot) {
+    if (salt == 0) return 1;
+    uint64_t k = (uint64_t{salt} << 32) | slot;
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    const auto g = static_cast<uint32_t>(k >> 32);
+    return g != 0 ? g : 1;
+}
+
+} // namespace detail
+} // namespace hashgrid

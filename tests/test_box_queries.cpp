@@ -1,0 +1,1351 @@
+// Box-grid queries (box_queries.h) against brute force over every object.
+//
+// Views come from two builders: a small independent reference builder here
+// (std::vector + std::stable_sort of (packed key, object) entries, the
+// contract of box_grid.h written out directly) and the real BoxGrid, whose
+// view must equal the reference one. Every query kind runs on random 2D/3D
+// scenes (bounded reject/clamp, unbounded; zero-size to world-spanning boxes,
+// boxes touching exactly, coordinates on cell boundaries) and is compared with
+// an oracle that repeats the documented float arithmetic over all objects.
+//
+// HASHGRID_TEST_SCALE (test_support.h, default 1) scales the random scene and query counts;
+// HASHGRID_PRINT_GOLDEN=1 prints the golden hashes of query results.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "hashgrid/box_grid.h"
+#include "hashgrid/box_queries.h"
+#include "test_support.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace hashgrid_test;
+using hashgrid::BoxGridConfig;
+using hashgrid::BoxGridView;
+using hashgrid::BoxQueryGrid;
+using hashgrid::NearestHit;
+using hashgrid::QueryResult;
+using hashgrid::RayHit;
+using hashgrid::StatusCode;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+bool print_golden() {
+    const char* s = std::getenv("HASHGRID_PRINT_GOLDEN");
+    return s != nullptr && s[0] == '1';
+}
+
+// ---------------------------------------------------------------------------
+// Scenes of boxes.
+
+struct Boxes {
+    uint32_t dims = 3;
+    std::vector<float> lo[3], hi[3];
+    std::vector<uint32_t> category, mask;
+
+    [[nodiscard]] uint32_t size() const { return static_cast<uint32_t>(lo[0].size()); }
+    void add(const float a[3], const float b[3], uint32_t cat, uint32_t msk) {
+        for (uint32_t d = 0; d < 3; ++d) {
+            lo[d].push_back(d < dims ? a[d] : 0.0f);
+            hi[d].push_back(d < dims ? b[d] : 0.0f);
+        }
+        category.push_back(cat);
+        mask.push_back(msk);
+    }
+    void box(uint32_t i, float a[3], float b[3]) const {
+        for (uint32_t d = 0; d < 3; ++d) {
+            a[d] = lo[d][i];
+            b[d] = hi[d][i];
+        }
+    }
+    [[nodiscard]] hashgrid::BoxSpans spans() const {
+        static const float kDummy = 0.0f;
+        static const uint32_t kDummyU = 0;
+        auto p = [](const std::vector<float>& v) { return v.empty() ? &kDummy : v.data(); };
+        hashgrid::BoxSpans s;
+        s.min_x = p(lo[0]);
+        s.min_y = p(lo[1]);
+        s.min_z = dims == 3 ? p(lo[2]) : nullptr;
+        s.max_x = p(hi[0]);
+        s.max_y = p(hi[1]);
+        s.max_z = dims == 3 ? p(hi[2]) : nullptr;
+        s.category = category.empty() ? &kDummyU : category.data();
+        s.mask = mask.empty() ? &kDummyU : mask.data();
+        s.count = size();
+        return s;
+    }
+};
+
+/// Cell coordinate as box_grid.h defines it (clamped into the key range / world).
+int32_t ref_cell(const BoxGridConfig& c, uint32_t d, float p) {
+    const double f = std::floor(hashgrid::scaled_coordinate(p, c.origin[d], hashgrid::key_scale(c.cell_size)));
+    double lo, hi;
+    if (c.world == hashgrid::World::bounded) {
+        lo = 0.0;
+        hi = static_cast<double>(c.cell_counts[d]) - 1.0;
+    } else {
+        hi = c.dimensions == 3 ? hashgrid::kKeyLimit3 : hashgrid::kKeyLimit2;
+        lo = -hi;
+    }
+    return static_cast<int32_t>(std::clamp(f, lo, hi));
+}
+
+uint64_t ref_key(const BoxGridConfig& c, const int32_t at[3]) {
+    return c.dimensions == 3 ? hashgrid::pack_key3(at[0], at[1], at[2]) : hashgrid::pack_key2(at[0], at[1]);
+}
+
+/// The smallest float whose cell is k on axis d (a cell boundary as a float).
+float boundary_float(const BoxGridConfig& c, uint32_t d, int32_t k) {
+    float b = static_cast<float>(static_cast<double>(c.origin[d]) +
+                                 static_cast<double>(k) * static_cast<double>(c.cell_size) * hashgrid::kCellGuard);
+    for (int i = 0; i < 64 && ref_cell(c, d, b) >= k; ++i)
+        b = std::nextafter(b, -kInf);
+    for (int i = 0; i < 64 && ref_cell(c, d, b) < k; ++i)
+        b = std::nextafter(b, kInf);
+    return b;
+}
+
+/// The independent reference view: every small object in every cell it
+/// covers, entries stably sorted by packed key (so ascending object index
+/// within a cell), large objects apart.
+struct RefGrid {
+    BoxGridConfig config;
+    Boxes boxes;
+    std::vector<uint64_t> keys;
+    std::vector<uint32_t> start, entry, large;
+
+    RefGrid(const BoxGridConfig& c, const Boxes& b) : config(c), boxes(b) {
+        std::vector<std::pair<uint64_t, uint32_t>> entries;
+        for (uint32_t i = 0; i < b.size(); ++i) {
+            int32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+            uint64_t cells = 1;
+            for (uint32_t d = 0; d < c.dimensions; ++d) {
+                lo[d] = ref_cell(c, d, b.lo[d][i]);
+                hi[d] = ref_cell(c, d, b.hi[d][i]);
+                cells *= static_cast<uint64_t>(int64_t{hi[d]} - lo[d] + 1);
+            }
+            if (cells > c.large_object_cells) {
+                large.push_back(i);
+                continue;
+            }
+            int32_t at[3];
+            for (at[2] = lo[2]; at[2] <= hi[2]; ++at[2])
+                for (at[1] = lo[1]; at[1] <= hi[1]; ++at[1])
+                    for (at[0] = lo[0]; at[0] <= hi[0]; ++at[0])
+                        entries.emplace_back(ref_key(c, at), i);
+        }
+        std::stable_sort(entries.begin(), entries.end(),
+                         [](const auto& l, const auto& r) { return l.first < r.first; });
+        for (size_t e = 0; e < entries.size(); ++e) {
+            if (e == 0 || entries[e].first != entries[e - 1].first) {
+                keys.push_back(entries[e].first);
+                start.push_back(static_cast<uint32_t>(e));
+            }
+            entry.push_back(entries[e].second);
+        }
+        start.push_back(static_cast<uint32_t>(entries.size()));
+    }
+
+    [[nodiscard]] BoxGridView view() const {
+        BoxGridView v;
+        v.config = &config;
+        v.scale = hashgrid::key_scale(config.cell_size);
+        v.object_count = boxes.size();
+        for (uint32_t d = 0; d < 3; ++d) {
+            v.min[d] = boxes.lo[d].data();
+            v.max[d] = boxes.hi[d].data();
+        }
+        v.category = boxes.category.data();
+        v.mask = boxes.mask.data();
+        v.cell_count = static_cast<uint32_t>(keys.size());
+        v.cell_key = keys.data();
+        v.cell_start = start.data();
+        v.entry_object = entry.data();
+        v.large_count = static_cast<uint32_t>(large.size());
+        v.large_object = large.data();
+        return v;
+    }
+};
+
+std::string compare_views(const BoxGridView& a, const BoxGridView& b, uint32_t dims) {
+    if (a.object_count != b.object_count) return "object_count";
+    if (a.cell_count != b.cell_count)
+        return "cell_count " + std::to_string(a.cell_count) + " vs " + std::to_string(b.cell_count);
+    if (a.large_count != b.large_count)
+        return "large_count " + std::to_string(a.large_count) + " vs " + std::to_string(b.large_count);
+    for (uint32_t c = 0; c < a.cell_count; ++c)
+        if (a.cell_key[c] != b.cell_key[c] || a.cell_start[c + 1] != b.cell_start[c + 1])
+            return "cell " + std::to_string(c);
+    for (uint32_t e = 0; e < a.cell_start[a.cell_count]; ++e)
+        if (a.entry_object[e] != b.entry_object[e]) return "entry " + std::to_string(e);
+    for (uint32_t j = 0; j < a.large_count; ++j)
+        if (a.large_object[j] != b.large_object[j]) return "large " + std::to_string(j);
+    for (uint32_t i = 0; i < a.object_count; ++i)
+        for (uint32_t d = 0; d < dims; ++d)
+            if (float_bits(a.min[d][i]) != float_bits(b.min[d][i]) ||
+                float_bits(a.max[d][i]) != float_bits(b.max[d][i]))
+                return "box of object " + std::to_string(i);
+    return "";
+}
+
+/// Results seen by the checks (so that a pass cannot be vacuous).
+struct Coverage {
+    uint64_t point = 0, box = 0, radius = 0, ray = 0, frustum = 0, nearest = 0, collisions = 0, large = 0;
+};
+Coverage g_coverage;
+
+// ---------------------------------------------------------------------------
+// Brute-force oracles: the documented arithmetic, over every object.
+
+bool ref_in_layer(const Boxes& b, uint32_t i, uint32_t mask) { return (b.category[i] & mask) != 0; }
+
+bool ref_overlap(const Boxes& b, uint32_t i, const float qlo[3], const float qhi[3]) {
+    for (uint32_t d = 0; d < b.dims; ++d)
+        if (!(b.lo[d][i] <= qhi[d] && qlo[d] <= b.hi[d][i])) return false;
+    return true;
+}
+
+float ref_distance2(const Boxes& b, uint32_t i, const float p[3]) {
+    float d2 = 0.0f;
+    for (uint32_t d = 0; d < b.dims; ++d) {
+        float v = 0.0f;
+        if (p[d] < b.lo[d][i]) v = b.lo[d][i] - p[d];
+        if (p[d] > b.hi[d][i]) v = p[d] - b.hi[d][i];
+        d2 = d2 + rounded_mul(v, v);
+    }
+    return d2;
+}
+
+bool ref_ray(const Boxes& b, uint32_t i, const hashgrid::Ray& r, float& t) {
+    double enter = 0.0, exit = r.max_t;
+    for (uint32_t d = 0; d < b.dims; ++d) {
+        if (r.direction[d] == 0.0f) {
+            if (r.origin[d] < b.lo[d][i] || r.origin[d] > b.hi[d][i]) return false;
+            continue;
+        }
+        const double o = r.origin[d], dir = r.direction[d];
+        const double t1 = (double{b.lo[d][i]} - o) / dir;
+        const double t2 = (double{b.hi[d][i]} - o) / dir;
+        enter = std::max(enter, std::min(t1, t2));
+        exit = std::min(exit, std::max(t1, t2));
+    }
+    if (!(enter <= exit)) return false;
+    t = static_cast<float>(enter);
+    return true;
+}
+
+bool ref_frustum(const Boxes& b, uint32_t i, const std::vector<hashgrid::Plane>& planes) {
+    for (const hashgrid::Plane& p : planes) {
+        float v = 0.0f;
+        for (uint32_t d = 0; d < b.dims; ++d) {
+            const float corner = p.normal[d] >= 0.0f ? b.hi[d][i] : b.lo[d][i];
+            v = d == 0 ? rounded_mul(p.normal[d], corner) : v + rounded_mul(p.normal[d], corner);
+        }
+        if (v + p.d < 0.0f) return false;
+    }
+    return true;
+}
+
+/// Documented order of set queries: small objects by the key of their
+/// reporting cell max(query_cell_lo, cell(object.min)), then by index; then
+/// large objects by index. `report_lo` is the query's low cell (or null for
+/// "the object's own minimum cell").
+std::vector<uint32_t> in_set_order(const RefGrid& g, std::vector<uint32_t> objects, const int32_t* report_lo) {
+    std::vector<bool> is_large(g.boxes.size(), false);
+    for (uint32_t j : g.large)
+        is_large[j] = true;
+    auto order_key = [&](uint32_t i) {
+        if (is_large[i]) return ~uint64_t{0};
+        int32_t at[3] = {0, 0, 0};
+        for (uint32_t d = 0; d < g.config.dimensions; ++d) {
+            at[d] = ref_cell(g.config, d, g.boxes.lo[d][i]);
+            if (report_lo != nullptr) at[d] = std::max(at[d], report_lo[d]);
+        }
+        return ref_key(g.config, at);
+    };
+    std::stable_sort(objects.begin(), objects.end(), [&](uint32_t a, uint32_t b) {
+        const uint64_t ka = order_key(a), kb = order_key(b);
+        return ka != kb ? ka < kb : a < b;
+    });
+    return objects;
+}
+
+std::vector<uint32_t> sorted(std::vector<uint32_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+// ---------------------------------------------------------------------------
+// Random scenes.
+
+struct SceneSpec {
+    uint32_t dims;
+    hashgrid::World world;
+    hashgrid::OutOfBounds oob;
+    float cell;
+    float origin;
+    uint32_t cells_per_axis; // bounded: world size in cells
+    uint32_t large_cells;
+};
+
+BoxGridConfig make_config(const SceneSpec& s, uint32_t n) {
+    BoxGridConfig c;
+    c.dimensions = s.dims;
+    c.cell_size = s.cell;
+    c.world = s.world;
+    c.out_of_bounds = s.oob;
+    for (uint32_t d = 0; d < 3; ++d) {
+        c.origin[d] = d < s.dims ? s.origin : 0.0f;
+        c.cell_counts[d] = s.world == hashgrid::World::bounded ? (d < s.dims ? s.cells_per_axis : 1u) : 0u;
+    }
+    c.max_objects = std::max<uint32_t>(n, 1);
+    c.max_cell_entries = std::max<uint32_t>(n * s.large_cells + 1, 1);
+    c.max_pairs = 1;
+    c.large_object_cells = s.large_cells;
+    return c;
+}
+
+/// World extent of a spec: [lo, hi) (bounded: the world; unbounded: a region).
+void spec_extent(const SceneSpec& s, float& lo, float& hi) {
+    lo = s.origin;
+    hi = s.origin + static_cast<float>(s.cells_per_axis) * s.cell;
+}
+
+/// A coordinate of some kind: uniform, an integer, or a cell boundary.
+float pick_coordinate(Rng& rng, const BoxGridConfig& c, uint32_t d, float lo, float hi) {
+    const uint32_t kind = rng.below(4);
+    if (kind == 0) return static_cast<float>(rng.between(static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
+    if (kind == 1) {
+        const int32_t k = rng.between(ref_cell(c, d, lo), ref_cell(c, d, hi));
+        return boundary_float(c, d, k);
+    }
+    return rng.uniform(lo, hi);
+}
+
+Boxes random_boxes(Rng& rng, const SceneSpec& s, const BoxGridConfig& c, uint32_t n) {
+    Boxes b;
+    b.dims = s.dims;
+    float lo, hi;
+    spec_extent(s, lo, hi);
+    const bool inside_only = s.world == hashgrid::World::bounded && s.oob == hashgrid::OutOfBounds::reject;
+    // Bounded reject: keep boxes inside [lo, hi - margin]; clamp: let some reach out.
+    const float room_lo = inside_only ? lo : lo - 3.0f * s.cell;
+    const float room_hi = inside_only ? hi - 0.01f * s.cell : hi + 3.0f * s.cell;
+    for (uint32_t i = 0; i < n; ++i) {
+        float a[3] = {0, 0, 0}, e[3] = {0, 0, 0};
+        const uint32_t kind = rng.below(12);
+        for (uint32_t d = 0; d < s.dims; ++d) {
+            switch (kind) {
+            case 0: // zero size
+                a[d] = pick_coordinate(rng, c, d, room_lo, room_hi);
+                e[d] = a[d];
+                break;
+            case 1: { // integer / boundary aligned
+                a[d] = pick_coordinate(rng, c, d, room_lo, room_hi);
+                const float w = static_cast<float>(rng.below(3)) * s.cell;
+                e[d] = a[d] + w;
+                break;
+            }
+            case 2: // medium
+                a[d] = rng.uniform(room_lo, room_hi);
+                e[d] = a[d] + rng.uniform(0.0f, 4.0f * s.cell);
+                break;
+            case 3: // world spanning on this axis
+                a[d] = room_lo;
+                e[d] = room_hi;
+                break;
+            case 4: // touching the previous box exactly (shared face or corner)
+                if (i > 0) {
+                    const uint32_t p = i - 1;
+                    const bool flip = rng.coin();
+                    a[d] = flip ? b.hi[d][p] : b.lo[d][p];
+                    e[d] = a[d] + rng.uniform(0.0f, s.cell);
+                } else {
+                    a[d] = e[d] = lo;
+                }
+                break;
+            default: // small
+                a[d] = rng.uniform(room_lo, room_hi);
+                e[d] = a[d] + rng.uniform(0.0f, 0.8f * s.cell);
+                break;
+            }
+            if (inside_only) {
+                a[d] = std::clamp(a[d], lo, room_hi);
+                e[d] = std::clamp(e[d], a[d], room_hi);
+            }
+        }
+        const uint32_t cat = rng.below(5) == 0 ? 0xffffffffu : 1u << rng.below(4);
+        const uint32_t msk = rng.below(3) == 0 ? 0xffffffffu : (1u << rng.below(4)) | (1u << rng.below(4));
+        b.add(a, e, cat, msk);
+    }
+    return b;
+}
+
+// ---------------------------------------------------------------------------
+// Real BoxGrid views.
+
+struct RealGrid {
+    hashgrid::BoxGrid grid;
+    hashgrid::Status init, rebuild;
+    RealGrid(const BoxGridConfig& c, const Boxes& b) {
+        init = grid.init_allocate(c);
+        if (init.ok()) rebuild = grid.rebuild(b.spans(), hashgrid::serial_backend());
+    }
+    [[nodiscard]] bool ok() const { return init.ok() && rebuild.ok(); }
+};
+
+// ---------------------------------------------------------------------------
+// Checks of each query kind. Each returns "" or the first disagreement, and
+// feeds the results into `h` (golden hashes).
+
+std::string check_point(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::PointQuery& q, Fnv1a& h) {
+    std::vector<uint32_t> out(g.boxes.size() + 1);
+    const QueryResult r = hashgrid::query_point(qg, q, out.data(), static_cast<uint32_t>(out.size()));
+    if (!r.status.ok()) return std::string("point status ") + hashgrid::to_string(r.status.code);
+    out.resize(r.count);
+    std::vector<uint32_t> expected;
+    for (uint32_t i = 0; i < g.boxes.size(); ++i)
+        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_overlap(g.boxes, i, q.p, q.p)) expected.push_back(i);
+    int32_t lo[3] = {0, 0, 0};
+    for (uint32_t d = 0; d < g.config.dimensions; ++d)
+        lo[d] = ref_cell(g.config, d, q.p[d]);
+    expected = in_set_order(g, expected, lo);
+    h.u32(r.count);
+    for (uint32_t v : out)
+        h.u32(v);
+    g_coverage.point += r.count;
+    return out == expected ? "" : "point results differ";
+}
+
+std::string check_box(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::BoxQuery& q, Fnv1a& h) {
+    std::vector<uint32_t> out(g.boxes.size() + 1);
+    const QueryResult r = hashgrid::query_box(qg, q, out.data(), static_cast<uint32_t>(out.size()));
+    if (!r.status.ok()) return std::string("box status ") + hashgrid::to_string(r.status.code);
+    out.resize(r.count);
+    std::vector<uint32_t> expected;
+    for (uint32_t i = 0; i < g.boxes.size(); ++i)
+        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_overlap(g.boxes, i, q.min, q.max)) expected.push_back(i);
+    int32_t lo[3] = {0, 0, 0};
+    for (uint32_t d = 0; d < g.config.dimensions; ++d)
+        lo[d] = ref_cell(g.config, d, q.min[d]);
+    expected = in_set_order(g, expected, lo);
+    h.u32(r.count);
+    for (uint32_t v : out)
+        h.u32(v);
+    g_coverage.box += r.count;
+    if (!g.large.empty() && !out.empty() && std::binary_search(g.large.begin(), g.large.end(), out.back()))
+        ++g_coverage.large;
+    if (sorted(out) != sorted(expected))
+        return "box result set differs: got " + std::to_string(out.size()) + " expected " +
+               std::to_string(expected.size());
+    return out == expected ? "" : "box result order differs";
+}
+
+std::string check_radius(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::RadiusQuery& q, Fnv1a& h) {
+    std::vector<uint32_t> out(g.boxes.size() + 1);
+    const QueryResult r = hashgrid::query_radius(qg, q, out.data(), static_cast<uint32_t>(out.size()));
+    if (!r.status.ok()) return std::string("radius status ") + hashgrid::to_string(r.status.code);
+    out.resize(r.count);
+    std::vector<uint32_t> expected;
+    const float r2 = rounded_mul(q.radius, q.radius);
+    for (uint32_t i = 0; i < g.boxes.size(); ++i)
+        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_distance2(g.boxes, i, q.center) <= r2) expected.push_back(i);
+    h.u32(r.count);
+    for (uint32_t v : out)
+        h.u32(v);
+    g_coverage.radius += r.count;
+    if (sorted(out) != expected)
+        return "radius result set differs: got " + std::to_string(out.size()) + " expected " +
+               std::to_string(expected.size());
+    // Small objects before large ones, each group in its documented order.
+    std::vector<bool> is_large(g.boxes.size(), false);
+    for (uint32_t j : g.large)
+        is_large[j] = true;
+    for (size_t k = 1; k < out.size(); ++k)
+        if (is_large[out[k - 1]] && (!is_large[out[k]] || out[k] < out[k - 1])) return "radius order: large objects";
+    return "";
+}
+
+std::string check_ray(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::RayQuery& q, Fnv1a& h) {
+    std::vector<RayHit> expected;
+    for (uint32_t i = 0; i < g.boxes.size(); ++i) {
+        float t = 0.0f;
+        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_ray(g.boxes, i, q.ray, t)) expected.push_back({i, t});
+    }
+    std::sort(expected.begin(), expected.end(),
+              [](const RayHit& a, const RayHit& b) { return a.t != b.t ? a.t < b.t : a.object < b.object; });
+    std::vector<RayHit> out(g.boxes.size() + 1);
+    const QueryResult r = hashgrid::query_ray(qg, q, out.data(), static_cast<uint32_t>(out.size()));
+    if (!r.status.ok()) return std::string("ray status ") + hashgrid::to_string(r.status.code);
+    if (r.count != expected.size())
+        return "ray hit count " + std::to_string(r.count) + " expected " + std::to_string(expected.size());
+    for (size_t k = 0; k < expected.size(); ++k)
+        if (out[k].object != expected[k].object || float_bits(out[k].t) != float_bits(expected[k].t))
+            return "ray hit " + std::to_string(k) + " differs";
+    RayHit first{};
+    const QueryResult f = hashgrid::query_ray_first(qg, q, &first);
+    if (!f.status.ok() || f.count != (expected.empty() ? 0u : 1u)) return "first hit count";
+    if (!expected.empty() && (first.object != expected[0].object || float_bits(first.t) != float_bits(expected[0].t)))
+        return "first hit differs";
+    h.u32(r.count);
+    g_coverage.ray += r.count;
+    for (size_t k = 0; k < expected.size(); ++k) {
+        h.u32(out[k].object);
+        h.f32(out[k].t);
+    }
+    return "";
+}
+
+std::string check_frustum(const BoxQueryGrid& qg, const RefGrid& g, const std::vector<hashgrid::Plane>& planes,
+                          uint32_t mask, Fnv1a& h) {
+    std::vector<uint32_t> out(g.boxes.size() + 1);
+    const QueryResult r = hashgrid::query_frustum(qg, planes.data(), static_cast<uint32_t>(planes.size()), mask,
+                                                  out.data(), static_cast<uint32_t>(out.size()));
+    if (!r.status.ok()) return std::string("frustum status ") + hashgrid::to_string(r.status.code);
+    out.resize(r.count);
+    std::vector<uint32_t> expected;
+    for (uint32_t i = 0; i < g.boxes.size(); ++i)
+        if (ref_in_layer(g.boxes, i, mask) && ref_frustum(g.boxes, i, planes)) expected.push_back(i);
+    expected = in_set_order(g, expected, nullptr);
+    h.u32(r.count);
+    g_coverage.frustum += r.count;
+    for (uint32_t v : out)
+        h.u32(v);
+    if (sorted(out) != sorted(expected))
+        return "frustum result set differs: got " + std::to_string(out.size()) + " expected " +
+               std::to_string(expected.size());
+    return out == expected ? "" : "frustum order differs";
+}
+
+std::vector<NearestHit> ref_nearest(const RefGrid& g, const hashgrid::NearestQuery& q, uint32_t k) {
+    std::vector<NearestHit> all;
+    const float max_d2 = rounded_mul(q.max_distance, q.max_distance);
+    for (uint32_t i = 0; i < g.boxes.size(); ++i) {
+        if (!ref_in_layer(g.boxes, i, q.layer_mask)) continue;
+        const float d2 = ref_distance2(g.boxes, i, q.p);
+        if (d2 <= max_d2) all.push_back({i, d2});
+    }
+    std::sort(all.begin(), all.end(), [](const NearestHit& a, const NearestHit& b) {
+        return a.distance2 != b.distance2 ? a.distance2 < b.distance2 : a.object < b.object;
+    });
+    if (all.size() > k) all.resize(k);
+    return all;
+}
+
+std::string check_nearest(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::NearestQuery& q, uint32_t k,
+                          Fnv1a& h) {
+    const std::vector<NearestHit> expected = ref_nearest(g, q, k);
+    std::vector<NearestHit> out(k);
+    const QueryResult r = hashgrid::query_nearest(qg, q, k, out.data(), k);
+    if (!r.status.ok()) return std::string("nearest status ") + hashgrid::to_string(r.status.code);
+    if (r.count != expected.size())
+        return "nearest count " + std::to_string(r.count) + " expected " + std::to_string(expected.size());
+    for (size_t j = 0; j < expected.size(); ++j)
+        if (out[j].object != expected[j].object || float_bits(out[j].distance2) != float_bits(expected[j].distance2))
+            return "nearest " + std::to_string(j) + " differs";
+    h.u32(r.count);
+    g_coverage.nearest += r.count;
+    for (size_t j = 0; j < expected.size(); ++j) {
+        h.u32(out[j].object);
+        h.f32(out[j].distance2);
+    }
+    return "";
+}
+
+std::string check_collisions(const BoxQueryGrid& qg, const RefGrid& g, uint32_t object, Fnv1a& h) {
+    std::vector<uint32_t> out(g.boxes.size() + 1);
+    const QueryResult r =
+        hashgrid::query_potential_collisions(qg, object, out.data(), static_cast<uint32_t>(out.size()));
+    if (!r.status.ok()) return "collisions status";
+    out.resize(r.count);
+    float lo[3], hi[3];
+    g.boxes.box(object, lo, hi);
+    std::vector<uint32_t> expected;
+    const Boxes& b = g.boxes;
+    for (uint32_t i = 0; i < b.size(); ++i)
+        if (i != object && (b.category[object] & b.mask[i]) != 0 && (b.category[i] & b.mask[object]) != 0 &&
+            ref_overlap(b, i, lo, hi))
+            expected.push_back(i);
+    int32_t qlo[3] = {0, 0, 0};
+    for (uint32_t d = 0; d < g.config.dimensions; ++d)
+        qlo[d] = ref_cell(g.config, d, lo[d]);
+    expected = in_set_order(g, expected, qlo);
+    h.u32(r.count);
+    g_coverage.collisions += r.count;
+    for (uint32_t v : out)
+        h.u32(v);
+    return out == expected ? "" : "potential collisions differ";
+}
+
+// ---------------------------------------------------------------------------
+// Random queries.
+
+struct Queries {
+    std::vector<hashgrid::PointQuery> points;
+    std::vector<hashgrid::BoxQuery> boxes;
+    std::vector<hashgrid::RadiusQuery> radii;
+    std::vector<hashgrid::RayQuery> rays;
+    std::vector<hashgrid::NearestQuery> nearest;
+    std::vector<std::vector<hashgrid::Plane>> frusta;
+};
+
+uint32_t random_mask(Rng& rng) { return rng.below(3) == 0 ? hashgrid::kAllLayers : (1u << rng.below(4)) | 1u; }
+
+/// A perspective-like frustum: apex, axis, half-angle slope, near/far, as six planes.
+std::vector<hashgrid::Plane> random_frustum(Rng& rng, uint32_t dims, float lo, float hi) {
+    std::vector<hashgrid::Plane> planes;
+    const uint32_t kind = rng.below(6);
+    if (kind == 0) { // degenerate: zero normals, everything or nothing
+        hashgrid::Plane p;
+        p.d = rng.coin() ? 1.0f : -1.0f;
+        planes.push_back(p);
+        return planes;
+    }
+    // Box-like slab planes x >= a, x <= b, ... optionally inside-out (flipped).
+    const bool inside_out = kind == 1;
+    for (uint32_t d = 0; d < dims; ++d) {
+        const float a = rng.uniform(lo, hi);
+        const float b = a + rng.uniform(0.0f, (hi - lo) * 0.5f);
+        hashgrid::Plane low, high;
+        low.normal[d] = 1.0f;
+        low.d = -a;
+        high.normal[d] = -1.0f;
+        high.d = b;
+        if (inside_out) {
+            low.normal[d] = -1.0f;
+            low.d = a;
+            high.normal[d] = 1.0f;
+            high.d = -b;
+        }
+        planes.push_back(low);
+        planes.push_back(high);
+    }
+    if (kind >= 3) { // slanted planes with random normals through a random point
+        for (int k = 0; k < 2; ++k) {
+            hashgrid::Plane p;
+            float through[3] = {0, 0, 0};
+            for (uint32_t d = 0; d < dims; ++d) {
+                p.normal[d] = rng.uniform(-1.0f, 1.0f);
+                through[d] = rng.uniform(lo, hi);
+            }
+            float v = 0.0f;
+            for (uint32_t d = 0; d < dims; ++d)
+                v = v + rounded_mul(p.normal[d], through[d]);
+            p.d = -v;
+            planes.push_back(p);
+        }
+    }
+    return planes;
+}
+
+Queries random_queries(Rng& rng, const SceneSpec& s, const BoxGridConfig& c, uint32_t n) {
+    Queries q;
+    float lo, hi;
+    spec_extent(s, lo, hi);
+    const float qlo = lo - 4.0f * s.cell;
+    const float qhi = hi + 4.0f * s.cell;
+    for (uint32_t i = 0; i < n; ++i) {
+        hashgrid::PointQuery p;
+        for (uint32_t d = 0; d < s.dims; ++d)
+            p.p[d] = pick_coordinate(rng, c, d, qlo, qhi);
+        p.layer_mask = random_mask(rng);
+        q.points.push_back(p);
+
+        hashgrid::BoxQuery b;
+        for (uint32_t d = 0; d < s.dims; ++d) {
+            b.min[d] = pick_coordinate(rng, c, d, qlo, qhi);
+            const uint32_t kind = rng.below(8);
+            b.max[d] = kind == 0 ? b.min[d] : (kind == 1 ? kInf : b.min[d] + rng.uniform(0.0f, 3.0f * s.cell));
+            if (kind == 2) b.min[d] = -kInf;
+        }
+        b.layer_mask = random_mask(rng);
+        q.boxes.push_back(b);
+
+        hashgrid::RadiusQuery r;
+        for (uint32_t d = 0; d < s.dims; ++d)
+            r.center[d] = pick_coordinate(rng, c, d, qlo, qhi);
+        const uint32_t rk = rng.below(8);
+        r.radius = rk == 0 ? 0.0f : (rk == 1 ? kInf : rng.uniform(0.0f, 3.0f * s.cell));
+        r.layer_mask = random_mask(rng);
+        q.radii.push_back(r);
+
+        hashgrid::RayQuery ray;
+        const uint32_t kind = rng.below(8);
+        for (uint32_t d = 0; d < s.dims; ++d) {
+            ray.ray.origin[d] = pick_coordinate(rng, c, d, qlo, qhi);
+            ray.ray.direction[d] = rng.uniform(-1.0f, 1.0f);
+        }
+        if (kind == 0) { // parallel to an axis, along cell boundaries
+            const uint32_t axis = rng.below(s.dims);
+            for (uint32_t d = 0; d < s.dims; ++d) {
+                ray.ray.direction[d] = d == axis ? (rng.coin() ? 1.0f : -1.0f) : 0.0f;
+                if (d != axis) ray.ray.origin[d] = boundary_float(c, d, rng.between(-1, 8));
+            }
+        } else if (kind == 1) { // diagonal through integer points / corners
+            for (uint32_t d = 0; d < s.dims; ++d) {
+                ray.ray.origin[d] = static_cast<float>(rng.between(static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
+                ray.ray.direction[d] = rng.coin() ? 1.0f : -1.0f;
+            }
+        } else if (kind == 2) { // zero length / zero direction
+            for (uint32_t d = 0; d < s.dims; ++d)
+                ray.ray.direction[d] = 0.0f;
+        }
+        const uint32_t lk = rng.below(4);
+        ray.ray.max_t = lk == 0 ? kInf : (lk == 1 ? 0.0f : rng.uniform(0.0f, (qhi - qlo) * 1.5f));
+        ray.layer_mask = random_mask(rng);
+        q.rays.push_back(ray);
+
+        hashgrid::NearestQuery nq;
+        for (uint32_t d = 0; d < s.dims; ++d)
+            nq.p[d] = pick_coordinate(rng, c, d, qlo - 20.0f * s.cell, qhi + 20.0f * s.cell);
+        nq.max_distance = rng.below(3) == 0 ? rng.uniform(0.0f, 4.0f * s.cell) : kInf;
+        nq.layer_mask = random_mask(rng);
+        q.nearest.push_back(nq);
+
+        q.frusta.push_back(random_frustum(rng, s.dims, qlo, qhi));
+    }
+    return q;
+}
+
+const SceneSpec kSpecs[] = {
+    {3, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, 0.0f, 10, 8},
+    {2, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, -3.0f, 12, 6},
+    {3, hashgrid::World::bounded, hashgrid::OutOfBounds::reject, 2.0f, -5.0f, 6, 8},
+    {2, hashgrid::World::bounded, hashgrid::OutOfBounds::clamp, 1.0f, 0.0f, 10, 6},
+    {3, hashgrid::World::bounded, hashgrid::OutOfBounds::clamp, 0.5f, 1.0f, 8, 27},
+    {3, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 0.25f, 1000.0f, 12, 64},
+};
+
+/// Runs every query kind of `q` on one view; returns the first failure.
+std::string check_all(const BoxQueryGrid& qg, const RefGrid& g, const Queries& q, Fnv1a& h) {
+    const uint32_t k_values[] = {1, 3, 10};
+    for (size_t i = 0; i < q.points.size(); ++i) {
+        std::string e = check_point(qg, g, q.points[i], h);
+        if (e.empty()) e = check_box(qg, g, q.boxes[i], h);
+        if (e.empty()) e = check_radius(qg, g, q.radii[i], h);
+        if (e.empty()) e = check_ray(qg, g, q.rays[i], h);
+        if (e.empty()) e = check_frustum(qg, g, q.frusta[i], q.points[i].layer_mask, h);
+        if (e.empty()) e = check_nearest(qg, g, q.nearest[i], k_values[i % 3], h);
+        if (e.empty() && g.boxes.size() > 0) e = check_collisions(qg, g, static_cast<uint32_t>(i % g.boxes.size()), h);
+        if (!e.empty()) return "query " + std::to_string(i) + ": " + e;
+    }
+    return "";
+}
+
+struct Built {
+    BoxGridConfig config;
+    RefGrid ref;
+    Built(const BoxGridConfig& c, const Boxes& b) : config(c), ref(c, b) {}
+};
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+
+TEST_CASE("box queries agree with brute force on random scenes (reference and real views)") {
+    const uint32_t scenes = std::max(3u, scaled_count(6)); // 0, 1 and some objects
+    uint32_t checked = 0;
+    for (size_t spec_index = 0; spec_index < std::size(kSpecs); ++spec_index) {
+        const SceneSpec& spec = kSpecs[spec_index];
+        for (uint32_t scene = 0; scene < scenes; ++scene) {
+            Rng rng(0x5eed0000u + spec_index * 1000u + scene);
+            const uint32_t n = scene == 0 ? 0 : (scene == 1 ? 1 : 20 + rng.below(150));
+            const BoxGridConfig config = make_config(spec, n);
+            const Boxes boxes = random_boxes(rng, spec, config, n);
+            const RefGrid ref(config, boxes);
+            const Queries queries = random_queries(rng, spec, config, 40);
+            CAPTURE(spec_index);
+            CAPTURE(scene);
+            Fnv1a h_ref, h_real;
+            const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+            const std::string e = check_all(qg, ref, queries, h_ref);
+            CHECK_MESSAGE(e.empty(), "reference view: " << e);
+
+            RealGrid real(config, boxes);
+            REQUIRE_MESSAGE(real.ok(), "BoxGrid init/rebuild: " << hashgrid::to_string(real.init.code) << " "
+                                                                << hashgrid::to_string(real.rebuild.code));
+            const BoxGridView rv = real.grid.view();
+            CHECK_MESSAGE(compare_views(ref.view(), rv, spec.dims).empty(),
+                          "BoxGrid view differs from the reference: " << compare_views(ref.view(), rv, spec.dims));
+            const BoxQueryGrid rqg = hashgrid::prepare_box_queries(rv, hashgrid::serial_backend());
+            const std::string er = check_all(rqg, ref, queries, h_real);
+            CHECK_MESSAGE(er.empty(), "BoxGrid view: " << er);
+            CHECK(h_ref.value() == h_real.value());
+            ++checked;
+        }
+    }
+    CHECK(checked == scenes * std::size(kSpecs));
+    const Coverage& c = g_coverage;
+    MESSAGE("results checked: point " << c.point << ", box " << c.box << ", radius " << c.radius << ", ray " << c.ray
+                                      << ", frustum " << c.frustum << ", nearest " << c.nearest << ", collisions "
+                                      << c.collisions << ", box queries ending in a large object " << c.large);
+    const uint64_t many = test_scale() == 1.0 ? 1000 : 1; // scaled-down runs see fewer
+    CHECK(c.point > many / 10);
+    CHECK(c.box > many);
+    CHECK(c.radius > many);
+    CHECK(c.ray > many);
+    CHECK(c.frustum > many);
+    CHECK(c.nearest > many);
+    CHECK(c.collisions > many);
+    CHECK(c.large > many / 100);
+}
+
+TEST_CASE("prepare_box_queries: extents, object union, same for every thread count") {
+    Rng rng(77);
+    const SceneSpec spec = kSpecs[0];
+    const uint32_t n = 9000; // more than one prepare chunk
+    const BoxGridConfig config = make_config(spec, n);
+    const Boxes boxes = random_boxes(rng, spec, config, n);
+    const RefGrid ref(config, boxes);
+    const BoxQueryGrid serial = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+    REQUIRE(serial.has_cells);
+    std::vector<bool> is_large(n, false);
+    for (uint32_t j : ref.large)
+        is_large[j] = true;
+    for (uint32_t d = 0; d < 3; ++d) {
+        int32_t lo = INT32_MAX, hi = INT32_MIN;
+        for (uint64_t key : ref.keys) {
+            int32_t at[3];
+            hashgrid::unpack_key3(key, at[0], at[1], at[2]);
+            lo = std::min(lo, at[d]);
+            hi = std::max(hi, at[d]);
+        }
+        CHECK(serial.cell_lo[d] == lo);
+        CHECK(serial.cell_hi[d] == hi);
+        float blo = kInf, bhi = -kInf;
+        for (uint32_t i = 0; i < n; ++i)
+            if (!is_large[i]) {
+                blo = std::min(blo, boxes.lo[d][i]);
+                bhi = std::max(bhi, boxes.hi[d][i]);
+            }
+        CHECK(serial.box_lo[d] == blo);
+        CHECK(serial.box_hi[d] == bhi);
+        int32_t span = 0;
+        for (uint32_t i = 0; i < n; ++i)
+            if (!is_large[i])
+                span = std::max(span, ref_cell(config, d, boxes.hi[d][i]) - ref_cell(config, d, boxes.lo[d][i]));
+        CHECK(serial.max_span[d] == span);
+    }
+    for (uint32_t threads : {1u, 2u, 4u, 8u}) {
+        ParallelBackend pb(threads);
+        const BoxQueryGrid p = hashgrid::prepare_box_queries(ref.view(), pb.backend());
+        for (uint32_t d = 0; d < 3; ++d) {
+            CHECK(p.cell_lo[d] == serial.cell_lo[d]);
+            CHECK(p.cell_hi[d] == serial.cell_hi[d]);
+            CHECK(float_bits(p.box_lo[d]) == float_bits(serial.box_lo[d]));
+            CHECK(float_bits(p.box_hi[d]) == float_bits(serial.box_hi[d]));
+            CHECK(p.max_span[d] == serial.max_span[d]);
+        }
+    }
+}
+
+TEST_CASE("rays along cell edges, through corners, from outside, axis-parallel, zero length") {
+    // 3D unit cells, boxes on the integer lattice touching each other exactly.
+    SceneSpec spec{3, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, 0.0f, 6, 8};
+    BoxGridConfig config = make_config(spec, 400);
+    Boxes boxes;
+    boxes.dims = 3;
+    for (int z = 0; z < 4; ++z)
+        for (int y = 0; y < 4; ++y)
+            for (int x = 0; x < 4; ++x) {
+                // Unit boxes whose faces are exact cell boundaries, and zero-size boxes on lattice corners.
+                const float a[3] = {boundary_float(config, 0, x), boundary_float(config, 1, y),
+                                    boundary_float(config, 2, z)};
+                const float b[3] = {boundary_float(config, 0, x + 1), boundary_float(config, 1, y + 1),
+                                    boundary_float(config, 2, z + 1)};
+                if ((x + y + z) % 2 == 0) boxes.add(a, b, 1u, ~0u);
+                boxes.add(a, a, 2u, ~0u);
+            }
+    const RefGrid ref(config, boxes);
+    RealGrid real(config, boxes);
+    REQUIRE(real.ok());
+    const BoxGridView views[2] = {ref.view(), real.grid.view()};
+    std::vector<hashgrid::RayQuery> rays;
+    auto add = [&](float ox, float oy, float oz, float dx, float dy, float dz, float max_t) {
+        hashgrid::RayQuery q;
+        q.ray.origin[0] = ox;
+        q.ray.origin[1] = oy;
+        q.ray.origin[2] = oz;
+        q.ray.direction[0] = dx;
+        q.ray.direction[1] = dy;
+        q.ray.direction[2] = dz;
+        q.ray.max_t = max_t;
+        rays.push_back(q);
+    };
+    const float e1 = boundary_float(config, 1, 1);
+    const float e2 = boundary_float(config, 2, 2);
+    for (float sign : {1.0f, -1.0f}) {
+        add(-5.0f, e1, e2, sign, 0, 0, kInf);             // along a cell edge (x axis)
+        add(e1, -5.0f, e2, 0, sign, 0, kInf);             // along an edge (y axis)
+        add(e1, e2, 9.0f, 0, 0, -sign, kInf);             // along an edge (z axis), from outside
+        add(-1.0f, -1.0f, -1.0f, sign, sign, sign, kInf); // diagonal through lattice corners
+        add(0.0f, 0.0f, 0.0f, sign, sign, 0.0f, 3.0f);    // face diagonal from a corner, limited
+        add(2.0f, 2.0f, 2.0f, sign, -sign, sign, 2.5f);
+    }
+    add(1.0f, 1.0f, 1.0f, 0, 0, 0, 0.0f);          // zero length at a corner
+    add(1.5f, 2.5f, 3.5f, 0, 0, 0, kInf);          // zero direction
+    add(100.0f, 100.0f, 100.0f, 1, 1, 1, kInf);    // starts outside, leaves
+    add(100.0f, 100.0f, 100.0f, -1, -1, -1, kInf); // starts outside, crosses everything
+    add(-3.0f, 1.5f, 1.5f, 1, 0, 0, 3.0f);         // stops just before the boxes
+    add(-3.0f, 1.5f, 1.5f, 1, 0, 0, 3.0f + 1e-6f);
+    const float start[3] = {-2.0f, 0.5f, 0.5f}, end[3] = {7.0f, 3.5f, 2.0f};
+    hashgrid::RayQuery seg;
+    seg.ray = hashgrid::segment_ray(start, end);
+    rays.push_back(seg);
+    for (const BoxGridView& v : views) {
+        const BoxQueryGrid qg = hashgrid::prepare_box_queries(v, hashgrid::serial_backend());
+        for (size_t i = 0; i < rays.size(); ++i) {
+            Fnv1a h;
+            CAPTURE(i);
+            const std::string e = check_ray(qg, ref, rays[i], h);
+            CHECK_MESSAGE(e.empty(), e);
+        }
+    }
+    // A hand-computed case: the edge ray along x at (y, z) = boundaries 1, 2
+    // touches every box whose closed y and z ranges contain the edge.
+    std::vector<RayHit> out(boxes.size());
+    const BoxQueryGrid qg = hashgrid::prepare_box_queries(views[0], hashgrid::serial_backend());
+    hashgrid::RayQuery q0 = rays[0];
+    q0.layer_mask = 1u; // unit boxes only
+    const QueryResult r = hashgrid::query_ray(qg, q0, out.data(), static_cast<uint32_t>(out.size()));
+    // Unit boxes with y in {0, 1} and z in {1, 2} touch the edge; half of them exist (parity): 4 x 4 / 2 = 8.
+    CHECK(r.count == 8);
+}
+
+TEST_CASE("segments, spheres and nearest queries grazing boxes within a few ulps of cell boundaries") {
+    // Box corners and segment end points a few ulps around cell boundaries: the
+    // float slab test then decides hits that the exact segment misses (or the
+    // reverse) by a rounding error, next to a cell the box does not cover.
+    for (uint32_t dims : {2u, 3u}) {
+        for (float origin : {0.0f, -7.25f, 1000.0f}) {
+            SceneSpec spec{dims, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, origin, 6, 8};
+            const BoxGridConfig config = make_config(spec, 200);
+            Rng rng(dims * 7919u + static_cast<uint32_t>(origin + 100.0f));
+            auto near_boundary = [&](uint32_t d) {
+                float v = boundary_float(config, d, rng.between(0, 5));
+                for (int32_t j = rng.between(-3, 3); j != 0; j += j > 0 ? -1 : 1)
+                    v = std::nextafter(v, j > 0 ? kInf : -kInf);
+                return v;
+            };
+            Boxes boxes;
+            boxes.dims = dims;
+            for (uint32_t i = 0; i < 200; ++i) {
+                float a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
+                for (uint32_t d = 0; d < dims; ++d) {
+                    a[d] = near_boundary(d);
+                    b[d] = rng.coin() ? a[d] : near_boundary(d);
+                    if (b[d] < a[d]) std::swap(a[d], b[d]);
+                }
+                boxes.add(a, b, 1u, ~0u);
+            }
+            const RefGrid ref(config, boxes);
+            const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+            const uint32_t rays = scaled_count(1500);
+            for (uint32_t i = 0; i < rays; ++i) {
+                float start[3] = {0, 0, 0}, end[3] = {0, 0, 0};
+                for (uint32_t d = 0; d < dims; ++d) {
+                    start[d] = near_boundary(d);
+                    end[d] = near_boundary(d);
+                }
+                hashgrid::RayQuery q;
+                q.ray = hashgrid::segment_ray(start, end);
+                if (rng.coin()) q.ray.max_t = kInf; // the whole line beyond the end point
+                Fnv1a h;
+                const std::string e = check_ray(qg, ref, q, h);
+                CAPTURE(dims);
+                CAPTURE(origin);
+                CAPTURE(i);
+                REQUIRE_MESSAGE(e.empty(), e);
+                // A radius that is the float distance to another boundary point.
+                hashgrid::RadiusQuery rq;
+                const uint32_t axis = rng.below(dims);
+                for (uint32_t d = 0; d < dims; ++d)
+                    rq.center[d] = start[d];
+                rq.radius = std::fabs(end[axis] - start[axis]);
+                const std::string er = check_radius(qg, ref, rq, h);
+                REQUIRE_MESSAGE(er.empty(), er);
+                hashgrid::NearestQuery nq;
+                for (uint32_t d = 0; d < dims; ++d)
+                    nq.p[d] = start[d];
+                nq.max_distance = rng.coin() ? rq.radius : kInf;
+                const std::string en = check_nearest(qg, ref, nq, 1 + i % 4, h);
+                REQUIRE_MESSAGE(en.empty(), en);
+            }
+        }
+    }
+}
+
+TEST_CASE("frustum: a perspective frustum, inside-out and degenerate plane sets") {
+    SceneSpec spec = kSpecs[0];
+    Rng rng(4242);
+    const BoxGridConfig config = make_config(spec, 300);
+    const Boxes boxes = random_boxes(rng, spec, config, 300);
+    const RefGrid ref(config, boxes);
+    const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+    // Camera at (-2, 5, 5) looking +x, 45 degree half angles: planes x - |y - 5| ... written out.
+    std::vector<hashgrid::Plane> camera(6);
+    camera[0] = {{1, 0, 0}, 1.0f};                 // near: x >= -1
+    camera[1] = {{-1, 0, 0}, 8.0f};                // far: x <= 8
+    camera[2] = {{1, -1, 0}, -2.0f + 5.0f};        // (x + 2) - (y - 5) >= 0
+    camera[3] = {{1, 1, 0}, 2.0f - 5.0f};          // (x + 2) + (y - 5) >= 0
+    camera[4] = {{1, 0, -1}, -2.0f + 5.0f + 0.0f}; // (x + 2) - (z - 5) >= 0
+    camera[5] = {{1, 0, 1}, 2.0f - 5.0f};
+    std::vector<hashgrid::Plane> inside_out = camera;
+    for (hashgrid::Plane& p : inside_out) {
+        for (float& n : p.normal)
+            n = -n;
+        p.d = -p.d;
+    }
+    std::vector<hashgrid::Plane> everything(1), nothing(1), flat(2);
+    everything[0].d = 0.0f; // 0 >= 0: inside
+    nothing[0].d = -1.0f;
+    flat[0] = {{0, 1, 0}, -5.0f}; // y >= 5 and y <= 5: the plane y = 5 itself
+    flat[1] = {{0, -1, 0}, 5.0f};
+    Fnv1a h;
+    for (const auto* planes : {&camera, &inside_out, &everything, &nothing, &flat}) {
+        const std::string e = check_frustum(qg, ref, *planes, hashgrid::kAllLayers, h);
+        CHECK_MESSAGE(e.empty(), e);
+    }
+    std::vector<uint32_t> out(boxes.size());
+    CHECK(hashgrid::query_frustum(qg, everything.data(), 1, hashgrid::kAllLayers, out.data(), 300).count == 300);
+    CHECK(hashgrid::query_frustum(qg, nothing.data(), 1, hashgrid::kAllLayers, out.data(), 300).count == 0);
+}
+
+TEST_CASE("every too-small buffer size gives the exact count and a valid prefix") {
+    const SceneSpec spec = kSpecs[0];
+    Rng rng(99);
+    const BoxGridConfig config = make_config(spec, 120);
+    const Boxes boxes = random_boxes(rng, spec, config, 120);
+    const RefGrid ref(config, boxes);
+    const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+    hashgrid::BoxQuery bq;
+    for (uint32_t d = 0; d < 3; ++d) {
+        bq.min[d] = 2.0f;
+        bq.max[d] = 7.0f;
+    }
+    hashgrid::RadiusQuery rq;
+    rq.center[0] = rq.center[1] = rq.center[2] = 5.0f;
+    rq.radius = 3.0f;
+    hashgrid::RayQuery ray;
+    ray.ray.origin[0] = -1.0f;
+    ray.ray.origin[1] = 4.5f;
+    ray.ray.origin[2] = 5.0f;
+    ray.ray.direction[0] = 1.0f;
+    ray.ray.direction[1] = 0.1f;
+    ray.ray.direction[2] = 0.05f;
+    ray.ray.max_t = kInf;
+    std::vector<hashgrid::Plane> planes = random_frustum(rng, 3, 0.0f, 10.0f);
+    hashgrid::NearestQuery nq;
+    nq.p[0] = nq.p[1] = nq.p[2] = 5.0f;
+    const uint32_t k = 12;
+
+    std::vector<uint32_t> full(200), part(200);
+    std::vector<RayHit> full_hits(200), part_hits(200);
+    std::vector<NearestHit> full_near(k), part_near(k);
+    const uint32_t nb = hashgrid::query_box(qg, bq, full.data(), 200).count;
+    const uint32_t nr = hashgrid::query_radius(qg, rq, full.data() + 0, 200).count;
+    REQUIRE(nb > 3);
+    REQUIRE(nr > 3);
+    auto check_prefix = [](const QueryResult& r, uint32_t count, uint32_t cap) {
+        CHECK(r.count == count);
+        CHECK(r.written == std::min(count, cap));
+        if (cap < count) {
+            CHECK(r.status.code == StatusCode::output_too_small);
+            CHECK(r.status.needed == count);
+        } else {
+            CHECK(r.status.ok());
+        }
+    };
+    // Box, radius, frustum, point, collisions: prefix of the full answer.
+    auto sweep = [&](auto&& run) {
+        const QueryResult all = run(full.data(), 200u);
+        REQUIRE(all.status.ok());
+        for (uint32_t cap = 0; cap <= all.count; ++cap) {
+            std::fill(part.begin(), part.end(), 0xdeadbeefu);
+            const QueryResult r = run(cap == 0 ? nullptr : part.data(), cap);
+            check_prefix(r, all.count, cap);
+            CHECK(std::equal(part.begin(), part.begin() + r.written, full.begin()));
+            CHECK(part[r.written] == 0xdeadbeefu); // nothing past the capacity
+        }
+    };
+    sweep([&](uint32_t* o, uint32_t c) { return hashgrid::query_box(qg, bq, o, c); });
+    sweep([&](uint32_t* o, uint32_t c) { return hashgrid::query_radius(qg, rq, o, c); });
+    sweep([&](uint32_t* o, uint32_t c) {
+        return hashgrid::query_frustum(qg, planes.data(), static_cast<uint32_t>(planes.size()), hashgrid::kAllLayers, o,
+                                       c);
+    });
+    sweep([&](uint32_t* o, uint32_t c) { return hashgrid::query_potential_collisions(qg, 5, o, c); });
+    // Rays: the first `cap` hits by (t, index).
+    const QueryResult all_hits = hashgrid::query_ray(qg, ray, full_hits.data(), 200);
+    REQUIRE(all_hits.count > 3);
+    for (uint32_t cap = 0; cap <= all_hits.count; ++cap) {
+        const QueryResult r = hashgrid::query_ray(qg, ray, cap == 0 ? nullptr : part_hits.data(), cap);
+        check_prefix(r, all_hits.count, cap);
+        for (uint32_t j = 0; j < r.written; ++j) {
+            CHECK(part_hits[j].object == full_hits[j].object);
+            CHECK(float_bits(part_hits[j].t) == float_bits(full_hits[j].t));
+        }
+    }
+    // Nearest: the nearest `cap`, needed = min(k, eligible).
+    const QueryResult all_near = hashgrid::query_nearest(qg, nq, k, full_near.data(), k);
+    REQUIRE(all_near.count == k);
+    for (uint32_t cap = 0; cap <= k; ++cap) {
+        const QueryResult r = hashgrid::query_nearest(qg, nq, k, cap == 0 ? nullptr : part_near.data(), cap);
+        check_prefix(r, k, cap);
+        for (uint32_t j = 0; j < r.written; ++j)
+            CHECK(part_near[j].object == full_near[j].object);
+    }
+    // Nearest with a distance limit: fewer than k exist.
+    hashgrid::NearestQuery limited = nq;
+    limited.max_distance = 0.5f;
+    const uint32_t within = static_cast<uint32_t>(ref_nearest(ref, limited, 1000).size());
+    for (uint32_t cap = 0; cap <= k; ++cap) {
+        const QueryResult r = hashgrid::query_nearest(qg, limited, 1000, cap == 0 ? nullptr : part_near.data(), cap);
+        check_prefix(r, within, cap);
+    }
+}
+
+TEST_CASE("bad input is invalid_query, never a crash or a partial write") {
+    const SceneSpec spec = kSpecs[0];
+    Rng rng(5);
+    const BoxGridConfig config = make_config(spec, 50);
+    const Boxes boxes = random_boxes(rng, spec, config, 50);
+    const RefGrid ref(config, boxes);
+    const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+    uint32_t out[64];
+    RayHit hits[64];
+    NearestHit near[64];
+    auto invalid = [](const QueryResult& r) { return r.status.code == StatusCode::invalid_query && r.count == 0; };
+
+    hashgrid::PointQuery p;
+    p.p[1] = kNaN;
+    CHECK(invalid(hashgrid::query_point(qg, p, out, 64)));
+    p.p[1] = kInf;
+    CHECK(invalid(hashgrid::query_point(qg, p, out, 64)));
+
+    hashgrid::BoxQuery b;
+    b.min[0] = 1.0f;
+    b.max[0] = 0.0f;
+    CHECK(invalid(hashgrid::query_box(qg, b, out, 64)));
+    b.min[0] = kNaN;
+    CHECK(invalid(hashgrid::query_box(qg, b, out, 64)));
+    b.min[0] = -kInf; // infinite bounds are fine
+    b.max[0] = kInf;
+    CHECK(hashgrid::query_box(qg, b, out, 64).status.ok());
+
+    hashgrid::RadiusQuery r;
+    r.radius = -1.0f;
+    CHECK(invalid(hashgrid::query_radius(qg, r, out, 64)));
+    r.radius = kNaN;
+    CHECK(invalid(hashgrid::query_radius(qg, r, out, 64)));
+    r.radius = 1.0f;
+    r.center[2] = kInf;
+    CHECK(invalid(hashgrid::query_radius(qg, r, out, 64)));
+
+    hashgrid::RayQuery ray;
+    ray.ray.max_t = -1.0f;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
+    CHECK(invalid(hashgrid::query_ray_first(qg, ray, hits)));
+    ray.ray.max_t = kNaN;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
+    ray.ray.max_t = 1.0f;
+    ray.ray.direction[0] = kNaN;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
+    ray.ray.direction[0] = kInf;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
+
+    hashgrid::NearestQuery n;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 0, near, 64)));
+    n.max_distance = -1.0f;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, near, 64)));
+    n.max_distance = kNaN;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, near, 64)));
+    n.max_distance = 1.0f;
+    n.p[0] = kNaN;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, near, 64)));
+
+    hashgrid::Plane planes[hashgrid::kMaxFrustumPlanes + 1];
+    CHECK(invalid(hashgrid::query_frustum(qg, planes, 0, ~0u, out, 64)));
+    CHECK(invalid(hashgrid::query_frustum(qg, planes, hashgrid::kMaxFrustumPlanes + 1, ~0u, out, 64)));
+    planes[0].d = kNaN;
+    CHECK(invalid(hashgrid::query_frustum(qg, planes, 1, ~0u, out, 64)));
+
+    // Batches name the lowest invalid query and write nothing.
+    std::vector<hashgrid::RadiusQuery> batch(40);
+    batch[17].radius = -2.0f;
+    batch[31].center[0] = kNaN;
+    std::vector<uint64_t> offsets(41);
+    std::fill(std::begin(out), std::end(out), 7u);
+    const hashgrid::BatchResult br =
+        hashgrid::query_radii(qg, batch.data(), 40, offsets.data(), out, 64, hashgrid::serial_backend());
+    CHECK(br.status.code == StatusCode::invalid_query);
+    CHECK(br.status.index == 17);
+    CHECK(br.status.count == 2);
+    CHECK(out[0] == 7u);
+    std::vector<hashgrid::NearestQuery> nb(5);
+    std::vector<uint32_t> counts(5);
+    std::vector<NearestHit> nout(5);
+    CHECK(hashgrid::query_nearest_batch(qg, nb.data(), 5, 0, counts.data(), nout.data(), 5, hashgrid::serial_backend())
+              .status.code == StatusCode::invalid_query);
+    const hashgrid::BatchResult small =
+        hashgrid::query_nearest_batch(qg, nb.data(), 5, 2, counts.data(), nout.data(), 5, hashgrid::serial_backend());
+    CHECK(small.status.code == StatusCode::output_too_small);
+    CHECK(small.status.needed == 10);
+}
+
+TEST_CASE("batches equal the single queries, identical for every thread count") {
+    for (size_t spec_index : {size_t{0}, size_t{3}}) {
+        const SceneSpec& spec = kSpecs[spec_index];
+        Rng rng(1234 + spec_index);
+        const uint32_t n = scaled_count(400);
+        const BoxGridConfig config = make_config(spec, n);
+        const Boxes boxes = random_boxes(rng, spec, config, n);
+        const RefGrid ref(config, boxes);
+        const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+        const uint32_t qn = scaled_count(150);
+        const Queries q = random_queries(rng, spec, config, qn);
+        const uint32_t k = 5;
+
+        // Serial single-query answers concatenated.
+        std::vector<uint64_t> expect_offsets[4];
+        std::vector<uint32_t> expect_points, expect_boxes, expect_radii;
+        std::vector<RayHit> expect_rays, expect_first(qn);
+        std::vector<NearestHit> expect_near(size_t{qn} * k);
+        std::vector<uint32_t> expect_counts(qn);
+        std::vector<uint32_t> tmp(n + 1);
+        std::vector<RayHit> tmp_hits(n + 1);
+        for (auto& o : expect_offsets)
+            o.assign(1, 0);
+        for (uint32_t i = 0; i < qn; ++i) {
+            QueryResult r = hashgrid::query_point(qg, q.points[i], tmp.data(), n + 1);
+            expect_points.insert(expect_points.end(), tmp.begin(), tmp.begin() + r.count);
+            expect_offsets[0].push_back(expect_points.size());
+            r = hashgrid::query_box(qg, q.boxes[i], tmp.data(), n + 1);
+            expect_boxes.insert(expect_boxes.end(), tmp.begin(), tmp.begin() + r.count);
+            expect_offsets[1].push_back(expect_boxes.size());
+            r = hashgrid::query_radius(qg, q.radii[i], tmp.data(), n + 1);
+            expect_radii.insert(expect_radii.end(), tmp.begin(), tmp.begin() + r.count);
+            expect_offsets[2].push_back(expect_radii.size());
+            r = hashgrid::query_ray(qg, q.rays[i], tmp_hits.data(), n + 1);
+            expect_rays.insert(expect_rays.end(), tmp_hits.begin(), tmp_hits.begin() + r.count);
+            expect_offsets[3].push_back(expect_rays.size());
+            r = hashgrid::query_ray_first(qg, q.rays[i], &expect_first[i]);
+            if (r.count == 0) expect_first[i] = RayHit{};
+            expect_counts[i] =
+                hashgrid::query_nearest(qg, q.nearest[i], k, expect_near.data() + size_t{i} * k, k).count;
+        }
+
+        auto same_hits = [](const RayHit* a, const RayHit* b, size_t count) {
+            for (size_t j = 0; j < count; ++j)
+                if (a[j].object != b[j].object || float_bits(a[j].t) != float_bits(b[j].t)) return false;
+            return true;
+        };
+        auto run_all = [&](const hashgrid::ThreadBackend& backend, uint32_t threads) {
+            CAPTURE(threads);
+            std::vector<uint64_t> offsets(qn + 1);
+            std::vector<uint32_t> out(expect_boxes.size() + expect_points.size() + expect_radii.size() + 1);
+            hashgrid::BatchResult r =
+                hashgrid::query_points(qg, q.points.data(), qn, offsets.data(), out.data(), out.size(), backend);
+            CHECK(r.status.ok());
+            CHECK(offsets == expect_offsets[0]);
+            CHECK(std::equal(expect_points.begin(), expect_points.end(), out.begin()));
+            r = hashgrid::query_boxes(qg, q.boxes.data(), qn, offsets.data(), out.data(), out.size(), backend);
+            CHECK(r.status.ok());
+            CHECK(offsets == expect_offsets[1]);
+            CHECK(std::equal(expect_boxes.begin(), expect_boxes.end(), out.begin()));
+            r = hashgrid::query_radii(qg, q.radii.data(), qn, offsets.data(), out.data(), out.size(), backend);
+            CHECK(r.status.ok());
+            CHECK(offsets == expect_offsets[2]);
+            CHECK(std::equal(expect_radii.begin(), expect_radii.end(), out.begin()));
+            std::vector<RayHit> hits(expect_rays.size() + 1);
+            r = hashgrid::query_rays(qg, q.rays.data(), qn, offsets.data(), hits.data(), hits.size(), backend);
+            CHECK(r.status.ok());
+            CHECK(offsets == expect_offsets[3]);
+            CHECK(same_hits(hits.data(), expect_rays.data(), expect_rays.size()));
+            std::vector<RayHit> first(qn);
+            r = hashgrid::query_rays_first(qg, q.rays.data(), qn, first.data(), backend);
+            CHECK(r.status.ok());
+            CHECK(same_hits(first.data(), expect_first.data(), qn));
+            std::vector<NearestHit> near(size_t{qn} * k);
+            std::vector<uint32_t> counts(qn);
+            r = hashgrid::query_nearest_batch(qg, q.nearest.data(), qn, k, counts.data(), near.data(), near.size(),
+                                              backend);
+            CHECK(r.status.ok());
+            CHECK(counts == expect_counts);
+            bool same = true;
+            for (uint32_t i = 0; i < qn; ++i)
+                for (uint32_t j = 0; j < counts[i]; ++j) {
+                    const NearestHit& a = near[size_t{i} * k + j];
+                    const NearestHit& b = expect_near[size_t{i} * k + j];
+                    same = same && a.object == b.object && float_bits(a.distance2) == float_bits(b.distance2);
+                }
+            CHECK(same);
+            // Every too-small capacity of a batch: exact total, complete offsets, valid prefix.
+            const uint64_t total = expect_boxes.size();
+            for (uint64_t cap = 0; cap < total; cap += std::max<uint64_t>(1, total / 17)) {
+                std::fill(out.begin(), out.end(), 0xdeadbeefu);
+                r = hashgrid::query_boxes(qg, q.boxes.data(), qn, offsets.data(), cap == 0 ? nullptr : out.data(), cap,
+                                          backend);
+                CHECK(r.status.code == StatusCode::output_too_small);
+                CHECK(r.status.needed == total);
+                CHECK(r.written == cap);
+                CHECK(offsets == expect_offsets[1]);
+                CHECK(
+                    std::equal(expect_boxes.begin(), expect_boxes.begin() + static_cast<ptrdiff_t>(cap), out.begin()));
+                CHECK(out[static_cast<size_t>(cap)] == 0xdeadbeefu);
+            }
+            // Every capacity of a small batch (the first queries).
+            const uint32_t few = std::min<uint32_t>(qn, 6);
+            const uint64_t few_total = expect_offsets[1][few];
+            for (uint64_t cap = 0; cap <= few_total; ++cap) {
+                std::fill(out.begin(), out.end(), 0xdeadbeefu);
+                r = hashgrid::query_boxes(qg, q.boxes.data(), few, offsets.data(), cap == 0 ? nullptr : out.data(), cap,
+                                          backend);
+                CHECK(r.total == few_total);
+                CHECK(r.written == std::min(cap, few_total));
+                CHECK(r.status.code == (cap < few_total ? StatusCode::output_too_small : StatusCode::ok));
+                CHECK(std::equal(expect_boxes.begin(), expect_boxes.begin() + static_cast<ptrdiff_t>(r.written),
+                                 out.begin()));
+                CHECK(out[static_cast<size_t>(r.written)] == 0xdeadbeefu);
+            }
+        };
+        run_all(hashgrid::serial_backend(), 0);
+        for (uint32_t threads : {1u, 2u, 4u, 8u}) {
+            ParallelBackend pb(threads);
+            run_all(pb.backend(), threads);
+        }
+    }
+}
+
+TEST_CASE("golden hashes of query results") {
+    // One hash per scene spec over every query kind (reference view; the real
+    // BoxGrid view gives the same results, checked above). Same on every platform.
+    const uint64_t golden[] = {
+        0xfa5c0b6680cb4d52ull, 0x7da481447bfdc251ull, 0x2f8b9d998fd85e6dull,
+        0xe7c408a569c6431eull, 0x18dee5600a6f5c36ull, 0x55e544e0a83beb1cull,
+    };
+    for (size_t spec_index = 0; spec_index < std::size(kSpecs); ++spec_index) {
+        const SceneSpec& spec = kSpecs[spec_index];
+        Rng rng(0x60d0000u + spec_index);
+        const BoxGridConfig config = make_config(spec, 150);
+        const Boxes boxes = random_boxes(rng, spec, config, 150);
+        const RefGrid ref(config, boxes);
+        const Queries q = random_queries(rng, spec, config, 30);
+        const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+        Fnv1a h;
+        const std::string e = check_all(qg, ref, q, h);
+        CHECK_MESSAGE(e.empty(), e);
+        if (print_golden()) std::printf("        0x%016" PRIx64 "ull, // spec %zu\n", h.value(), spec_index);
+        CHECK(h.value() == golden[spec_index]);
+    }
+}

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Installs the peer libraries profiling/bench_boxes compares against, after
+# what tools/setup-debian.sh installs (Debian 12, run as root). Does nothing
+# when everything is already there.
+#   libbullet-dev 3.24  btDbvtBroadphase        (pkg-config: bullet)
+#   libfcl-dev    0.7.0 FCL collision managers  (CMake: fcl, pkg-config: fcl)
+#   libbox2d-dev  2.4.1 b2DynamicTree           (CMake: box2d)
+set -eu
+here=$(dirname "$0")
+sh "$here/setup-debian.sh"
+packages="libbullet-dev libfcl-dev libbox2d-dev pkg-config"
+missing=""
+for p in $packages; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "setup-bench: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq || true # may exit 100 once foreign architectures are added; the install below decides
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
