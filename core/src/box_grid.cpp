@@ -237,6 +237,11 @@ BoxGridView BoxGrid::view() const {
     v.cell_key = s.cell_key;
     v.cell_start = s.cell_start;
     v.entry_object = s.entry_object;
+    for (uint32_t d = 0; d < config_.dimensions; ++d) {
+        v.entry_min[d] = s.entry_min[d];
+        v.entry_max[d] = s.entry_max[d];
+    }
+    v.entry_flags = s.entry_flags;
     v.large_object = s.large_object;
     if (!built_) return v; // an empty frame
     v.object_count = s.object_count;

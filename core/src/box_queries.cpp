@@ -254,17 +254,33 @@ bool boxes_overlap(const float alo[3], const float ahi[3], const float blo[3], c
     return true;
 }
 
-/// Box scan with the min-corner rule: calls accept(object) for every object
-/// in a cell of [cell(lo), cell(hi)] whose reporting cell this is, in order,
-/// then for every large object. `accept` decides and reports.
+/// Marks a large object (no entry) in scan_box's callback.
+constexpr uint32_t kNoEntry = 0xffffffffu;
+
+/// Box scan with the min-corner rule: calls accept(object, entry) for every
+/// object in a cell of [cell(lo), cell(hi)] whose reporting cell this is, in
+/// order, then accept(object, kNoEntry) for every large object. `accept`
+/// decides and reports. When the view carries per-entry first-cell bits
+/// (BoxGrid's views do), the rule is a bit test per entry; otherwise each
+/// entry's object is looked up and its first cell recomputed.
 template <typename Accept>
 void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& accept) {
     const CellBox range = c.cells_of(lo, hi);
+    const uint32_t* flags = c.view.entry_flags;
     c.walk(
         range, [](int32_t, int32_t, int32_t&, int32_t&) { return true; },
         [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
             const int32_t at[3] = {x, y, z};
             const uint32_t end = c.view.cell_start[cell + 1];
+            if (flags != nullptr) {
+                // Axes where this cell is the scan's first need no bit.
+                uint32_t need = 0;
+                for (uint32_t d = 0; d < 3; ++d)
+                    need |= (range.lo[d] == at[d] ? 0u : 1u) << d;
+                for (uint32_t e = c.view.cell_start[cell]; e < end; ++e)
+                    if ((flags[e] & need) == need) accept(c.view.entry_object[e], e);
+                return;
+            }
             for (uint32_t e = c.view.cell_start[cell]; e < end; ++e) {
                 const uint32_t object = c.view.entry_object[e];
                 int32_t olo[3];
@@ -272,11 +288,23 @@ void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& a
                 bool here = true;
                 for (uint32_t d = 0; d < 3; ++d)
                     here = here && std::max(range.lo[d], olo[d]) == at[d];
-                if (here) accept(object);
+                if (here) accept(object, e);
             }
         });
     for (uint32_t j = 0; j < c.view.large_count; ++j)
-        accept(c.view.large_object[j]);
+        accept(c.view.large_object[j], kNoEntry);
+}
+
+/// The box of `object`, from the entry's sequential copy when there is one.
+void entry_or_object_box(const Cells& c, uint32_t object, uint32_t entry, float lo[3], float hi[3]) {
+    if (entry == kNoEntry || c.view.entry_min[0] == nullptr) {
+        c.object_box(object, lo, hi);
+        return;
+    }
+    for (uint32_t d = 0; d < 3; ++d) {
+        lo[d] = d < c.dims ? c.view.entry_min[d][entry] : 0.0f;
+        hi[d] = d < c.dims ? c.view.entry_max[d][entry] : 0.0f;
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -741,11 +769,11 @@ QueryResult query_box(const BoxQueryGrid& grid, const BoxQuery& query, uint32_t*
         hi[d] = static_cast<double>(query.max[d]);
     }
     IndexSink sink{out, capacity};
-    scan_box(c, lo, hi, [&](uint32_t object) {
-        if (!c.in_layer(object, query.layer_mask)) return;
+    scan_box(c, lo, hi, [&](uint32_t object, uint32_t entry) {
         float olo[3], ohi[3];
-        c.object_box(object, olo, ohi);
-        if (boxes_overlap(query.min, query.max, olo, ohi, c.dims)) sink.add(object);
+        entry_or_object_box(c, object, entry, olo, ohi);
+        if (boxes_overlap(query.min, query.max, olo, ohi, c.dims) && c.in_layer(object, query.layer_mask))
+            sink.add(object);
     });
     return finish(sink.count, capacity);
 }
@@ -766,11 +794,11 @@ QueryResult query_radius(const BoxQueryGrid& grid, const RadiusQuery& query, uin
     }
     const float r2 = query.radius * query.radius;
     IndexSink sink{out, capacity};
-    scan_box(c, lo, hi, [&](uint32_t object) {
-        if (!c.in_layer(object, query.layer_mask)) return;
+    scan_box(c, lo, hi, [&](uint32_t object, uint32_t entry) {
         float olo[3], ohi[3];
-        c.object_box(object, olo, ohi);
-        if (point_box_distance2(query.center, olo, ohi, c.dims) <= r2) sink.add(object);
+        entry_or_object_box(c, object, entry, olo, ohi);
+        if (point_box_distance2(query.center, olo, ohi, c.dims) <= r2 && c.in_layer(object, query.layer_mask))
+            sink.add(object);
     });
     return finish(sink.count, capacity);
 }
@@ -789,7 +817,7 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
     const uint32_t category = c.view.category != nullptr ? c.view.category[object] : ~0u;
     const uint32_t mask = c.view.mask != nullptr ? c.view.mask[object] : ~0u;
     IndexSink sink{out, capacity};
-    scan_box(c, lo, hi, [&](uint32_t other) {
+    scan_box(c, lo, hi, [&](uint32_t other, uint32_t) {
         if (other == object) return;
         const uint32_t other_category = c.view.category != nullptr ? c.view.category[other] : ~0u;
         const uint32_t other_mask = c.view.mask != nullptr ? c.view.mask[other] : ~0u;

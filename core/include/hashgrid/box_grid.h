@@ -109,6 +109,16 @@ struct BoxGridView {
     const uint32_t* cell_start = nullptr;
     /// Object index of each entry; ascending within a cell.
     const uint32_t* entry_object = nullptr;
+    /// Optional (null in views built by hand): each entry's copy of its
+    /// object's box (z arrays null in 2D), read sequentially by the scans
+    /// instead of gathering object boxes, and its first-cell bits: bit d is
+    /// set when this cell is the object's first cell on axis d (always set
+    /// for d >= dimensions). With a scan over cells [lo, hi], an entry in cell
+    /// c is the one to report (the min-corner rule) exactly when, on every
+    /// axis, its bit is set or c[d] == lo[d].
+    const float* entry_min[3] = {nullptr, nullptr, nullptr};
+    const float* entry_max[3] = {nullptr, nullptr, nullptr};
+    const uint32_t* entry_flags = nullptr;
     /// Large objects, ascending index.
     uint32_t large_count = 0;
     const uint32_t* large_object = nullptr;
