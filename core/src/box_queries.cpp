@@ -43,6 +43,7 @@
 #include "hashgrid/cell_key.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -564,7 +565,8 @@ uint32_t count_within(const Cells& c, const NearestQuery& q, float max_d2, uint3
 
 constexpr uint64_t kInvalidCount = ~uint64_t{0};
 
-/// Count pass, scan, write pass. single(query, out, capacity) -> QueryResult.
+/// Count (and, when the buffer is roomy, write) pass, scan, then compaction or a
+/// write pass. single(query, out, capacity) -> QueryResult.
 template <typename Query, typename Out, typename Single>
 BatchResult run_batch(const Query* queries, uint32_t query_count, uint64_t* offsets, Out* out, uint64_t capacity,
                       const ThreadBackend& backend, Single&& single) {
@@ -572,11 +574,27 @@ BatchResult run_batch(const Query* queries, uint32_t query_count, uint64_t* offs
     HASHGRID_ASSERT(offsets != nullptr, "batch: null offsets");
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "batch: null output with capacity > 0");
     BatchResult result;
+    // One pass when the buffer is roomy: chunk k writes its results at
+    // k * region (region = capacity / chunks) while counting; if every chunk
+    // fit, the results are then moved down into place in query order (each
+    // destination is at or below its source, so in-order moves never
+    // overwrite unread results). Otherwise the counts are exact anyway and a
+    // second pass writes at the final offsets.
+    const uint32_t chunks = query_count / kBatchGrain + (query_count % kBatchGrain != 0 ? 1u : 0u);
+    const uint64_t region = chunks != 0 ? capacity / chunks : 0;
+    std::atomic<bool> spilled{false};
     parallel_chunks(backend, query_count, kBatchGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const uint64_t base = uint64_t{begin / kBatchGrain} * region;
+        uint64_t used = 0;
         for (uint32_t q = begin; q < end; ++q) {
-            const QueryResult r = single(queries[q], static_cast<Out*>(nullptr), 0u);
-            offsets[q + 1] = r.status.code == StatusCode::invalid_query ? kInvalidCount : r.count;
+            const auto room = static_cast<uint32_t>(std::min<uint64_t>(used < region ? region - used : 0, 0xffffffffu));
+            Out* at = room != 0 ? out + static_cast<size_t>(base + used) : nullptr;
+            const QueryResult r = single(queries[q], at, room);
+            const bool bad = r.status.code == StatusCode::invalid_query;
+            offsets[q + 1] = bad ? kInvalidCount : r.count;
+            if (!bad) used += r.count;
         }
+        if (used > region) spilled.store(true, std::memory_order_relaxed);
     });
     uint64_t total = 0;
     uint32_t bad = 0;
@@ -599,16 +617,29 @@ BatchResult run_batch(const Query* queries, uint32_t query_count, uint64_t* offs
         result.status.message = "a query of the batch is invalid (NaN, negative size or length, ...)";
         return result;
     }
-    parallel_chunks(backend, query_count, kBatchGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t q = begin; q < end; ++q) {
-            const uint64_t at = offsets[q];
-            if (at >= capacity) break; // later queries start even further
-            const auto room = static_cast<uint32_t>(std::min<uint64_t>(offsets[q + 1] - at, capacity - at));
-            const QueryResult r = single(queries[q], out + static_cast<size_t>(at), room);
-            HASHGRID_ASSERT(r.count == offsets[q + 1] - at, "batch: count and write passes disagree");
-            (void)r;
+    if (!spilled.load(std::memory_order_relaxed)) {
+        for (uint32_t c = 0; c < chunks; ++c) {
+            const uint32_t q0 = c * kBatchGrain;
+            const uint32_t q1 = std::min(query_count, q0 + kBatchGrain);
+            const uint64_t length = offsets[q1] - offsets[q0];
+            const uint64_t chunk_first = offsets[q0]; // final place of the chunk's results
+            const uint64_t from = uint64_t{c} * region;
+            if (length != 0 && from != chunk_first)
+                std::memmove(out + static_cast<size_t>(chunk_first), out + static_cast<size_t>(from),
+                             static_cast<size_t>(length) * sizeof(Out));
         }
-    });
+    } else {
+        parallel_chunks(backend, query_count, kBatchGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t q = begin; q < end; ++q) {
+                const uint64_t at = offsets[q];
+                if (at >= capacity) break; // later queries start even further
+                const auto room = static_cast<uint32_t>(std::min<uint64_t>(offsets[q + 1] - at, capacity - at));
+                const QueryResult r = single(queries[q], out + static_cast<size_t>(at), room);
+                HASHGRID_ASSERT(r.count == offsets[q + 1] - at, "batch: count and write passes disagree");
+                (void)r;
+            }
+        });
+    }
     result.total = total;
     result.written = std::min(total, capacity);
     if (total > capacity) {

@@ -203,7 +203,10 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 
 // ---------------------------------------------------------------------------
 // Batches. Each query runs independently in fixed chunks through the backend:
-// a count pass, an exclusive scan into offsets, a write pass. Results of query
+// a count pass, an exclusive scan into offsets, a write pass. When out is
+// roomy (every chunk of queries fits capacity / chunks), the count pass
+// already writes each chunk's results into its share of out and they are
+// moved into place instead: one pass of query work, not two. Results of query
 // q are out[offsets[q], offsets[q + 1]), in the single query's order: the
 // output is identical for any thread count.
 
@@ -211,13 +214,14 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 struct BatchResult {
     /// ok; output_too_small (needed = total, out holds the first `written`
     /// results, offsets are complete); invalid_query (index = lowest invalid
-    /// query, count = invalid queries; nothing is written to out).
+    /// query, count = invalid queries; out and offsets then hold unspecified
+    /// partial results: the valid queries may already have been written).
     Status status;
     uint64_t total = 0;   ///< Exact number of results over all queries.
     uint64_t written = 0; ///< min(total, capacity).
 };
 
-/// offsets: query_count + 1 entries, always written unless invalid_query.
+/// offsets: query_count + 1 entries, complete unless invalid_query.
 BatchResult query_points(const BoxQueryGrid& grid, const PointQuery* queries, uint32_t query_count, uint64_t* offsets,
                          uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
 BatchResult query_boxes(const BoxQueryGrid& grid, const BoxQuery* queries, uint32_t query_count, uint64_t* offsets,
