@@ -44,4 +44,64 @@ inline constexpr GridHashes kGrid[] = {
 /// the scene generator finds; the grid must report none of them.
 inline constexpr uint32_t kFmaCanaryCandidates = 3200;
 
+// ---------------------------------------------------------------------------
+// Box grid (tests/test_box_grid.cpp, "golden hashes of fixed scenes"): one row
+// per fixed box scene (kFixedBoxScenes there), the same for every thread count.
+
+/// Hashes of one fixed box scene: the view's cell table, find_pairs(),
+/// find_pairs_with() over 300 query boxes, and the pair count.
+struct BoxHashes {
+    uint64_t view = 0;
+    uint64_t pairs = 0;
+    uint64_t query_pairs = 0;
+    uint64_t pair_count = 0;
+    friend bool operator==(const BoxHashes&, const BoxHashes&) = default;
+};
+
+// {view, pairs, query pairs, pair count}, one row per fixed scene.
+inline constexpr BoxHashes kBoxGrid[] = {
+    {0x4e55775e98e26004ull, 0x12d6193019a427d6ull, 0xe8fcdee200965775ull, 13164u}, // mixed
+    {0x3ae90b04f988a63bull, 0x9029278ea585a0f7ull, 0xccaac2e986b71185ull, 22466u}, // lattice
+    {0x71c742baba5d7e78ull, 0x5c426feb02161a15ull, 0xba0837f268801737ull, 15708u}, // tiny
+    {0xc1aa322ec60ceeceull, 0x6b909e6901deb230ull, 0x6e1fed415c76d22bull, 4366u},  // spanning
+    {0xa71c0e01240b90a5ull, 0x77b2ae30ba2d9ff0ull, 0xa10ff9d5574c9433ull, 2556u},  // far-negative
+};
+
+// ---------------------------------------------------------------------------
+// Particle queries (tests/test_particle_queries.cpp, "golden hashes of query
+// results"): one hash per fixed scene over radius, box, frustum and nearest
+// queries, point_set_pairs and nearest_queries.
+
+/// A golden hash with the name of its scene (the name is printed on a mismatch).
+struct NamedHash {
+    const char* name = "";
+    uint64_t hash = 0;
+};
+
+inline constexpr NamedHash kParticleQueries[] = {
+    {"golden_uniform3d_unbounded", 0x175d28021efa23a4ull},
+    {"golden_clustered3d_bounded", 0xf71531207987ce1dull},
+    {"golden_uniform2d_clamp", 0x8d8fbb125b51bb54ull},
+    {"golden_lattice3d_unbounded", 0xb81cc956612ce890ull},
+};
+
+// ---------------------------------------------------------------------------
+// Box queries (tests/test_box_queries.cpp, "golden hashes of query results"):
+// one hash per scene spec (kSpecs there) over every query kind.
+
+inline constexpr uint64_t kBoxQueries[] = {
+    0xfa5c0b6680cb4d52ull, // spec 0
+    0x7da481447bfdc251ull, // spec 1
+    0x2f8b9d998fd85e6dull, // spec 2
+    0xe7c408a569c6431eull, // spec 3
+    0x18dee5600a6f5c36ull, // spec 4
+    0x55e544e0a83beb1cull, // spec 5
+};
+
+// ---------------------------------------------------------------------------
+// Object store (tests/test_objects.cpp, "dense order is a pure function of the
+// operations"): hash of the dense arrays and handles after a fixed churn.
+
+inline constexpr uint64_t kObjectStore = 0x792a6e56e69f17e7ull;
+
 } // namespace hashgrid_test::golden

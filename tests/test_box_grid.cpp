@@ -11,6 +11,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "golden_hashes.h"
 #include "hashgrid/box_grid.h"
 #include "test_support.h"
 
@@ -1015,27 +1016,12 @@ TEST_CASE("empty frames and zero objects") {
 }
 
 // ---------------------------------------------------------------------------
-// Golden hashes (FNV-1a over values): the lead moves this table to
-// tests/golden_hashes.h. Regenerate with HASHGRID_PRINT_GOLDEN=1.
+// Golden hashes (FNV-1a over values): golden::kBoxGrid in tests/golden_hashes.h.
+// Regenerate with HASHGRID_PRINT_GOLDEN=1.
 
 namespace {
 
-struct BoxHashes {
-    uint64_t view = 0;
-    uint64_t pairs = 0;
-    uint64_t query_pairs = 0;
-    uint64_t pair_count = 0;
-    friend bool operator==(const BoxHashes&, const BoxHashes&) = default;
-};
-
-// {view, pairs, query pairs, pair count}, one row per fixed scene.
-constexpr BoxHashes kBoxGolden[] = {
-    {0x4e55775e98e26004ull, 0x12d6193019a427d6ull, 0xe8fcdee200965775ull, 13164u}, // mixed
-    {0x3ae90b04f988a63bull, 0x9029278ea585a0f7ull, 0xccaac2e986b71185ull, 22466u}, // lattice
-    {0x71c742baba5d7e78ull, 0x5c426feb02161a15ull, 0xba0837f268801737ull, 15708u}, // tiny
-    {0xc1aa322ec60ceeceull, 0x6b909e6901deb230ull, 0x6e1fed415c76d22bull, 4366u},  // spanning
-    {0xa71c0e01240b90a5ull, 0x77b2ae30ba2d9ff0ull, 0xa10ff9d5574c9433ull, 2556u},  // far-negative
-};
+using golden::BoxHashes;
 
 /// Fixed scenes (independent of HASHGRID_TEST_SCALE): seeds of random_case with a fixed size.
 struct FixedBoxScene {
@@ -1077,15 +1063,15 @@ std::string hashes_text(const BoxHashes& h) {
 
 TEST_CASE("golden hashes of fixed scenes, every thread count") {
     constexpr size_t kScenes = sizeof(kFixedBoxScenes) / sizeof(kFixedBoxScenes[0]);
-    static_assert(kScenes == sizeof(kBoxGolden) / sizeof(kBoxGolden[0]));
+    static_assert(kScenes == sizeof(golden::kBoxGrid) / sizeof(golden::kBoxGrid[0]));
     const bool print = std::getenv("HASHGRID_PRINT_GOLDEN") != nullptr;
-    if (print) std::printf("constexpr BoxHashes kBoxGolden[] = {\n");
+    if (print) std::printf("inline constexpr BoxHashes kBoxGrid[] = {\n");
     ParallelBackend b2(2), b7(7), b16(16);
     for (size_t k = 0; k < kScenes; ++k) {
         const BoxHashes h = run_fixed(kFixedBoxScenes[k], hashgrid::serial_backend());
         if (print) std::printf("    %s, // %s\n", hashes_text(h).c_str(), kFixedBoxScenes[k].name);
         INFO(std::string(kFixedBoxScenes[k].name) << ": got " << hashes_text(h));
-        CHECK(h == kBoxGolden[k]);
+        CHECK(h == golden::kBoxGrid[k]);
         for (const hashgrid::ThreadBackend& b : {b2.backend(), b7.backend(), b16.backend()})
             CHECK(run_fixed(kFixedBoxScenes[k], b) == h);
     }

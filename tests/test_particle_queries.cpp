@@ -8,6 +8,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "golden_hashes.h"
 #include "hashgrid/particle_queries.h"
 #include "test_support.h"
 
@@ -831,22 +832,9 @@ TEST_CASE("bad input and unbuilt grids") {
 }
 
 // ---------------------------------------------------------------------------
-// Golden hashes of fixed scenes (move to tests/golden_hashes.h when stable).
+// Golden hashes of fixed scenes: golden::kParticleQueries in tests/golden_hashes.h.
 
 namespace {
-
-struct GoldenScene {
-    const char* name;
-    uint64_t hash;
-};
-
-// Printed by HASHGRID_PRINT_GOLDEN=1.
-constexpr GoldenScene kGolden[] = {
-    {"golden_uniform3d_unbounded", 0x175d28021efa23a4ull},
-    {"golden_clustered3d_bounded", 0xf71531207987ce1dull},
-    {"golden_uniform2d_clamp", 0x8d8fbb125b51bb54ull},
-    {"golden_lattice3d_unbounded", 0xb81cc956612ce890ull},
-};
 
 uint64_t golden_hash(uint32_t which, const ThreadBackend& backend) {
     Rng rng(0x901d + which);
@@ -921,12 +909,16 @@ uint64_t golden_hash(uint32_t which, const ThreadBackend& backend) {
 } // namespace
 
 TEST_CASE("golden hashes of query results") {
+    const auto& table = golden::kParticleQueries;
+    static_assert(std::size(golden::kParticleQueries) == 4);
     const bool print = std::getenv("HASHGRID_PRINT_GOLDEN") != nullptr;
+    if (print) std::printf("inline constexpr NamedHash kParticleQueries[] = {\n");
     for (uint32_t i = 0; i < 4; ++i) {
         const uint64_t serial = golden_hash(i, serial_backend());
-        if (print) std::printf("    {\"%s\", 0x%016" PRIx64 "ull},\n", kGolden[i].name, serial);
+        if (print) std::printf("    {\"%s\", 0x%016" PRIx64 "ull},\n", table[i].name, serial);
         ParallelBackend pb(4);
         CHECK(golden_hash(i, pb.backend()) == serial);
-        if (!print) CHECK_MESSAGE(serial == kGolden[i].hash, std::string(kGolden[i].name));
+        if (!print) CHECK_MESSAGE(serial == table[i].hash, std::string(table[i].name));
     }
+    if (print) std::printf("};\n");
 }

@@ -5,6 +5,16 @@
 // threads, and a game's job system through JobSystemBackend at 1, 2, 4 and 8
 // workers, bounded and unbounded.
 //
+// The same for the box grid, the queries and the persistent objects (second
+// half of the file), for the serial backend, the std::thread backend and
+// oneTBB at 1, 2 and 4 threads: BoxGrid rebuild + find_pairs +
+// find_pairs_with with boxes moving every frame (3D and 2D, bounded and
+// unbounded, with large objects), prepare_box_queries and every single and
+// batched box query, every particle query and point_set_pairs after a Grid
+// rebuild, and ObjectStore / ProximityIndex churn (add, move, remove,
+// update_index or a lazy rebuild, find_near, find_near_radius, find_pairs).
+// Each group of calls is counted on its own, so a failure names the call.
+//
 // What is counted (docs/allocation.md has the details and the evidence):
 // - malloc, free, calloc, realloc, aligned_alloc, posix_memalign, memalign,
 //   valloc, pvalloc: replaced for the whole process (the executable exports
@@ -20,8 +30,13 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "hashgrid/box_grid.h"
+#include "hashgrid/box_queries.h"
+#include "hashgrid/objects.h"
+#include "hashgrid/particle_queries.h"
 #include "hashgrid/platform/job_system_backend.h"
 #include "hashgrid/platform/tbb_backend.h"
+#include "hashgrid/proximity_index.h"
 #include "odd_job_system.h"
 #include "test_support.h"
 
@@ -31,9 +46,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <limits>
 #include <malloc.h>
+#include <memory>
 #include <new>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 #if defined(HASHGRID_HAS_TBB)
 #include <oneapi/tbb/tbb_allocator.h>
@@ -221,15 +240,15 @@ Counts snapshot() { return {g_allocations.load(), g_frees.load(), g_tbb_allocati
     return found;
 }
 
-/// Particles moving in a box [0, extent)^3, reflecting at the walls.
+/// Particles moving in a box [0, extent)^dims, reflecting at the walls.
 struct Particles {
     Scene scene;
     std::vector<float> vx, vy, vz;
     float extent;
 
-    Particles(uint32_t n, float box, uint64_t seed) : extent(box) {
+    Particles(uint32_t n, float box, uint64_t seed, uint32_t dims = 3) : extent(box) {
         Rng rng(seed);
-        scene = uniform_scene(rng, 3, n, 0.0f, box);
+        scene = uniform_scene(rng, dims, n, 0.0f, box);
         vx.resize(n);
         vy.resize(n);
         vz.resize(n);
@@ -255,7 +274,7 @@ struct Particles {
         for (size_t i = 0; i < vx.size(); ++i) {
             move(scene.x[i], vx[i], extent);
             move(scene.y[i], vy[i], extent);
-            move(scene.z[i], vz[i], extent);
+            if (scene.dims == 3) move(scene.z[i], vz[i], extent);
         }
     }
 };
@@ -427,6 +446,1063 @@ TEST_CASE("no allocation per frame: oneTBB at 1, 2, 4 and 8 threads") {
         const std::string label = "oneTBB " + std::to_string(threads) + " threads";
         for (hashgrid::World world : {hashgrid::World::unbounded, hashgrid::World::bounded})
             run_frames(world, tbb.backend(), label);
+    }
+}
+#endif
+
+// ===========================================================================
+// Boxes, queries and persistent objects: BoxGrid rebuild + find_pairs +
+// find_pairs_with with boxes that move every frame (3D and 2D, bounded and
+// unbounded, a few large objects), prepare_box_queries and every single and
+// batched box query on each of those grids, every particle query on a rebuilt
+// Grid, and add / move / remove churn through ObjectStore and ProximityIndex.
+// One workload of all of them runs per backend after one warm-up frame; every
+// group of calls is counted on its own, so a failure names the call that
+// allocated. The results of all counted frames are hashed, and the hash must
+// be the same for every backend.
+
+namespace {
+
+using hashgrid::BoxGrid;
+using hashgrid::BoxGridConfig;
+using hashgrid::BoxSpans;
+using hashgrid::ObjectBox;
+using hashgrid::ObjectHandle;
+using hashgrid::StatusCode;
+using hashgrid::World;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+/// Counted frames of the workload (after one warm-up frame), before scaling.
+constexpr uint32_t kObjectFrames = 16;
+/// Queries per single-query part, and per batched call.
+constexpr uint32_t kSingles = 16;
+constexpr uint32_t kBatch = 128;
+/// k of the nearest queries.
+constexpr uint32_t kNearest = 8;
+
+Counts operator-(const Counts& a, const Counts& b) {
+    return {a.allocations - b.allocations, a.frees - b.frees, a.tbb_allocations - b.tbb_allocations,
+            a.tbb_frees - b.tbb_frees};
+}
+void add_calls(Counts& sum, const Counts& d) {
+    sum.allocations += d.allocations;
+    sum.frees += d.frees;
+    sum.tbb_allocations += d.tbb_allocations;
+    sum.tbb_frees += d.tbb_frees;
+}
+bool any_calls(const Counts& c) { return (c.allocations | c.frees | c.tbb_allocations | c.tbb_frees) != 0; }
+std::string calls_text(const Counts& c) {
+    return std::to_string(c.allocations) + " allocations, " + std::to_string(c.frees) + " frees, " +
+           std::to_string(c.tbb_allocations) + " oneTBB allocations, " + std::to_string(c.tbb_frees) + " oneTBB frees";
+}
+
+/// One counted part of a frame: a group of calls of one kind on one scene.
+struct Part {
+    const char* scene = "";
+    const char* call = "";
+    Counts calls{0, 0, 0, 0}; ///< Allocator calls while the part ran, summed over the counted frames.
+    int failures = 0;         ///< Statuses other than the expected one.
+    StatusCode first_failure = StatusCode::ok;
+    uint64_t min_results = ~uint64_t{0}; ///< Results per frame (> 0: the part really has work).
+    uint64_t max_results = 0;
+
+    void note(const hashgrid::Status& status, StatusCode expected = StatusCode::ok) {
+        if (status.code == expected) return;
+        if (failures++ == 0) first_failure = status.code;
+    }
+};
+
+/// The parts of a frame in fixed storage, in call order (doctest and
+/// std::string allocate, so nothing is checked or formatted until the counted
+/// frames are over).
+class PartLog {
+public:
+    void begin_frame() { next_ = 0; }
+
+    /// Runs fn(Part&), which returns its number of results, and adds the
+    /// allocator calls made meanwhile (by any thread) to the part.
+    template <typename Fn>
+    void measure(const char* scene, const char* call, Fn&& fn) {
+        if (next_ == kMaxParts) {
+            ++overflows_;
+            return;
+        }
+        Part& part = parts_[next_++];
+        if (next_ > count_) {
+            count_ = next_;
+            part.scene = scene;
+            part.call = call;
+        } else if (std::strcmp(part.scene, scene) != 0 || std::strcmp(part.call, call) != 0) {
+            ++misordered_;
+        }
+        const Counts before = snapshot();
+        const uint64_t results = fn(part);
+        const Counts after = snapshot();
+        add_calls(part.calls, after - before);
+        part.min_results = std::min(part.min_results, results);
+        part.max_results = std::max(part.max_results, results);
+    }
+
+    /// Forgets the allocator calls seen so far (those of the warm-up frame).
+    void forget_calls() {
+        for (int i = 0; i < count_; ++i)
+            parts_[i].calls = Counts{0, 0, 0, 0};
+    }
+
+    /// "" when every part made no allocator call, had only expected statuses
+    /// and produced results in every frame; else one line per offending part.
+    [[nodiscard]] std::string problems() const {
+        std::string text;
+        if (overflows_ != 0) text += "more than kMaxParts parts per frame\n";
+        if (misordered_ != 0) text += "the parts of a frame changed order\n";
+        for (int i = 0; i < count_; ++i) {
+            const Part& p = parts_[i];
+            if (!any_calls(p.calls) && p.failures == 0 && p.min_results > 0) continue;
+            text += std::string(p.scene) + ", " + p.call + ": " + calls_text(p.calls) + "; " +
+                    std::to_string(p.failures) + " unexpected statuses (first " + hashgrid::to_string(p.first_failure) +
+                    "); results per frame " + std::to_string(p.min_results) + ".." + std::to_string(p.max_results) +
+                    "\n";
+        }
+        return text;
+    }
+    [[nodiscard]] int part_count() const { return count_; }
+
+private:
+    static constexpr int kMaxParts = 160;
+    Part parts_[kMaxParts];
+    int count_ = 0;
+    int next_ = 0;
+    int overflows_ = 0;
+    int misordered_ = 0;
+};
+
+/// Feeds a query's count and written results into the hash; returns the written count.
+uint64_t feed(Fnv1a& hash, uint64_t count, const uint32_t* out, uint64_t written) {
+    hash.u64(count);
+    for (uint64_t i = 0; i < written; ++i)
+        hash.u32(out[i]);
+    return written;
+}
+uint64_t feed(Fnv1a& hash, uint64_t count, const hashgrid::RayHit* out, uint64_t written) {
+    hash.u64(count);
+    for (uint64_t i = 0; i < written; ++i) {
+        hash.u32(out[i].object);
+        hash.f32(out[i].t);
+    }
+    return written;
+}
+uint64_t feed(Fnv1a& hash, uint64_t count, const hashgrid::NearestHit* out, uint64_t written) {
+    hash.u64(count);
+    for (uint64_t i = 0; i < written; ++i) {
+        hash.u32(out[i].object);
+        hash.f32(out[i].distance2);
+    }
+    return written;
+}
+uint64_t feed(Fnv1a& hash, uint64_t count, const hashgrid::ParticleDistance* out, uint64_t written) {
+    hash.u64(count);
+    for (uint64_t i = 0; i < written; ++i) {
+        hash.u32(out[i].index);
+        hash.f32(out[i].distance_squared);
+    }
+    return written;
+}
+void feed_offsets(Fnv1a& hash, const std::vector<uint64_t>& offsets) {
+    for (uint64_t o : offsets)
+        hash.u64(o);
+}
+template <typename T>
+uint32_t capacity32(const std::vector<T>& v) {
+    return static_cast<uint32_t>(v.size());
+}
+
+// ---------------------------------------------------------------------------
+// Box grids with moving boxes, and every box query on them.
+
+/// Boxes moving inside [world_lo, world_hi) on every axis: a step that would
+/// leave the world reverses that axis' velocity instead. Every `large_one_in`-th
+/// box has edge `large_edge` on every axis (a large object of box_grid.h).
+struct MovingBoxes {
+    uint32_t dims = 3;
+    float world_lo = 0.0f;
+    float world_hi = 0.0f;
+    std::vector<float> lo[3], hi[3], velocity[3];
+    std::vector<uint32_t> category, mask;
+
+    MovingBoxes(uint32_t dimensions, uint32_t n, float wlo, float whi, uint64_t seed, float max_edge,
+                uint32_t large_one_in, float large_edge)
+        : dims(dimensions), world_lo(wlo), world_hi(whi) {
+        Rng rng(seed);
+        for (uint32_t d = 0; d < 3; ++d) {
+            lo[d].assign(n, 0.0f);
+            hi[d].assign(n, 0.0f);
+            velocity[d].assign(n, 0.0f);
+        }
+        category.resize(n);
+        mask.resize(n);
+        for (uint32_t i = 0; i < n; ++i) {
+            const bool large = large_one_in != 0 && i % large_one_in == 0;
+            for (uint32_t d = 0; d < dims; ++d) {
+                const float edge = large ? large_edge : rng.uniform(0.0f, max_edge);
+                const float start = rng.uniform(wlo, whi - edge - 1.0f);
+                lo[d][i] = start;
+                hi[d][i] = start + edge;
+                velocity[d][i] = rng.uniform(-0.3f, 0.3f);
+            }
+            category[i] = 1u << (i % 4);
+            mask[i] = i % 7 == 0 ? 0x3u : hashgrid::kAllLayers;
+        }
+    }
+
+    [[nodiscard]] uint32_t size() const { return static_cast<uint32_t>(category.size()); }
+
+    void step() { // no allocation: plain loops over existing storage
+        for (uint32_t i = 0; i < size(); ++i)
+            for (uint32_t d = 0; d < dims; ++d) {
+                const float a = lo[d][i] + velocity[d][i];
+                const float b = hi[d][i] + velocity[d][i];
+                if (a < world_lo || b >= world_hi) {
+                    velocity[d][i] = -velocity[d][i];
+                } else {
+                    lo[d][i] = a;
+                    hi[d][i] = b;
+                }
+            }
+    }
+
+    [[nodiscard]] BoxSpans spans() const {
+        BoxSpans s;
+        s.min_x = lo[0].data();
+        s.min_y = lo[1].data();
+        s.min_z = dims == 3 ? lo[2].data() : nullptr;
+        s.max_x = hi[0].data();
+        s.max_y = hi[1].data();
+        s.max_z = dims == 3 ? hi[2].data() : nullptr;
+        s.category = category.data();
+        s.mask = mask.data();
+        s.count = size();
+        return s;
+    }
+};
+
+/// Cell size 1; bounded worlds are exactly [wlo, whi) per axis (reject mode).
+BoxGridConfig moving_box_config(uint32_t dims, World world, float wlo, float whi, uint32_t n) {
+    BoxGridConfig c;
+    c.dimensions = dims;
+    c.cell_size = 1.0f;
+    c.world = world;
+    if (world == World::bounded)
+        for (uint32_t d = 0; d < 3; ++d) {
+            c.origin[d] = d < dims ? wlo : 0.0f;
+            c.cell_counts[d] = d < dims ? static_cast<uint32_t>(whi - wlo) : 1u;
+        }
+    c.max_objects = n;
+    c.max_cell_entries = 16 * n;
+    c.max_pairs = 200000;
+    return c;
+}
+
+/// Planes of the box [c - h, c + h] (4 in 2D, 6 in 3D) and one oblique plane
+/// through its centre; returns the plane count.
+uint32_t box_frustum(uint32_t dims, const float (&c)[3], float h, hashgrid::Plane* planes) {
+    uint32_t n = 0;
+    hashgrid::Plane oblique;
+    float centre_sum = 0.0f;
+    for (uint32_t d = 0; d < dims; ++d) {
+        hashgrid::Plane low, high;
+        low.normal[d] = 1.0f; // p[d] >= c[d] - h
+        low.d = h - c[d];
+        high.normal[d] = -1.0f; // p[d] <= c[d] + h
+        high.d = c[d] + h;
+        planes[n++] = low;
+        planes[n++] = high;
+        oblique.normal[d] = 1.0f;
+        centre_sum += c[d];
+    }
+    oblique.d = -centre_sum; // sum of p[d] >= sum of c[d]
+    planes[n++] = oblique;
+    return n;
+}
+
+/// One box grid: moving boxes, moving probe boxes for find_pairs_with(), and
+/// every single and batched box query, rewritten every frame.
+struct BoxWorkload {
+    const char* name;
+    MovingBoxes boxes;
+    MovingBoxes probes;
+    BoxGrid grid;
+    hashgrid::Status init_status;
+    hashgrid::BoxQueryGrid query_grid{};
+    std::vector<Pair> pairs, probe_pairs;
+    std::vector<hashgrid::PointQuery> point_queries;
+    std::vector<hashgrid::BoxQuery> box_queries;
+    std::vector<hashgrid::RadiusQuery> radius_queries;
+    std::vector<hashgrid::RayQuery> ray_queries;
+    std::vector<hashgrid::NearestQuery> nearest_queries;
+    std::vector<uint32_t> out;
+    std::vector<hashgrid::RayHit> ray_out;
+    std::vector<hashgrid::NearestHit> nearest_out;
+    std::vector<uint64_t> offsets;
+    std::vector<uint32_t> batch_out;
+    std::vector<hashgrid::RayHit> batch_rays, first_hits;
+    std::vector<uint32_t> nearest_counts;
+    std::vector<hashgrid::NearestHit> batch_nearest;
+    hashgrid::Plane planes[hashgrid::kMaxFrustumPlanes];
+    uint32_t frame = 0;
+
+    BoxWorkload(const char* scene_name, uint32_t dims, World world, float wlo, float whi, uint32_t n, uint64_t seed,
+                float max_edge, float large_edge)
+        : name(scene_name), boxes(dims, n, wlo, whi, seed, max_edge, 97, large_edge),
+          probes(dims, 200, wlo, whi, seed + 1, 4.0f, 0, 0.0f), pairs(200000), probe_pairs(100000),
+          point_queries(kBatch), box_queries(kBatch), radius_queries(kBatch), ray_queries(kBatch),
+          nearest_queries(kBatch), out(n), ray_out(n), nearest_out(kNearest), offsets(kBatch + 1),
+          batch_out(kBatch * 1024), batch_rays(kBatch * 256), first_hits(kBatch), nearest_counts(kBatch),
+          batch_nearest(kBatch * kNearest) {
+        init_status = grid.init_allocate(moving_box_config(dims, world, wlo, whi, n));
+    }
+
+    /// New query inputs for this frame (no allocation: existing storage only).
+    void make_queries() {
+        Rng rng(0x5eed0000u + frame);
+        const uint32_t dims = boxes.dims;
+        const float lo = boxes.world_lo - 1.0f;
+        const float hi = boxes.world_hi + 1.0f;
+        auto random_point = [&](float(&p)[3]) {
+            for (uint32_t d = 0; d < 3; ++d)
+                p[d] = d < dims ? rng.uniform(lo, hi) : 0.0f;
+        };
+        for (uint32_t q = 0; q < kBatch; ++q) {
+            hashgrid::PointQuery& pq = point_queries[q];
+            if (q % 2 == 0) {
+                random_point(pq.p);
+            } else { // the centre of an object: at least one result
+                const uint32_t object = (q * 97u + frame * 13u) % boxes.size();
+                for (uint32_t d = 0; d < 3; ++d)
+                    pq.p[d] = (boxes.lo[d][object] + boxes.hi[d][object]) * 0.5f;
+            }
+            hashgrid::BoxQuery& bq = box_queries[q];
+            random_point(bq.min);
+            for (uint32_t d = 0; d < dims; ++d)
+                bq.max[d] = bq.min[d] + rng.uniform(0.0f, 3.0f);
+            bq.layer_mask = q % 5 == 0 ? 0x1u : hashgrid::kAllLayers;
+            hashgrid::RadiusQuery& rq = radius_queries[q];
+            random_point(rq.center);
+            rq.radius = q == 0 ? kInf : rng.uniform(0.0f, 3.0f);
+            hashgrid::RayQuery& ray = ray_queries[q];
+            random_point(ray.ray.origin);
+            for (uint32_t d = 0; d < dims; ++d)
+                ray.ray.direction[d] = rng.uniform(-1.0f, 1.0f);
+            ray.ray.max_t = q % 8 == 0 ? kInf : rng.uniform(0.0f, 12.0f);
+            hashgrid::NearestQuery& nq = nearest_queries[q];
+            random_point(nq.p);
+            nq.max_distance = q % 3 == 0 ? 3.0f : kInf;
+        }
+        box_queries[1].min[0] = -kInf; // a half-space
+    }
+
+    void run_frame(PartLog& log, const hashgrid::ThreadBackend& backend, Fnv1a& hash) {
+        boxes.step();
+        probes.step();
+        make_queries();
+        ++frame;
+        log.measure(name, "BoxGrid::rebuild", [&](Part& part) {
+            part.note(grid.rebuild(boxes.spans(), backend));
+            hash.u32(grid.entry_count());
+            return uint64_t{grid.entry_count()};
+        });
+        log.measure(name, "BoxGrid::find_pairs", [&](Part& part) {
+            const hashgrid::PairResult r = grid.find_pairs(pairs.data(), pairs.size(), backend);
+            part.note(r.status);
+            hash.u64(hash_pairs(pairs.data(), r.written));
+            return r.written;
+        });
+        log.measure(name, "BoxGrid::find_pairs_with", [&](Part& part) {
+            const hashgrid::PairResult r =
+                grid.find_pairs_with(probes.spans(), probe_pairs.data(), probe_pairs.size(), backend);
+            part.note(r.status);
+            hash.u64(hash_pairs(probe_pairs.data(), r.written));
+            return r.written;
+        });
+        log.measure(name, "prepare_box_queries", [&](Part&) {
+            query_grid = hashgrid::prepare_box_queries(grid.view(), backend);
+            hash.u32(query_grid.view.cell_count);
+            return uint64_t{query_grid.view.cell_count};
+        });
+        const hashgrid::BoxQueryGrid& g = query_grid;
+        // Single queries.
+        log.measure(name, "query_point", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const hashgrid::QueryResult r = hashgrid::query_point(g, point_queries[q], out.data(), capacity32(out));
+                part.note(r.status);
+                results += feed(hash, r.count, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "query_box", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const hashgrid::QueryResult r = hashgrid::query_box(g, box_queries[q], out.data(), capacity32(out));
+                part.note(r.status);
+                results += feed(hash, r.count, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "query_radius", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const hashgrid::QueryResult r =
+                    hashgrid::query_radius(g, radius_queries[q], out.data(), capacity32(out));
+                part.note(r.status);
+                results += feed(hash, r.count, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "query_ray", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const hashgrid::QueryResult r =
+                    hashgrid::query_ray(g, ray_queries[q], ray_out.data(), capacity32(ray_out));
+                part.note(r.status);
+                results += feed(hash, r.count, ray_out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "query_ray_first", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                hashgrid::RayHit hit;
+                const hashgrid::QueryResult r = hashgrid::query_ray_first(g, ray_queries[q], &hit);
+                part.note(r.status);
+                results += feed(hash, r.count, &hit, r.count);
+            }
+            return results;
+        });
+        log.measure(name, "query_frustum", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const float h = 1.0f + static_cast<float>(q % 4);
+                const uint32_t n = box_frustum(boxes.dims, radius_queries[q].center, h, planes);
+                const uint32_t layers = q % 3 == 0 ? 0x2u : hashgrid::kAllLayers;
+                const hashgrid::QueryResult r =
+                    hashgrid::query_frustum(g, planes, n, layers, out.data(), capacity32(out));
+                part.note(r.status);
+                results += feed(hash, r.count, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "query_nearest", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const hashgrid::QueryResult r = hashgrid::query_nearest(g, nearest_queries[q], kNearest,
+                                                                        nearest_out.data(), capacity32(nearest_out));
+                part.note(r.status);
+                results += feed(hash, r.count, nearest_out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "query_potential_collisions", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const uint32_t object = (q * 131u + frame * 17u) % boxes.size();
+                const hashgrid::QueryResult r =
+                    hashgrid::query_potential_collisions(g, object, out.data(), capacity32(out));
+                part.note(r.status);
+                results += feed(hash, r.count, out.data(), r.written);
+            }
+            return results;
+        });
+        // Batches.
+        log.measure(name, "query_points", [&](Part& part) {
+            const hashgrid::BatchResult r = hashgrid::query_points(g, point_queries.data(), kBatch, offsets.data(),
+                                                                   batch_out.data(), batch_out.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_out.data(), r.written);
+        });
+        log.measure(name, "query_boxes", [&](Part& part) {
+            const hashgrid::BatchResult r = hashgrid::query_boxes(g, box_queries.data(), kBatch, offsets.data(),
+                                                                  batch_out.data(), batch_out.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_out.data(), r.written);
+        });
+        log.measure(name, "query_radii", [&](Part& part) {
+            const hashgrid::BatchResult r = hashgrid::query_radii(g, radius_queries.data(), kBatch, offsets.data(),
+                                                                  batch_out.data(), batch_out.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_out.data(), r.written);
+        });
+        log.measure(name, "query_rays", [&](Part& part) {
+            const hashgrid::BatchResult r = hashgrid::query_rays(g, ray_queries.data(), kBatch, offsets.data(),
+                                                                 batch_rays.data(), batch_rays.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_rays.data(), r.written);
+        });
+        log.measure(name, "query_rays_first", [&](Part& part) {
+            const hashgrid::BatchResult r =
+                hashgrid::query_rays_first(g, ray_queries.data(), kBatch, first_hits.data(), backend);
+            part.note(r.status);
+            return feed(hash, r.total, first_hits.data(), first_hits.size());
+        });
+        log.measure(name, "query_nearest_batch", [&](Part& part) {
+            const hashgrid::BatchResult r =
+                hashgrid::query_nearest_batch(g, nearest_queries.data(), kBatch, kNearest, nearest_counts.data(),
+                                              batch_nearest.data(), batch_nearest.size(), backend);
+            part.note(r.status);
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kBatch; ++q)
+                results += feed(hash, nearest_counts[q], batch_nearest.data() + q * kNearest, nearest_counts[q]);
+            return results;
+        });
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Particle queries on a Grid rebuilt every frame.
+
+struct ParticleWorkload {
+    const char* name;
+    Particles particles;
+    GridConfig config;
+    std::unique_ptr<OwnedGrid> grid;
+    std::vector<uint32_t> out;
+    std::vector<hashgrid::ParticleDistance> nearest_out;
+    std::vector<float> qx, qy, qz, qr; ///< Centres and radii of the queries.
+    std::vector<hashgrid::ParticleQueryBox> boxes;
+    std::vector<uint64_t> offsets;
+    std::vector<uint32_t> batch_out;
+    std::vector<hashgrid::ParticleDistance> batch_nearest;
+    Scene points; ///< The external point set of point_set_pairs() (no radii).
+    std::vector<Pair> point_pairs;
+    uint32_t frame = 0;
+
+    ParticleWorkload(const char* scene_name, uint32_t dims, World world, uint32_t n, float box, uint64_t seed)
+        : name(scene_name), particles(n, box, seed, dims), config(unbounded_config(dims, 1.0f, 1.0f, n, 1)), out(n),
+          nearest_out(kNearest), qx(kBatch), qy(kBatch), qz(kBatch), qr(kBatch), boxes(kBatch), offsets(kBatch + 1),
+          batch_out(kBatch * 1024), batch_nearest(kBatch * kNearest), point_pairs(512 * 64) {
+        if (world == World::bounded) {
+            config.world = world;
+            for (uint32_t d = 0; d < 3; ++d)
+                config.cell_counts[d] = d < dims ? static_cast<uint32_t>(box) : 1u;
+        }
+        grid = make_grid(config);
+        Rng rng(seed + 1);
+        points = uniform_scene(rng, dims, 512, 0.0f, box);
+    }
+
+    [[nodiscard]] hashgrid::ParticleSpans query_spans(bool with_radius) const {
+        hashgrid::ParticleSpans s;
+        s.x = qx.data();
+        s.y = qy.data();
+        s.z = particles.scene.dims == 3 ? qz.data() : nullptr;
+        s.radius = with_radius ? qr.data() : nullptr;
+        s.count = kBatch;
+        return s;
+    }
+
+    void make_queries() {
+        Rng rng(0x9a27000u + frame);
+        const uint32_t dims = particles.scene.dims;
+        const float hi = particles.extent;
+        for (uint32_t q = 0; q < kBatch; ++q) {
+            qx[q] = rng.uniform(-1.0f, hi + 1.0f);
+            qy[q] = rng.uniform(-1.0f, hi + 1.0f);
+            qz[q] = dims == 3 ? rng.uniform(-1.0f, hi + 1.0f) : 0.0f;
+            qr[q] = rng.uniform(0.0f, 3.0f);
+            hashgrid::ParticleQueryBox& b = boxes[q];
+            b.min[0] = qx[q];
+            b.min[1] = qy[q];
+            b.min[2] = qz[q];
+            for (uint32_t d = 0; d < dims; ++d)
+                b.max[d] = b.min[d] + rng.uniform(0.0f, 3.0f);
+        }
+        boxes[1].max[1] = kInf;                        // a half-open box
+        for (uint32_t i = 0; i < points.size(); ++i) { // the external points move too
+            points.x[i] = particles.scene.x[i];
+            points.y[i] = particles.scene.y[i] + 0.25f;
+            points.z[i] = particles.scene.z[i];
+        }
+    }
+
+    void run_frame(PartLog& log, const hashgrid::ThreadBackend& backend, Fnv1a& hash) {
+        particles.step();
+        make_queries();
+        ++frame;
+        hashgrid::Grid& g = **grid;
+        log.measure(name, "Grid::rebuild", [&](Part& part) {
+            part.note(g.rebuild(particles.scene.spans(), backend));
+            return uint64_t{g.particle_count()};
+        });
+        log.measure(name, "radius_query", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const float c[3] = {qx[q], qy[q], qz[q]};
+                const hashgrid::ParticleQueryResult r = hashgrid::radius_query(g, c, qr[q], out.data(), out.size());
+                part.note(r.status);
+                results += feed(hash, r.total, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "point_query", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const float c[3] = {qx[q], qy[q], qz[q]};
+                const hashgrid::ParticleQueryResult r = hashgrid::point_query(g, c, out.data(), out.size());
+                part.note(r.status);
+                results += feed(hash, r.total, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "box_query", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const hashgrid::ParticleQueryResult r = hashgrid::box_query(g, boxes[q], out.data(), out.size());
+                part.note(r.status);
+                results += feed(hash, r.total, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "frustum_query", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                // The box [c - h, c + h] (z planes all-inside in 2D) as six half-spaces.
+                const float c[3] = {qx[q], qy[q], qz[q]};
+                const float h = 1.0f + static_cast<float>(q % 4);
+                hashgrid::ParticleFrustum f;
+                for (uint32_t d = 0; d < particles.scene.dims; ++d) {
+                    f.plane[2 * d][d] = 1.0f;
+                    f.plane[2 * d][3] = h - c[d];
+                    f.plane[2 * d + 1][d] = -1.0f;
+                    f.plane[2 * d + 1][3] = c[d] + h;
+                }
+                const hashgrid::ParticleQueryResult r = hashgrid::frustum_query(g, f, out.data(), out.size());
+                part.note(r.status);
+                results += feed(hash, r.total, out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "nearest_query", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const float c[3] = {qx[q], qy[q], qz[q]};
+                const float max_distance = q % 3 == 0 ? 2.0f : kInf;
+                const hashgrid::ParticleQueryResult r =
+                    hashgrid::nearest_query(g, c, kNearest, max_distance, nearest_out.data(), nearest_out.size());
+                part.note(r.status);
+                results += feed(hash, r.total, nearest_out.data(), r.written);
+            }
+            return results;
+        });
+        log.measure(name, "radius_queries", [&](Part& part) {
+            const hashgrid::ParticleQueryResult r = hashgrid::radius_queries(
+                g, query_spans(true), offsets.data(), offsets.size(), batch_out.data(), batch_out.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_out.data(), r.written);
+        });
+        log.measure(name, "box_queries", [&](Part& part) {
+            const hashgrid::ParticleQueryResult r = hashgrid::box_queries(
+                g, boxes.data(), kBatch, offsets.data(), offsets.size(), batch_out.data(), batch_out.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_out.data(), r.written);
+        });
+        log.measure(name, "nearest_queries", [&](Part& part) {
+            const hashgrid::ParticleQueryResult r =
+                hashgrid::nearest_queries(g, query_spans(false), kNearest, kInf, offsets.data(), offsets.size(),
+                                          batch_nearest.data(), batch_nearest.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_nearest.data(), r.written);
+        });
+        log.measure(name, "point_set_pairs", [&](Part& part) {
+            const hashgrid::ParticleQueryResult r =
+                hashgrid::point_set_pairs(g, points.spans(), point_pairs.data(), point_pairs.size(), backend);
+            part.note(r.status);
+            hash.u64(hash_pairs(point_pairs.data(), r.written));
+            return r.written;
+        });
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Churn: objects added, moved and removed every frame.
+
+/// An ObjectStore feeding a BoxGrid (3D, unbounded): each frame removes and
+/// adds kChurn objects, moves every object (and tries to move a removed one:
+/// invalid_handle), rebuilds the grid from the store and finds the pairs.
+struct StoreChurn {
+    static constexpr uint32_t kCapacity = 6000;
+    static constexpr uint32_t kLive = 5000;
+    static constexpr uint32_t kChurn = 40;
+    static constexpr float kWorld = 21.0f;
+
+    const char* name = "ObjectStore + BoxGrid, 3D unbounded";
+    hashgrid::ObjectStore store;
+    BoxGrid grid;
+    hashgrid::Status init_status;
+    std::vector<Pair> pairs;
+    std::vector<float> velocity[3]; ///< Per slot.
+    Rng rng{0xc4a27u};
+    ObjectHandle stale{};
+    uint32_t frame = 0;
+
+    StoreChurn() : pairs(200000) {
+        hashgrid::ObjectStoreConfig sc;
+        sc.dimensions = 3;
+        sc.max_objects = kCapacity;
+        init_status = store.init_allocate(sc);
+        BoxGridConfig gc;
+        gc.max_objects = kCapacity;
+        gc.max_cell_entries = 16 * kCapacity;
+        gc.max_pairs = pairs.size();
+        if (init_status.ok()) init_status = grid.init_allocate(gc);
+        for (auto& v : velocity)
+            v.assign(kCapacity, 0.0f);
+        for (uint32_t i = 0; i < kLive && init_status.ok(); ++i)
+            init_status = add_random(i).status;
+    }
+
+    hashgrid::ObjectAddResult add_random(uint64_t user_value) {
+        const bool large = rng.below(64) == 0;
+        ObjectBox box;
+        float v[3];
+        for (uint32_t d = 0; d < 3; ++d) {
+            const float edge = large ? 6.0f : rng.uniform(0.0f, 1.4f);
+            box.min[d] = rng.uniform(0.0f, kWorld - edge - 1.0f);
+            box.max[d] = box.min[d] + edge;
+            v[d] = rng.uniform(-0.3f, 0.3f);
+        }
+        const uint32_t category = 1u << rng.below(4);
+        const hashgrid::ObjectAddResult r = store.add(box, category, hashgrid::kAllLayers, user_value);
+        if (r.status.ok())
+            for (uint32_t d = 0; d < 3; ++d)
+                velocity[d][r.handle.index] = v[d];
+        return r;
+    }
+
+    void run_frame(PartLog& log, const hashgrid::ThreadBackend& backend, Fnv1a& hash) {
+        ++frame;
+        log.measure(name, "ObjectStore::remove", [&](Part& part) {
+            for (uint32_t k = 0; k < kChurn; ++k) {
+                const ObjectHandle h = store.handle_at(rng.below(store.size()));
+                part.note(store.remove(h));
+                stale = h;
+            }
+            return uint64_t{kChurn};
+        });
+        log.measure(name, "ObjectStore::add", [&](Part& part) {
+            for (uint32_t k = 0; k < kChurn; ++k)
+                part.note(add_random(uint64_t{frame} * 1000u + k).status);
+            return uint64_t{kChurn};
+        });
+        log.measure(name, "ObjectStore::move", [&](Part& part) {
+            for (uint32_t i = 0; i < store.size(); ++i) {
+                const ObjectHandle h = store.handle_at(i);
+                ObjectBox box;
+                for (uint32_t d = 0; d < 3; ++d) {
+                    float& v = velocity[d][h.index];
+                    box.min[d] = store.min_coords(d)[i] + v;
+                    box.max[d] = store.max_coords(d)[i] + v;
+                    if (box.min[d] < 0.0f || box.max[d] >= kWorld) { // bounce: stay this frame
+                        v = -v;
+                        box.min[d] = store.min_coords(d)[i];
+                        box.max[d] = store.max_coords(d)[i];
+                    }
+                }
+                part.note(store.move(h, box));
+            }
+            part.note(store.move(stale, ObjectBox{}), StatusCode::invalid_handle);
+            return uint64_t{store.size()};
+        });
+        log.measure(name, "BoxGrid::rebuild", [&](Part& part) {
+            part.note(grid.rebuild(store.spans(), backend));
+            return uint64_t{grid.entry_count()};
+        });
+        log.measure(name, "BoxGrid::find_pairs", [&](Part& part) {
+            const hashgrid::PairResult r = grid.find_pairs(pairs.data(), pairs.size(), backend);
+            part.note(r.status);
+            hash.u64(r.pair_count);
+            for (uint64_t k = 0; k < r.written; ++k) { // dense indices -> handles
+                const ObjectHandle a = store.handle_at(pairs[k].a);
+                const ObjectHandle b = store.handle_at(pairs[k].b);
+                hash.u32(a.index);
+                hash.u32(a.generation);
+                hash.u32(b.index);
+                hash.u32(b.generation);
+            }
+            return r.written;
+        });
+    }
+};
+
+/// The seed-style client API: each frame removes and creates kChurn clients,
+/// updates every client, then (explicit) update_index() or (lazy) lets the
+/// first query rebuild through the query backend, then find_near,
+/// find_near_radius and find_pairs.
+struct ClientChurn {
+    static constexpr uint32_t kCapacity = 6000;
+    static constexpr uint32_t kLive = 5000;
+    static constexpr uint32_t kChurn = 30;
+
+    const char* name;
+    uint32_t dims;
+    float world_lo, world_hi, cell;
+    bool explicit_update;
+    hashgrid::ProximityIndex index;
+    hashgrid::Status init_status;
+    std::vector<float> position[3], extent[3], velocity[3]; ///< Per slot.
+    std::vector<ObjectHandle> found;
+    std::vector<Pair> pairs;
+    Rng rng;
+    uint32_t frame = 0;
+
+    ClientChurn(const char* scene_name, uint32_t dimensions, World world, float wlo, float whi, float cell_size,
+                bool explicit_update_index, uint64_t seed)
+        : name(scene_name), dims(dimensions), world_lo(wlo), world_hi(whi), cell(cell_size),
+          explicit_update(explicit_update_index), found(kCapacity), pairs(200000), rng(seed) {
+        hashgrid::ProximityIndexConfig c;
+        c.grid.dimensions = dims;
+        c.grid.cell_size = cell;
+        c.grid.world = world;
+        if (world == World::bounded)
+            for (uint32_t d = 0; d < 3; ++d) {
+                c.grid.origin[d] = d < dims ? wlo : 0.0f;
+                c.grid.cell_counts[d] = d < dims ? static_cast<uint32_t>((whi - wlo) / cell) : 1u;
+            }
+        c.grid.max_objects = kCapacity;
+        c.grid.max_cell_entries = (dims == 3 ? 8 : 4) * kCapacity;
+        c.grid.max_pairs = pairs.size();
+        init_status = index.init_allocate(c);
+        for (uint32_t d = 0; d < 3; ++d) {
+            position[d].assign(kCapacity, 0.0f);
+            extent[d].assign(kCapacity, 0.0f);
+            velocity[d].assign(kCapacity, 0.0f);
+        }
+        for (uint32_t i = 0; i < kLive && init_status.ok(); ++i)
+            init_status = create_random(i).status;
+    }
+
+    /// A client no larger than a cell (4 or 8 cell entries), or one in 64 large
+    /// (9 cells per axis: a large object), inside the world.
+    hashgrid::ObjectAddResult create_random(uint64_t user_value) {
+        const bool large = rng.below(64) == 0;
+        float p[3] = {0.0f, 0.0f, 0.0f}, size[3] = {0.0f, 0.0f, 0.0f}, v[3] = {0.0f, 0.0f, 0.0f};
+        for (uint32_t d = 0; d < dims; ++d) {
+            size[d] = large ? 9.0f * cell : rng.uniform(0.0f, cell);
+            p[d] = rng.uniform(world_lo + size[d], world_hi - size[d]);
+            v[d] = rng.uniform(-0.3f, 0.3f) * cell;
+        }
+        const uint32_t category = 1u << rng.below(4);
+        const uint32_t mask = rng.below(8) == 0 ? 0x1u : hashgrid::kAllLayers;
+        const hashgrid::ObjectAddResult r = index.create_client(p, size, category, mask, user_value);
+        if (r.status.ok())
+            for (uint32_t d = 0; d < 3; ++d) {
+                position[d][r.handle.index] = p[d];
+                extent[d][r.handle.index] = size[d];
+                velocity[d][r.handle.index] = v[d];
+            }
+        return r;
+    }
+
+    void random_probe(float (&p)[3], float (&size)[3]) {
+        for (uint32_t d = 0; d < 3; ++d) {
+            p[d] = d < dims ? rng.uniform(world_lo, world_hi) : 0.0f;
+            size[d] = d < dims ? rng.uniform(0.0f, 3.0f * cell) : 0.0f;
+        }
+    }
+
+    void feed_handles(Fnv1a& hash, const hashgrid::QueryResult& r) const {
+        hash.u32(r.count);
+        for (uint32_t k = 0; k < r.written; ++k) {
+            hash.u32(found[k].index);
+            hash.u32(found[k].generation);
+        }
+    }
+
+    void run_frame(PartLog& log, const hashgrid::ThreadBackend& backend, Fnv1a& hash) {
+        ++frame;
+        index.set_query_backend(backend);
+        log.measure(name, "remove_client", [&](Part& part) {
+            for (uint32_t k = 0; k < kChurn; ++k)
+                part.note(index.remove_client(index.handle_at(rng.below(index.client_count()))));
+            return uint64_t{kChurn};
+        });
+        log.measure(name, "create_client", [&](Part& part) {
+            for (uint32_t k = 0; k < kChurn; ++k)
+                part.note(create_random(uint64_t{frame} * 1000u + k).status);
+            return uint64_t{kChurn};
+        });
+        log.measure(name, "update_client", [&](Part& part) {
+            for (uint32_t i = 0; i < index.client_count(); ++i) {
+                const ObjectHandle h = index.handle_at(i);
+                float p[3] = {0.0f, 0.0f, 0.0f}, size[3] = {0.0f, 0.0f, 0.0f};
+                for (uint32_t d = 0; d < dims; ++d) {
+                    float& v = velocity[d][h.index];
+                    size[d] = extent[d][h.index];
+                    const float moved = position[d][h.index] + v;
+                    if (moved - size[d] < world_lo || moved + size[d] >= world_hi)
+                        v = -v; // bounce: stay this frame
+                    else
+                        position[d][h.index] = moved;
+                    p[d] = position[d][h.index];
+                }
+                part.note(index.update_client(h, p, size));
+            }
+            return uint64_t{index.client_count()};
+        });
+        if (explicit_update)
+            log.measure(name, "update_index", [&](Part& part) {
+                part.note(index.update_index(backend));
+                return uint64_t{index.grid().entry_count()};
+            });
+        log.measure(name, explicit_update ? "find_near" : "find_near (rebuilds the dirty index)", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                float p[3], size[3];
+                random_probe(p, size);
+                const uint32_t layers = q % 4 == 0 ? 0x3u : hashgrid::kAllLayers;
+                const hashgrid::QueryResult r = index.find_near(p, size, layers, found.data(), capacity32(found));
+                part.note(r.status);
+                feed_handles(hash, r);
+                results += r.written;
+            }
+            return results;
+        });
+        log.measure(name, "find_near_radius", [&](Part& part) {
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                float p[3], size[3];
+                random_probe(p, size);
+                const hashgrid::QueryResult r =
+                    index.find_near_radius(p, size[0], hashgrid::kAllLayers, found.data(), capacity32(found));
+                part.note(r.status);
+                feed_handles(hash, r);
+                results += r.written;
+            }
+            return results;
+        });
+        log.measure(name, "find_pairs", [&](Part& part) {
+            const hashgrid::PairResult r = index.find_pairs(pairs.data(), pairs.size(), backend);
+            part.note(r.status);
+            hash.u64(hash_pairs(pairs.data(), r.written));
+            return r.written;
+        });
+    }
+};
+
+// ---------------------------------------------------------------------------
+
+/// Everything above, built once per backend (all memory allocated here).
+struct ObjectWorkload {
+    std::vector<std::unique_ptr<BoxWorkload>> boxes;
+    std::vector<std::unique_ptr<ParticleWorkload>> particles;
+    std::unique_ptr<StoreChurn> store;
+    std::vector<std::unique_ptr<ClientChurn>> clients;
+    PartLog log;
+    Fnv1a hash;
+
+    ObjectWorkload() {
+        // Sizes: every parallel pass gets more than one chunk (box_grid_internal.h:
+        // 4096 objects and 16384 entries per chunk; grid_internal.h: 8192
+        // particles), at about one object per cell.
+        boxes.push_back(std::make_unique<BoxWorkload>("boxes 3D unbounded", 3, World::unbounded, -10.0f, 11.0f, 5000,
+                                                      11, 1.4f, 6.0f));
+        boxes.push_back(
+            std::make_unique<BoxWorkload>("boxes 3D bounded", 3, World::bounded, 0.0f, 21.0f, 5000, 12, 1.4f, 6.0f));
+        boxes.push_back(std::make_unique<BoxWorkload>("boxes 2D unbounded", 2, World::unbounded, -39.0f, 39.0f, 5000,
+                                                      13, 2.0f, 9.0f));
+        boxes.push_back(
+            std::make_unique<BoxWorkload>("boxes 2D bounded", 2, World::bounded, 0.0f, 78.0f, 5000, 14, 2.0f, 9.0f));
+        particles.push_back(
+            std::make_unique<ParticleWorkload>("particles 3D unbounded", 3, World::unbounded, 10000, 22.0f, 21));
+        particles.push_back(
+            std::make_unique<ParticleWorkload>("particles 2D bounded", 2, World::bounded, 10000, 100.0f, 22));
+        store = std::make_unique<StoreChurn>();
+        clients.push_back(std::make_unique<ClientChurn>("ProximityIndex 2D unbounded", 2, World::unbounded, -130.0f,
+                                                        130.0f, 4.0f, true, 31));
+        clients.push_back(std::make_unique<ClientChurn>("ProximityIndex 3D bounded, lazy rebuild", 3, World::bounded,
+                                                        0.0f, 48.0f, 2.0f, false, 32));
+    }
+
+    /// "" when every scene was built, else the first failure.
+    [[nodiscard]] std::string init_problems() const {
+        for (const auto& w : boxes)
+            if (!w->init_status.ok()) return std::string(w->name) + ": " + hashgrid::to_string(w->init_status.code);
+        for (const auto& w : particles)
+            if (!w->grid->init_status.ok())
+                return std::string(w->name) + ": " + hashgrid::to_string(w->grid->init_status.code);
+        if (!store->init_status.ok())
+            return std::string(store->name) + ": " + hashgrid::to_string(store->init_status.code);
+        for (const auto& w : clients)
+            if (!w->init_status.ok()) return std::string(w->name) + ": " + hashgrid::to_string(w->init_status.code);
+        return "";
+    }
+
+    void frame(const hashgrid::ThreadBackend& backend) {
+        log.begin_frame();
+        for (const auto& w : boxes)
+            w->run_frame(log, backend, hash);
+        for (const auto& w : particles)
+            w->run_frame(log, backend, hash);
+        store->run_frame(log, backend, hash);
+        for (const auto& w : clients)
+            w->run_frame(log, backend, hash);
+    }
+};
+
+/// Hash of the first backend's counted frames; every other backend must match it.
+uint64_t g_reference_hash = 0;
+std::string g_reference_label;
+
+void run_object_frames(const hashgrid::ThreadBackend& backend, const std::string& label) {
+    INFO(label);
+    auto work = std::make_unique<ObjectWorkload>();
+    const std::string init = work->init_problems();
+    REQUIRE_MESSAGE(init.empty(), init);
+    work->frame(backend); // warm-up
+    settle();
+    work->log.forget_calls();
+    const uint32_t frames = scaled_count(kObjectFrames);
+    const Counts before = snapshot();
+    for (uint32_t f = 0; f < frames; ++f)
+        work->frame(backend);
+    const Counts after = snapshot();
+    const std::string problems = work->log.problems();
+    CHECK_MESSAGE(problems.empty(), problems);
+    CHECK(work->log.part_count() > 100);
+    INFO("whole frames: " << calls_text(after - before));
+    CHECK(!any_calls(after - before));
+    const uint64_t h = work->hash.value();
+    if (g_reference_label.empty()) {
+        g_reference_hash = h;
+        g_reference_label = label;
+    }
+    INFO("results differ from those of " << g_reference_label);
+    CHECK(h == g_reference_hash);
+}
+
+} // namespace
+
+TEST_CASE("no allocation per frame, boxes, queries and objects: serial backend") {
+    run_object_frames(hashgrid::serial_backend(), "serial");
+}
+
+TEST_CASE("no allocation per frame, boxes, queries and objects: std::thread backend at 1, 2 and 4 threads") {
+    for (uint32_t threads : {1u, 2u, 4u}) {
+        hashgrid::platform::StdThreadBackend pool(threads);
+        run_object_frames(pool.backend(), "std::thread " + std::to_string(threads) + " threads");
+    }
+}
+
+#if defined(HASHGRID_HAS_TBB)
+TEST_CASE("no allocation per frame, boxes, queries and objects: oneTBB at 1, 2 and 4 threads") {
+    for (uint32_t threads : {1u, 2u, 4u}) {
+        hashgrid::platform::TbbBackend tbb(threads);
+        run_object_frames(tbb.backend(), "oneTBB " + std::to_string(threads) + " threads");
     }
 }
 #endif
