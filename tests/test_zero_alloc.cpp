@@ -301,7 +301,8 @@ void settle() {
 
 constexpr uint32_t kParticles = 20000;
 constexpr float kBox = 27.0f; // ~1 particle per cell
-constexpr int kFrames = 100;
+/// Counted frames per backend (scaled down on emulated targets, HASHGRID_TEST_SCALE).
+const uint32_t kFrames = scaled_count(100);
 
 /// Statuses of the counted frames, kept in fixed storage (doctest allocates,
 /// so nothing is checked until the counted window is over).
@@ -350,7 +351,7 @@ void run_frames(hashgrid::World world, const hashgrid::ThreadBackend& backend, c
     frame(); // warm-up
     settle();
     const Counts before = snapshot();
-    for (int f = 0; f < kFrames; ++f)
+    for (uint32_t f = 0; f < kFrames; ++f)
         frame();
     const Counts after = snapshot();
     INFO("first failure: " << std::string(log.where) << " " << std::string(hashgrid::to_string(log.first_failure)));
