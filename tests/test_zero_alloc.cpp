@@ -43,6 +43,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <type_traits>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -176,7 +177,8 @@ namespace {
 template <typename Fn>
 Fn next_symbol(const char* unsigned_long_name, const char* unsigned_int_name) {
     // Mangled names differ with the type of size_t ('m' unsigned long, 'j' unsigned int).
-    const char* name = sizeof(size_t) == sizeof(unsigned long) ? unsigned_long_name : unsigned_int_name;
+    // The type, not the size: on armhf both are 4 bytes but size_t is unsigned int.
+    const char* name = std::is_same_v<size_t, unsigned long> ? unsigned_long_name : unsigned_int_name;
     void* sym = dlsym(RTLD_NEXT, name);
     if (sym == nullptr) {
         std::fprintf(stderr, "test_zero_alloc: dlsym(RTLD_NEXT, %s) failed\n", name);
