@@ -206,10 +206,10 @@ TEST_CASE("bounded clamp: outside particles go to border cells and pairs stay ex
     for (uint32_t dims : {2u, 3u}) {
         // Box [0, 6)^dims, particles spread over [-4, 10) plus a few far away, with close pairs outside.
         Scene s = uniform_scene(rng, dims, 1200, -4.0f, 10.0f);
-        for (float far : {-1.0e6f, 2.5e7f, 3.0e38f, -3.0e38f}) {
-            s.add(far, 3.0f, 3.0f);
-            s.add(far, 3.5f, 3.0f);
-            s.add(3.0f, far, far);
+        for (float distant : {-1.0e6f, 2.5e7f, 3.0e38f, -3.0e38f}) {
+            s.add(distant, 3.0f, 3.0f);
+            s.add(distant, 3.5f, 3.0f);
+            s.add(3.0f, distant, distant);
         }
         const std::vector<Pair> expected = brute_force_pairs(s, 1.0f);
         GridConfig config = unbounded_config(dims, 1.0f, 1.0f, s.size(), expected.size() + 1);

@@ -1125,7 +1125,7 @@ TEST_CASE("bad input is invalid_query, never a crash or a partial write") {
     const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
     uint32_t out[64];
     RayHit hits[64];
-    NearestHit near[64];
+    NearestHit nearest_out[64];
     auto invalid = [](const QueryResult& r) { return r.status.code == StatusCode::invalid_query && r.count == 0; };
 
     hashgrid::PointQuery p;
@@ -1166,14 +1166,14 @@ TEST_CASE("bad input is invalid_query, never a crash or a partial write") {
     CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
 
     hashgrid::NearestQuery n;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 0, near, 64)));
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 0, nearest_out, 64)));
     n.max_distance = -1.0f;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, near, 64)));
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, nearest_out, 64)));
     n.max_distance = kNaN;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, near, 64)));
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, nearest_out, 64)));
     n.max_distance = 1.0f;
     n.p[0] = kNaN;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, near, 64)));
+    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, nearest_out, 64)));
 
     hashgrid::Plane planes[hashgrid::kMaxFrustumPlanes + 1];
     CHECK(invalid(hashgrid::query_frustum(qg, planes, 0, ~0u, out, 64)));
@@ -1277,16 +1277,16 @@ TEST_CASE("batches equal the single queries, identical for every thread count") 
             r = hashgrid::query_rays_first(qg, q.rays.data(), qn, first.data(), backend);
             CHECK(r.status.ok());
             CHECK(same_hits(first.data(), expect_first.data(), qn));
-            std::vector<NearestHit> near(size_t{qn} * k);
+            std::vector<NearestHit> nearest_out(size_t{qn} * k);
             std::vector<uint32_t> counts(qn);
-            r = hashgrid::query_nearest_batch(qg, q.nearest.data(), qn, k, counts.data(), near.data(), near.size(),
+            r = hashgrid::query_nearest_batch(qg, q.nearest.data(), qn, k, counts.data(), nearest_out.data(), nearest_out.size(),
                                               backend);
             CHECK(r.status.ok());
             CHECK(counts == expect_counts);
             bool same = true;
             for (uint32_t i = 0; i < qn; ++i)
                 for (uint32_t j = 0; j < counts[i]; ++j) {
-                    const NearestHit& a = near[size_t{i} * k + j];
+                    const NearestHit& a = nearest_out[size_t{i} * k + j];
                     const NearestHit& b = expect_near[size_t{i} * k + j];
                     same = same && a.object == b.object && float_bits(a.distance2) == float_bits(b.distance2);
                 }

@@ -2,6 +2,10 @@
 // Allocation-free after construction: the job lives in this object, chunk
 // indices are claimed from one atomic word that also carries the job's
 // generation, and sleeping uses C++20 atomic wait/notify (futex on Linux).
+//
+// Windows (MinGW): GCC 12's libstdc++ has no native wait there and its
+// fallback can miss a wake-up (GCC bug 106183): the tests hung under wine. So
+// sleeping goes through a mutex and condition variable on that target.
 #pragma once
 
 #include "hashgrid/assert.h"
@@ -9,6 +13,10 @@
 
 #include <atomic>
 #include <cstdint>
+#if defined(_WIN32)
+#include <condition_variable>
+#include <mutex>
+#endif
 
 namespace hashgrid::platform::detail {
 
@@ -53,14 +61,14 @@ public:
         done_.store(0, std::memory_order_relaxed);
         claim_.store(generation << 32, std::memory_order_release);
         wake_.fetch_add(1, std::memory_order_release);
-        wake_.notify_all();
+        notify(wake_);
         work(generation, 0);
         // Wait for chunks other threads claimed (short: spin, then yield via wait).
         uint32_t done = done_.load(std::memory_order_acquire);
         for (int spin = 0; done != chunks && spin < 4096; ++spin)
             done = done_.load(std::memory_order_acquire);
         while (done != chunks) {
-            done_.wait(done, std::memory_order_acquire);
+            wait_while(done_, done);
             done = done_.load(std::memory_order_acquire);
         }
         busy_.store(false, std::memory_order_release);
@@ -73,7 +81,7 @@ public:
             // Checked before sleeping: a loop that starts after stop() (e.g. run
             // by the destructor's wait) must not sleep on the final wake value.
             if (stopping_.load(std::memory_order_acquire)) return;
-            wake_.wait(seen, std::memory_order_acquire);
+            wait_while(wake_, seen);
             seen = wake_.load(std::memory_order_acquire);
             if (stopping_.load(std::memory_order_acquire)) return;
             work(claim_.load(std::memory_order_acquire) >> 32, worker);
@@ -84,10 +92,32 @@ public:
     void stop() {
         stopping_.store(true, std::memory_order_release);
         wake_.fetch_add(1, std::memory_order_release);
-        wake_.notify_all();
+        notify(wake_);
     }
 
 private:
+    /// Sleeps while word == old (returns at once if it already changed).
+    void wait_while(std::atomic<uint32_t>& word, uint32_t old) {
+#if defined(_WIN32)
+        std::unique_lock<std::mutex> lock(sleep_mutex_);
+        while (word.load(std::memory_order_acquire) == old)
+            sleep_cv_.wait(lock);
+#else
+        word.wait(old, std::memory_order_acquire);
+#endif
+    }
+    /// Wakes every sleeper of `word` (called after changing it).
+    void notify(std::atomic<uint32_t>& word) {
+#if defined(_WIN32)
+        // Taking the lock orders the change before a waiter's check-then-sleep.
+        { const std::lock_guard<std::mutex> lock(sleep_mutex_); }
+        (void)word;
+        sleep_cv_.notify_all();
+#else
+        word.notify_all();
+#endif
+    }
+
     static void call(ChunkFn fn, void* context, uint32_t count, uint32_t grain, uint32_t c, uint32_t worker) {
         const uint32_t begin = c * grain;
         const uint32_t end = count - begin > grain ? begin + grain : count;
@@ -109,7 +139,7 @@ private:
             const uint32_t grain = grain_.load(std::memory_order_relaxed);
             if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel)) continue;
             call(fn, context, count, grain, chunk, worker);
-            if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_all();
+            if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) notify(done_);
         }
     }
 
@@ -126,6 +156,10 @@ private:
     std::atomic<uint32_t> count_{0};
     std::atomic<uint32_t> grain_{1};
     std::atomic<uint32_t> chunks_{0};
+#if defined(_WIN32)
+    std::mutex sleep_mutex_;
+    std::condition_variable sleep_cv_;
+#endif
 };
 
 } // namespace hashgrid::platform::detail
