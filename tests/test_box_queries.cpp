@@ -1279,8 +1279,8 @@ TEST_CASE("batches equal the single queries, identical for every thread count") 
             CHECK(same_hits(first.data(), expect_first.data(), qn));
             std::vector<NearestHit> nearest_out(size_t{qn} * k);
             std::vector<uint32_t> counts(qn);
-            r = hashgrid::query_nearest_batch(qg, q.nearest.data(), qn, k, counts.data(), nearest_out.data(), nearest_out.size(),
-                                              backend);
+            r = hashgrid::query_nearest_batch(qg, q.nearest.data(), qn, k, counts.data(), nearest_out.data(),
+                                              nearest_out.size(), backend);
             CHECK(r.status.ok());
             CHECK(counts == expect_counts);
             bool same = true;
