@@ -43,7 +43,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <type_traits>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -52,6 +51,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <unistd.h>
 #include <vector>
 
