@@ -13,34 +13,6 @@ using namespace detail;
 
 namespace {
 
-Status config_error(const char* message) {
-    Status s;
-    s.code = StatusCode::invalid_config;
-    s.message = message;
-    return s;
-}
-
-bool positive_finite(float v) { return std::isfinite(v) && v > 0.0f; }
-
-/// Lays out every array of the block. With base == nullptr it only measures.
-class Layout {
-public:
-    explicit Layout(unsigned char* base) : base_(base) {}
-
-    template <typename T>
-    T* take(uint64_t count) {
-        offset_ = (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1};
-        T* p = base_ != nullptr ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
-        offset_ += count * sizeof(T);
-        return p;
-    }
-    [[nodiscard]] uint64_t bytes() const { return (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1}; }
-
-private:
-    unsigned char* base_;
-    uint64_t offset_ = 0;
-};
-
 /// Pool blocks: max_pairs always fits when every chunk leaves at most one
 /// block partly filled; small configs get less slack (a chunk that finds the
 /// pool exhausted is simply searched again while publishing).
@@ -138,20 +110,7 @@ BoxGrid::~BoxGrid() { aligned_free_bytes(owned_memory_); }
 Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
     const MemoryRequirements req = memory_requirements(config);
     if (!req.status.ok()) return req.status;
-    if (memory == nullptr || bytes < req.bytes) {
-        Status s;
-        s.code = StatusCode::memory_too_small;
-        s.needed = req.bytes;
-        s.message = "memory block smaller than BoxGrid::memory_requirements().bytes";
-        return s;
-    }
-    if ((reinterpret_cast<uintptr_t>(memory) & (req.alignment - 1)) != 0) {
-        Status s;
-        s.code = StatusCode::memory_misaligned;
-        s.needed = req.alignment;
-        s.message = "memory block not aligned to BoxGrid::memory_requirements().alignment";
-        return s;
-    }
+    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
     auto* base = static_cast<unsigned char*>(memory);
     BoxState* state = new (base) BoxState();
     const uint64_t laid = lay_out(config, base, state);
@@ -199,13 +158,7 @@ Status BoxGrid::init_allocate(const BoxGridConfig& config) {
     state_ = nullptr;
     aligned_free_bytes(owned_memory_);
     owned_memory_ = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (owned_memory_ == nullptr) {
-        Status s;
-        s.code = StatusCode::memory_too_small;
-        s.needed = req.bytes;
-        s.message = "allocation of BoxGrid::memory_requirements().bytes failed";
-        return s;
-    }
+    if (owned_memory_ == nullptr) return allocation_failed(req.bytes);
     return init(config, owned_memory_, static_cast<size_t>(req.bytes));
 }
 

@@ -1,6 +1,7 @@
 // Private constants and helpers shared by the grid's translation units.
 #pragma once
 
+#include "block_layout.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/grid.h"
 
@@ -22,8 +23,6 @@ inline constexpr uint32_t kPairBlock = 2048;
 inline constexpr uint32_t kRadixGrain = 16384;
 /// Readable padding after every sorted array (SIMD over-read).
 inline constexpr uint32_t kPad = 16;
-/// Alignment of every array in the block.
-inline constexpr uint32_t kAlignment = 64;
 /// No cell / no block.
 inline constexpr uint32_t kNone = 0xffffffffu;
 

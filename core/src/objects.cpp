@@ -2,6 +2,8 @@
 // swap-remove, and a FIFO ring of free slots. See objects.h for the contract.
 #include "objects_internal.h"
 
+#include "block_layout.h"
+
 #include "hashgrid/assert.h"
 #include "hashgrid/grid.h"
 
@@ -9,38 +11,17 @@
 
 namespace hashgrid {
 
+using detail::allocation_failed;
+using detail::check_block;
+using detail::kAlignment;
+using detail::Layout;
+using detail::status_error;
+
 namespace {
 
 /// slot_dense_ marks of slots without a live object (dense indices are < 2^31).
 constexpr uint32_t kFreeSlot = 0xffffffffu;
 constexpr uint32_t kRetiredSlot = 0xfffffffeu;
-constexpr uint32_t kAlignment = 64;
-
-Status error(StatusCode code, const char* message) {
-    Status s;
-    s.code = code;
-    s.message = message;
-    return s;
-}
-
-/// Lays out the block's arrays, 64-byte aligned each. With base == nullptr it only measures.
-class Layout {
-public:
-    explicit Layout(unsigned char* base) : base_(base) {}
-
-    template <typename T>
-    T* take(uint64_t count) {
-        offset_ = (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1};
-        T* p = base_ != nullptr ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
-        offset_ += count * sizeof(T);
-        return p;
-    }
-    [[nodiscard]] uint64_t bytes() const { return (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1}; }
-
-private:
-    unsigned char* base_;
-    uint64_t offset_ = 0;
-};
 
 /// Every array of the store, in block order.
 struct Arrays {
@@ -76,22 +57,23 @@ uint64_t lay_out(const ObjectStoreConfig& c, unsigned char* base, Arrays& a) {
 Status validate_box(uint32_t dimensions, const ObjectBox& box) {
     for (uint32_t d = 0; d < dimensions; ++d)
         if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]))
-            return error(StatusCode::invalid_position, "box coordinate is NaN or infinite");
+            return status_error(StatusCode::invalid_position, "box coordinate is NaN or infinite");
     for (uint32_t d = 0; d < dimensions; ++d)
-        if (box.min[d] > box.max[d]) return error(StatusCode::invalid_box, "box min > max on some axis");
+        if (box.min[d] > box.max[d]) return status_error(StatusCode::invalid_box, "box min > max on some axis");
     return {};
 }
 
 Status invalid_handle() {
-    return error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
+    return status_error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
 }
 
 } // namespace
 
 Status ObjectStore::validate(const ObjectStoreConfig& c) {
-    if (c.dimensions != 2 && c.dimensions != 3) return error(StatusCode::invalid_config, "dimensions must be 2 or 3");
+    if (c.dimensions != 2 && c.dimensions != 3)
+        return status_error(StatusCode::invalid_config, "dimensions must be 2 or 3");
     if (c.max_objects == 0 || c.max_objects >= (1u << 31))
-        return error(StatusCode::invalid_config, "max_objects must be in [1, 2^31)");
+        return status_error(StatusCode::invalid_config, "max_objects must be in [1, 2^31)");
     return {};
 }
 
@@ -102,7 +84,8 @@ MemoryRequirements ObjectStore::memory_requirements(const ObjectStoreConfig& con
     Arrays unused;
     const uint64_t bytes = lay_out(config, nullptr, unused);
     if (bytes > SIZE_MAX) {
-        r.status = error(StatusCode::invalid_config, "max_objects needs more memory than this target can address");
+        r.status =
+            status_error(StatusCode::invalid_config, "max_objects needs more memory than this target can address");
         return r;
     }
     r.bytes = bytes;
@@ -115,16 +98,7 @@ ObjectStore::~ObjectStore() { aligned_free_bytes(owned_memory_); }
 Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t bytes) {
     const MemoryRequirements req = memory_requirements(config);
     if (!req.status.ok()) return req.status;
-    if (memory == nullptr || bytes < req.bytes) {
-        Status s = error(StatusCode::memory_too_small, "memory block smaller than memory_requirements().bytes");
-        s.needed = req.bytes;
-        return s;
-    }
-    if ((reinterpret_cast<uintptr_t>(memory) & (req.alignment - 1)) != 0) {
-        Status s = error(StatusCode::memory_misaligned, "memory block not aligned to memory_requirements().alignment");
-        s.needed = req.alignment;
-        return s;
-    }
+    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
     Arrays a;
     lay_out(config, static_cast<unsigned char*>(memory), a);
     for (uint32_t d = 0; d < 3; ++d) {
@@ -159,11 +133,7 @@ Status ObjectStore::init_allocate(const ObjectStoreConfig& config) {
     aligned_free_bytes(owned_memory_);
     initialized_ = false;
     owned_memory_ = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (owned_memory_ == nullptr) {
-        Status s = error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
-        s.needed = req.bytes;
-        return s;
-    }
+    if (owned_memory_ == nullptr) return allocation_failed(req.bytes);
     return init(config, owned_memory_, static_cast<size_t>(req.bytes));
 }
 
@@ -207,9 +177,9 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
     r.status = validate_box(config_.dimensions, box);
     if (!r.status.ok()) return r;
     if (free_count_ == 0) {
-        r.status =
-            error(StatusCode::object_capacity, retired_ == 0 ? "more objects than ObjectStoreConfig::max_objects"
-                                                             : "more objects than max_objects minus retired slots");
+        r.status = status_error(StatusCode::object_capacity, retired_ == 0
+                                                                 ? "more objects than ObjectStoreConfig::max_objects"
+                                                                 : "more objects than max_objects minus retired slots");
         r.status.needed = uint64_t{count_} + 1;
         return r;
     }

@@ -2,6 +2,8 @@
 // store when dirty, queries through box_queries.h. See proximity_index.h.
 #include "hashgrid/proximity_index.h"
 
+#include "block_layout.h"
+
 #include "hashgrid/assert.h"
 #include "hashgrid/cell_key.h"
 
@@ -9,16 +11,12 @@
 
 namespace hashgrid {
 
+using detail::check_block;
+using detail::status_error;
+
 namespace {
 
-constexpr uint32_t kMinAlignment = 64;
-
-Status error(StatusCode code, const char* message) {
-    Status s;
-    s.code = code;
-    s.message = message;
-    return s;
-}
+constexpr uint32_t kMinAlignment = detail::kAlignment; // the parts are blocks of their own
 
 uint64_t align_up(uint64_t offset, uint64_t alignment) { return (offset + alignment - 1) & ~(alignment - 1); }
 
@@ -77,12 +75,12 @@ ObjectBox client_box(uint32_t dims, const float (&position)[3], const float (&di
 Status check_client(uint32_t dims, const float (&position)[3], const float (&dimensions)[3], const ObjectBox& box) {
     for (uint32_t d = 0; d < dims; ++d)
         if (!std::isfinite(position[d]) || !std::isfinite(dimensions[d]))
-            return error(StatusCode::invalid_position, "client position or dimensions NaN or infinite");
+            return status_error(StatusCode::invalid_position, "client position or dimensions NaN or infinite");
     for (uint32_t d = 0; d < dims; ++d)
-        if (dimensions[d] < 0.0f) return error(StatusCode::invalid_box, "client dimensions negative");
+        if (dimensions[d] < 0.0f) return status_error(StatusCode::invalid_box, "client dimensions negative");
     for (uint32_t d = 0; d < dims; ++d)
         if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]))
-            return error(StatusCode::invalid_position, "client box overflows the float range");
+            return status_error(StatusCode::invalid_position, "client box overflows the float range");
     return {};
 }
 
@@ -96,7 +94,7 @@ bool valid_query(uint32_t dims, const float (&position)[3], const float* extent,
     return true;
 }
 
-Status invalid_query(const char* message) { return error(StatusCode::invalid_query, message); }
+Status invalid_query(const char* message) { return status_error(StatusCode::invalid_query, message); }
 
 } // namespace
 
@@ -120,7 +118,7 @@ MemoryRequirements ProximityIndex::memory_requirements(const ProximityIndexConfi
         return r;
     }
     if (l.bytes > SIZE_MAX) {
-        r.status = error(StatusCode::invalid_config, "capacities need more memory than this target can address");
+        r.status = status_error(StatusCode::invalid_config, "capacities need more memory than this target can address");
         return r;
     }
     r.bytes = l.bytes;
@@ -135,16 +133,7 @@ ProximityIndex::~ProximityIndex() { aligned_free_bytes(owned_memory_); }
 Status ProximityIndex::init(const ProximityIndexConfig& config, void* memory, size_t bytes) {
     const MemoryRequirements req = memory_requirements(config);
     if (!req.status.ok()) return req.status;
-    if (memory == nullptr || bytes < req.bytes) {
-        Status s = error(StatusCode::memory_too_small, "memory block smaller than memory_requirements().bytes");
-        s.needed = req.bytes;
-        return s;
-    }
-    if ((reinterpret_cast<uintptr_t>(memory) & (req.alignment - 1)) != 0) {
-        Status s = error(StatusCode::memory_misaligned, "memory block not aligned to memory_requirements().alignment");
-        s.needed = req.alignment;
-        return s;
-    }
+    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
     const BlockLayout l = lay_out(config);
     auto* base = static_cast<unsigned char*>(memory);
     Status s = store_.init(store_config_of(config), base + l.store_offset, static_cast<size_t>(l.store.bytes));
@@ -169,7 +158,7 @@ Status ProximityIndex::init_allocate(const ProximityIndexConfig& config) {
     if (!req.status.ok()) return req.status;
     void* memory = aligned_alloc_bytes(req.bytes, req.alignment);
     if (memory == nullptr) {
-        Status s = error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
+        Status s = status_error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
         s.needed = req.bytes;
         return s;
     }
@@ -205,8 +194,8 @@ Status ProximityIndex::check_box(const ObjectBox& box, uint32_t& entries) const 
         for (double& v : t) {
             if (!(v >= lower && v < upper)) {
                 if (!clamp) {
-                    return error(StatusCode::position_out_of_range,
-                                 "client box outside the bounded world or the cell-key range");
+                    return status_error(StatusCode::position_out_of_range,
+                                        "client box outside the bounded world or the cell-key range");
                 }
                 v = v < lower ? lower : upper - 1.0;
             }
@@ -239,7 +228,7 @@ ObjectAddResult ProximityIndex::create_client(const float (&position)[3], const 
     if (!r.status.ok()) return r;
     if (store_.size() >= store_.capacity()) return store_.add(box, category, mask, user_value); // object_capacity
     if (entry_total_ + entries > config_.grid.max_cell_entries) {
-        r.status = error(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries");
+        r.status = status_error(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries");
         r.status.needed = entry_total_ + entries;
         return r;
     }
@@ -254,7 +243,7 @@ ObjectAddResult ProximityIndex::create_client(const float (&position)[3], const 
 Status ProximityIndex::update_client(ObjectHandle client, const float (&position)[3], const float (&dimensions)[3]) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     if (!store_.contains(client))
-        return error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
+        return status_error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
     const uint32_t dims = config_.grid.dimensions;
     const ObjectBox box = client_box(dims, position, dimensions);
     Status s = check_client(dims, position, dimensions, box);
@@ -264,7 +253,7 @@ Status ProximityIndex::update_client(ObjectHandle client, const float (&position
     if (!s.ok()) return s;
     const uint64_t total = entry_total_ - slot_entries_[client.index] + entries;
     if (total > config_.grid.max_cell_entries) {
-        s = error(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries");
+        s = status_error(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries");
         s.needed = total;
         return s;
     }
@@ -325,7 +314,7 @@ QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* o
     for (uint32_t k = 0; k < r.written; ++k)
         out[k] = store_.handle_at(found_[k]);
     if (found.count > capacity) {
-        r.status = error(StatusCode::output_too_small, "find_near: more clients than the output capacity");
+        r.status = status_error(StatusCode::output_too_small, "find_near: more clients than the output capacity");
         r.status.needed = found.count;
     }
     return r;

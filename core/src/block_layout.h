@@ -1,0 +1,73 @@
+// The one-block memory pattern shared by Grid, BoxGrid, ObjectStore and
+// ProximityIndex: lay every array out at 64-byte alignment (measuring first,
+// with no base), then check the caller's block against the measured size.
+#pragma once
+
+#include "hashgrid/config.h"
+#include "hashgrid/status.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace hashgrid::detail {
+
+/// Alignment of every array in a block (and of the block itself).
+inline constexpr uint32_t kAlignment = 64;
+
+/// Lays out every array of a block. With base == nullptr it only measures.
+class Layout {
+public:
+    explicit Layout(unsigned char* base) : base_(base) {}
+
+    template <typename T>
+    T* take(uint64_t count) {
+        offset_ = (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1};
+        T* p = base_ != nullptr ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
+        offset_ += count * sizeof(T);
+        return p;
+    }
+    [[nodiscard]] uint64_t bytes() const { return (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1}; }
+
+private:
+    unsigned char* base_;
+    uint64_t offset_ = 0;
+};
+
+/// A status with a code and a static message.
+inline Status status_error(StatusCode code, const char* message) {
+    Status s;
+    s.code = code;
+    s.message = message;
+    return s;
+}
+
+inline Status config_error(const char* message) { return status_error(StatusCode::invalid_config, message); }
+
+inline bool positive_finite(float v) { return std::isfinite(v) && v > 0.0f; }
+
+/// init()'s check of a caller block against memory_requirements(): ok, or
+/// memory_too_small (needed = bytes) or memory_misaligned (needed = alignment).
+inline Status check_block(const MemoryRequirements& req, const void* memory, size_t bytes) {
+    if (memory == nullptr || bytes < req.bytes) {
+        Status s = status_error(StatusCode::memory_too_small, "memory block smaller than memory_requirements().bytes");
+        s.needed = req.bytes;
+        return s;
+    }
+    if ((reinterpret_cast<uintptr_t>(memory) & (req.alignment - 1)) != 0) {
+        Status s =
+            status_error(StatusCode::memory_misaligned, "memory block not aligned to memory_requirements().alignment");
+        s.needed = req.alignment;
+        return s;
+    }
+    return Status{};
+}
+
+/// init_allocate()'s failure when the one allocation fails.
+inline Status allocation_failed(uint64_t bytes) {
+    Status s = status_error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
+    s.needed = bytes;
+    return s;
+}
+
+} // namespace hashgrid::detail
