@@ -40,6 +40,8 @@ const char* to_string(StatusCode code) {
         return "invalid_handle";
     case StatusCode::invalid_query:
         return "invalid_query";
+    case StatusCode::invalid_argument:
+        return "invalid_argument";
     }
     return "unknown";
 }

@@ -1,6 +1,8 @@
 // Status codes: every data or capacity problem is reported here, never
-// dropped. Programmer errors (null spans, calls out of order) are caught by
-// HASHGRID_ASSERT instead (see assert.h).
+// dropped. Programmer errors that cost O(1) per call to detect (null pointers,
+// caller-given index ranges, calls on an uninitialised object) are reported as
+// invalid_argument in every build; only per-element checks on hot paths are
+// left to HASHGRID_ASSERT (see assert.h and the user guide's bad-input table).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,9 @@ enum class StatusCode : uint32_t {
     entry_capacity,        ///< Boxes cover more cells than max_cell_entries; needed = exact entry count.
     invalid_handle,        ///< A handle is stale (removed, reused slot) or was never issued; nothing was changed.
     invalid_query,         ///< A query's parameters are invalid (NaN, negative radius or length, k == 0, ...).
+    invalid_argument,      ///< A programmer error caught in every build: a null pointer where data is required, an
+                           ///< index or handle slot out of range, a call on an uninitialised object, inconsistent
+                           ///< configs. Nothing was changed; message names the argument.
 };
 
 /// Result of an operation. Default constructed means success.
