@@ -4,6 +4,7 @@
 #pragma once
 
 #include "hashgrid/config.h"
+#include "hashgrid/grid.h"
 #include "hashgrid/status.h"
 
 #include <cmath>
@@ -67,6 +68,32 @@ inline Status check_block(const MemoryRequirements& req, const void* memory, siz
 inline Status allocation_failed(uint64_t bytes) {
     Status s = status_error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
     s.needed = bytes;
+    return s;
+}
+
+/// The end of every successful init(): a block the object allocated itself
+/// (an earlier init_allocate) is freed once nothing points into it any more.
+inline void release_owned(void*& owned, const void* now_used) {
+    if (owned != nullptr && owned != now_used) aligned_free_bytes(owned);
+    owned = nullptr;
+}
+
+/// init_allocate() as a transaction: the new block is allocated and laid out
+/// first; only when init(block) succeeded is the old block freed (by init,
+/// through release_owned) and the new one owned. Any failure leaves the
+/// object exactly as it was, so a failed re-init never leaves pointers into
+/// freed memory behind.
+template <typename InitOnBlock>
+Status init_allocate_block(const MemoryRequirements& req, void*& owned, InitOnBlock&& init_on_block) {
+    if (!req.status.ok()) return req.status;
+    void* block = aligned_alloc_bytes(req.bytes, req.alignment);
+    if (block == nullptr) return allocation_failed(req.bytes);
+    const Status s = init_on_block(block, static_cast<size_t>(req.bytes));
+    if (!s.ok()) {
+        aligned_free_bytes(block);
+        return s;
+    }
+    owned = block;
     return s;
 }
 

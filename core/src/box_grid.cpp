@@ -148,18 +148,13 @@ Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
     state_ = state;
     built_ = false;
     initialized_ = true;
+    release_owned(owned_memory_, memory);
     return {};
 }
 
 Status BoxGrid::init_allocate(const BoxGridConfig& config) {
-    const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    initialized_ = false;
-    state_ = nullptr;
-    aligned_free_bytes(owned_memory_);
-    owned_memory_ = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (owned_memory_ == nullptr) return allocation_failed(req.bytes);
-    return init(config, owned_memory_, static_cast<size_t>(req.bytes));
+    return init_allocate_block(memory_requirements(config), owned_memory_,
+                               [&](void* block, size_t bytes) { return init(config, block, bytes); });
 }
 
 Status BoxGrid::rebuild(const BoxSpans& boxes, const ThreadBackend& backend) {

@@ -191,8 +191,8 @@ struct Cells {
             }
             const uint64_t* it = std::lower_bound(from, keys_end, key(x_lo, y, z));
             if (it == keys_end) return;
-            from = it; // keys only grow from here on
-            int32_t kx, ky, kz;
+            from = it;                      // keys only grow from here on
+            int32_t kx = 0, ky = 0, kz = 0; // set by unpack; initialised for GCC 12 under ASan (-Wmaybe-uninitialized)
             unpack(*it, kx, ky, kz);
             if (kz != z) { // no occupied cell left in this slab: jump to the next occupied one
                 z = kz;

@@ -202,16 +202,13 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     has_radius_ = false;
     table_needs_full_clear_ = true;
     initialized_ = true;
+    release_owned(owned_memory_, memory);
     return {};
 }
 
 Status Grid::init_allocate(const GridConfig& config) {
-    const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    aligned_free_bytes(owned_memory_);
-    owned_memory_ = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (owned_memory_ == nullptr) return allocation_failed(req.bytes);
-    return init(config, owned_memory_, static_cast<size_t>(req.bytes));
+    return init_allocate_block(memory_requirements(config), owned_memory_,
+                               [&](void* block, size_t bytes) { return init(config, block, bytes); });
 }
 
 CellTableView Grid::cells() const {

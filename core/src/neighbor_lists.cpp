@@ -5,6 +5,8 @@
 
 #include "hashgrid/assert.h"
 
+#include <atomic>
+
 namespace hashgrid {
 
 using namespace detail;
@@ -17,6 +19,8 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
                             uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& b) {
     HASHGRID_ASSERT(pairs != nullptr || pair_count == 0, "neighbor_lists: null pairs with nonzero count");
     if (!built_) return {StatusCode::not_built, 0, 0, 0, "neighbor_lists before a successful rebuild"};
+    if (pairs == nullptr && pair_count > 0)
+        return {StatusCode::invalid_argument, 0, 0, 0, "neighbor_lists: null pairs with a nonzero pair_count"};
     const uint32_t n = count_;
     if (offsets == nullptr || offsets_capacity < uint64_t{n} + 1)
         return {StatusCode::output_too_small, uint64_t{n} + 1, 0, 0, "offsets needs particle_count() + 1 entries"};
@@ -28,15 +32,33 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
 
     uint32_t* degree = particle_cell_; // scratch: degrees, then fill cursors
     fill_u32(b, degree, n, 0);
+    // A pair that is not {a < b < particle_count()} would make the fill write
+    // outside offsets/indices. The check is one compare per pair, next to two
+    // atomic adds, so it runs in every build; the lowest offending pair index
+    // (an atomic min, the same for any schedule) is reported and nothing is
+    // written to indices.
+    uint64_t first_bad = ~uint64_t{0};
     parallel_chunks(b, pairs_n, kPairItems, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i) {
-            HASHGRID_ASSERT(pairs[i].a < pairs[i].b && pairs[i].b < n, "neighbor_lists: pair out of range");
-            atomic_add(degree[pairs[i].a], 1);
-            atomic_add(degree[pairs[i].b], 1);
+            const Pair p = pairs[i];
+            if (p.a >= p.b || p.b >= n) [[unlikely]] {
+                std::atomic_ref<uint64_t> bad(first_bad);
+                uint64_t seen = bad.load(std::memory_order_relaxed);
+                while (i < seen && !bad.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
+                }
+                continue;
+            }
+            atomic_add(degree[p.a], 1);
+            atomic_add(degree[p.b], 1);
         }
     });
+    if (first_bad != ~uint64_t{0}) {
+        HASHGRID_ASSERT(false, "neighbor_lists: pair out of range (a < b < particle_count() required)");
+        return {StatusCode::invalid_argument, 0, static_cast<uint32_t>(first_bad), 0,
+                "neighbor_lists: a pair is not {a < b < particle_count()}; index = lowest such pair"};
+    }
     exclusive_scan(b, degree, n, offsets, degree, chunk_scratch_);
-    if (indices == nullptr || indices_capacity < total)
+    if (total > 0 && (indices == nullptr || indices_capacity < total))
         return {StatusCode::output_too_small, total, 0, 0, "indices needs 2 * pair_count entries"};
     parallel_chunks(b, pairs_n, kPairItems, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i) {

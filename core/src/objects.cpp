@@ -11,7 +11,6 @@
 
 namespace hashgrid {
 
-using detail::allocation_failed;
 using detail::check_block;
 using detail::kAlignment;
 using detail::Layout;
@@ -124,22 +123,18 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
     count_ = 0;
     retired_ = 0;
     initialized_ = true;
+    detail::release_owned(owned_memory_, memory);
     return {};
 }
 
 Status ObjectStore::init_allocate(const ObjectStoreConfig& config) {
-    const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    aligned_free_bytes(owned_memory_);
-    initialized_ = false;
-    owned_memory_ = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (owned_memory_ == nullptr) return allocation_failed(req.bytes);
-    return init(config, owned_memory_, static_cast<size_t>(req.bytes));
+    return detail::init_allocate_block(memory_requirements(config), owned_memory_,
+                                       [&](void* block, size_t bytes) { return init(config, block, bytes); });
 }
 
 uint32_t ObjectStore::live_dense(ObjectHandle handle) const {
     HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
-    if (handle.index >= config_.max_objects) return kInvalidObjectIndex;
+    if (!initialized_ || handle.index >= config_.max_objects) return kInvalidObjectIndex;
     const uint32_t dense = slot_dense_[handle.index];
     if (dense >= count_ || slot_generation_[handle.index] != handle.generation) return kInvalidObjectIndex;
     return dense;
@@ -174,6 +169,10 @@ void ObjectStore::release_slot(uint32_t slot) {
 ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32_t mask, uint64_t user_value) {
     HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
     ObjectAddResult r;
+    if (!initialized_) {
+        r.status = status_error(StatusCode::invalid_argument, "ObjectStore::add before a successful init");
+        return r;
+    }
     r.status = validate_box(config_.dimensions, box);
     if (!r.status.ok()) return r;
     if (free_count_ == 0) {
@@ -246,6 +245,7 @@ Status ObjectStore::remove(ObjectHandle handle) {
 
 void ObjectStore::clear() {
     HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
+    if (!initialized_) return;
     // Dense order fixes the order in which the slots rejoin the free ring.
     for (uint32_t i = 0; i < count_; ++i)
         release_slot(dense_slot_[i]);
@@ -258,6 +258,7 @@ uint32_t ObjectStore::dense_index(ObjectHandle handle) const { return live_dense
 
 ObjectHandle ObjectStore::handle_at(uint32_t dense_index) const {
     HASHGRID_ASSERT(dense_index < count_, "handle_at: dense index out of range");
+    if (!initialized_ || dense_index >= count_) return ObjectHandle{}; // never valid (generation 0)
     const uint32_t slot = dense_slot_[dense_index];
     return ObjectHandle{slot, slot_generation_[slot]};
 }
@@ -277,6 +278,7 @@ Status ObjectStore::get_box(ObjectHandle handle, ObjectBox& out) const {
 BoxSpans ObjectStore::spans() const {
     HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
     BoxSpans s;
+    if (!initialized_) return s; // no objects
     s.min_x = min_[0];
     s.min_y = min_[1];
     s.min_z = min_[2];

@@ -136,10 +136,14 @@ Status ProximityIndex::init(const ProximityIndexConfig& config, void* memory, si
     if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
     const BlockLayout l = lay_out(config);
     auto* base = static_cast<unsigned char*>(memory);
+    // Both configs were validated by memory_requirements() above, and their
+    // blocks are the sizes it measured: these inits cannot fail, so the
+    // store and the grid never end up on different blocks.
     Status s = store_.init(store_config_of(config), base + l.store_offset, static_cast<size_t>(l.store.bytes));
-    if (!s.ok()) return s;
+    HASHGRID_ASSERT(s.ok(), "ProximityIndex: store init failed after validation");
     s = grid_.init(config.grid, base + l.grid_offset, static_cast<size_t>(l.grid.bytes));
-    if (!s.ok()) return s;
+    HASHGRID_ASSERT(s.ok(), "ProximityIndex: grid init failed after validation");
+    (void)s;
     slot_entries_ = reinterpret_cast<uint32_t*>(base + l.slot_entries_offset);
     found_ = reinterpret_cast<uint32_t*>(base + l.found_offset);
     for (uint32_t i = 0; i < config.grid.max_objects; ++i)
@@ -150,27 +154,13 @@ Status ProximityIndex::init(const ProximityIndexConfig& config, void* memory, si
     query_backend_ = serial_backend();
     dirty_ = true; // the first query builds the (empty) grid
     initialized_ = true;
+    detail::release_owned(owned_memory_, memory);
     return {};
 }
 
 Status ProximityIndex::init_allocate(const ProximityIndexConfig& config) {
-    const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    void* memory = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (memory == nullptr) {
-        Status s = status_error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
-        s.needed = req.bytes;
-        return s;
-    }
-    initialized_ = false;
-    const Status s = init(config, memory, static_cast<size_t>(req.bytes));
-    if (!s.ok()) {
-        aligned_free_bytes(memory);
-        return s;
-    }
-    aligned_free_bytes(owned_memory_); // a previous block (re-init): nothing points into it any more
-    owned_memory_ = memory;
-    return s;
+    return detail::init_allocate_block(memory_requirements(config), owned_memory_,
+                                       [&](void* block, size_t bytes) { return init(config, block, bytes); });
 }
 
 Status ProximityIndex::check_box(const ObjectBox& box, uint32_t& entries) const {
@@ -215,10 +205,20 @@ Status ProximityIndex::check_box(const ObjectBox& box, uint32_t& entries) const 
     return {};
 }
 
+namespace {
+Status not_initialized() {
+    return status_error(StatusCode::invalid_argument, "ProximityIndex used before a successful init");
+}
+} // namespace
+
 ObjectAddResult ProximityIndex::create_client(const float (&position)[3], const float (&dimensions)[3],
                                               uint32_t category, uint32_t mask, uint64_t user_value) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     ObjectAddResult r;
+    if (!initialized_) {
+        r.status = not_initialized();
+        return r;
+    }
     const uint32_t dims = config_.grid.dimensions;
     const ObjectBox box = client_box(dims, position, dimensions);
     r.status = check_client(dims, position, dimensions, box);
@@ -242,6 +242,7 @@ ObjectAddResult ProximityIndex::create_client(const float (&position)[3], const 
 
 Status ProximityIndex::update_client(ObjectHandle client, const float (&position)[3], const float (&dimensions)[3]) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
+    if (!initialized_) return not_initialized();
     if (!store_.contains(client))
         return status_error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
     const uint32_t dims = config_.grid.dimensions;
@@ -282,6 +283,7 @@ Status ProximityIndex::remove_client(ObjectHandle client) {
 
 void ProximityIndex::clear() {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
+    if (!initialized_) return;
     const uint32_t* slots = store_.dense_slots();
     for (uint32_t i = 0; i < store_.size(); ++i)
         slot_entries_[slots[i]] = 0;
@@ -292,6 +294,7 @@ void ProximityIndex::clear() {
 
 Status ProximityIndex::refresh(const ThreadBackend& backend) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
+    if (!initialized_) return not_initialized();
     if (!dirty_) return {};
     const Status s = grid_.rebuild(store_.spans(), backend);
     if (!s.ok()) return s; // stays dirty; the grid keeps its previous frame
@@ -310,6 +313,11 @@ QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* o
     }
     HASHGRID_ASSERT(found.written == found.count, "query scratch holds every object");
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_near: null output with a capacity");
+    if (out == nullptr && capacity > 0) {
+        r.written = 0;
+        r.status = status_error(StatusCode::invalid_argument, "find_near: null output with a nonzero capacity");
+        return r;
+    }
     r.written = found.count < capacity ? found.count : capacity;
     for (uint32_t k = 0; k < r.written; ++k)
         out[k] = store_.handle_at(found_[k]);
@@ -323,8 +331,12 @@ QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* o
 QueryResult ProximityIndex::find_near(const float (&position)[3], const float (&dimensions)[3], uint32_t layer_mask,
                                       ObjectHandle* out, uint32_t capacity) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
-    const uint32_t dims = config_.grid.dimensions;
     QueryResult r;
+    if (!initialized_) {
+        r.status = not_initialized();
+        return r;
+    }
+    const uint32_t dims = config_.grid.dimensions;
     if (!valid_query(dims, position, dimensions, dims)) {
         r.status = invalid_query("find_near: position must be finite and dimensions >= 0");
         return r;
@@ -344,8 +356,12 @@ QueryResult ProximityIndex::find_near(const float (&position)[3], const float (&
 QueryResult ProximityIndex::find_near_radius(const float (&position)[3], float radius, uint32_t layer_mask,
                                              ObjectHandle* out, uint32_t capacity) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
-    const uint32_t dims = config_.grid.dimensions;
     QueryResult r;
+    if (!initialized_) {
+        r.status = not_initialized();
+        return r;
+    }
+    const uint32_t dims = config_.grid.dimensions;
     if (!valid_query(dims, position, &radius, 1)) {
         r.status = invalid_query("find_near_radius: position must be finite and radius >= 0");
         return r;
@@ -363,7 +379,7 @@ QueryResult ProximityIndex::find_near_radius(const float (&position)[3], float r
 PairResult ProximityIndex::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     PairResult r;
-    r.status = refresh(backend);
+    r.status = refresh(backend); // not_initialized() before a successful init
     if (!r.status.ok()) return r;
     return grid_.find_pairs(out, capacity, backend);
 }

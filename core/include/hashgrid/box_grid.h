@@ -138,7 +138,11 @@ public:
 
     /// Lays the grid out in caller memory; nothing allocates here or later.
     Status init(const BoxGridConfig& config, void* memory, size_t bytes);
-    /// Same, allocating the block once (freed in the destructor).
+    /// Same, allocating the block once (freed in the destructor). Re-init is
+    /// a transaction: the new block is allocated before the old one is freed,
+    /// and any failure (invalid_config, memory_too_small when the allocation
+    /// fails) leaves the object exactly as it was. A successful init() on
+    /// caller memory frees a block an earlier init_allocate() allocated.
     Status init_allocate(const BoxGridConfig& config);
 
     /// Puts every box into the cells it covers. Validation (count, NaN/inf,

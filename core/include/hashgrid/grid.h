@@ -121,6 +121,11 @@ public:
     Status init(const GridConfig& config, void* memory, size_t bytes);
 
     /// Same, but allocates the block once with aligned_alloc and frees it in the destructor.
+    /// Re-init is a transaction: the new block is allocated before the old one
+    /// is freed, and any failure (invalid_config, memory_too_small when the
+    /// allocation fails, or a too-small / misaligned block given to init())
+    /// leaves the grid exactly as it was, last frame included. A successful
+    /// init() on caller memory frees a block an earlier init_allocate() allocated.
     Status init_allocate(const GridConfig& config);
 
     /// Sorts the particles into cells. Validation (count, NaN/inf, range, radius)
@@ -142,8 +147,12 @@ public:
     /// indices[offsets[i] .. offsets[i + 1]), ascending. If indices is too
     /// small: output_too_small with needed = 2 * pair_count, offsets valid,
     /// indices untouched. If offsets is too small: output_too_small with
-    /// needed = particle_count() + 1, nothing written. Uses the grid's
-    /// per-particle scratch (no allocation).
+    /// needed = particle_count() + 1, nothing written. With pair_count == 0,
+    /// indices may be null with capacity 0 (ok; every offset is 0). A pair that
+    /// is not {a < b < particle_count()}, or null pairs with a nonzero count,
+    /// is invalid_argument in every build (index = lowest such pair; offsets
+    /// and indices untouched). Uses the grid's per-particle scratch (no
+    /// allocation).
     Status neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets, uint64_t offsets_capacity,
                           uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& backend);
 

@@ -110,13 +110,18 @@ public:
     static Status validate(const ObjectStoreConfig& config);
 
     /// Lays the store out in caller memory (the store does not own it); O(max_objects).
+    /// A failed init changes nothing (a store in use keeps its objects and
+    /// handles); a successful one empties the store and frees a block that an
+    /// earlier init_allocate() allocated.
     Status init(const ObjectStoreConfig& config, void* memory, size_t bytes);
-    /// Same, allocating the block once (freed in the destructor).
+    /// Same, allocating the block once (freed in the destructor). The new block
+    /// is allocated before the old one is freed: a failure (memory_too_small
+    /// when the allocation fails) leaves the store exactly as it was.
     Status init_allocate(const ObjectStoreConfig& config);
 
     /// Adds a box with its layers (see box_grid.h: category bits, collision mask)
     /// and an opaque user value. The box is validated first: on any failure
-    /// nothing changes.
+    /// nothing changes. Before a successful init: invalid_argument.
     ObjectAddResult add(const ObjectBox& box, uint32_t category, uint32_t mask, uint64_t user_value);
     /// Replaces an object's box. invalid_handle (checked first), invalid_position
     /// or invalid_box change nothing. The dense index is kept.
@@ -135,7 +140,9 @@ public:
     [[nodiscard]] bool contains(ObjectHandle handle) const;
     /// Dense index of a live object, or kInvalidObjectIndex.
     [[nodiscard]] uint32_t dense_index(ObjectHandle handle) const;
-    /// Handle of the object at a dense index (< size()).
+    /// Handle of the object at a dense index (< size()). An index >= size() (or
+    /// a store never initialised) gives ObjectHandle{} (slot 0xffffffff,
+    /// generation 0), which no store ever accepts, in every build.
     [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const;
     /// Box of a live object (invalid_handle leaves `out` untouched).
     Status get_box(ObjectHandle handle, ObjectBox& out) const;

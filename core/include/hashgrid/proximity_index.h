@@ -93,7 +93,11 @@ public:
 
     /// Lays the index out in caller memory (not owned). O(max_objects).
     Status init(const ProximityIndexConfig& config, void* memory, size_t bytes);
-    /// Same, allocating the block once (freed in the destructor).
+    /// Same, allocating the block once (freed in the destructor). Re-init is
+    /// a transaction: the new block is allocated before the old one is freed,
+    /// and any failure (invalid_config, memory_too_small when the allocation
+    /// fails) leaves the object exactly as it was. A successful init() on
+    /// caller memory frees a block an earlier init_allocate() allocated.
     Status init_allocate(const ProximityIndexConfig& config);
 
     /// New client: a box of `dimensions` centred at `position`, with layers

@@ -1,0 +1,396 @@
+// Object lifetime: a failed init or init_allocate leaves every kind of object
+// exactly as it was (never pointers into freed memory), use before a
+// successful init is a status, and neighbor_lists' argument checks hold in
+// every build. Oracles: the object's own answers before the failed re-init
+// (which the first frame checks against brute force).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "hashgrid/box_grid.h"
+#include "hashgrid/grid.h"
+#include "hashgrid/objects.h"
+#include "hashgrid/platform/assert_hook.h"
+#include "hashgrid/proximity_index.h"
+#include "test_support.h"
+
+#include <vector>
+
+using namespace hashgrid_test;
+using hashgrid::StatusCode;
+
+namespace {
+
+/// A valid config whose block cannot be allocated on any machine we run on
+/// (max_pairs just below the documented 2^40 limit: 8 TiB of pair pool).
+hashgrid::GridConfig unallocatable_grid_config(hashgrid::GridConfig c) {
+    c.max_pairs = (uint64_t{1} << 40) - 1;
+    return c;
+}
+
+std::vector<Pair> all_pairs(hashgrid::Grid& grid) {
+    std::vector<Pair> out(static_cast<size_t>(grid.config().max_pairs));
+    const hashgrid::PairResult r = grid.find_pairs(out.data(), out.size(), hashgrid::serial_backend());
+    REQUIRE(r.status.ok());
+    out.resize(static_cast<size_t>(r.written));
+    return out;
+}
+
+/// Every failing re-init of a grid that holds a frame: the grid must answer
+/// exactly as before, and a valid re-init afterwards must work.
+void check_grid_survives_failed_reinit(bool allocate_first) {
+    Rng rng(71);
+    const Scene s = uniform_scene(rng, 3, 600, 0.0f, 8.0f);
+    const hashgrid::GridConfig config = unbounded_config(3, 1.0f, 1.0f, 600, 40000);
+    hashgrid::Grid grid;
+    std::vector<unsigned char> caller_block;
+    void* caller_memory = nullptr;
+    if (allocate_first) {
+        REQUIRE(grid.init_allocate(config).ok());
+    } else {
+        const hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
+        caller_block.resize(static_cast<size_t>(req.bytes + req.alignment));
+        caller_memory =
+            caller_block.data() +
+            (req.alignment - reinterpret_cast<uintptr_t>(caller_block.data()) % req.alignment) % req.alignment;
+        REQUIRE(grid.init(config, caller_memory, static_cast<size_t>(req.bytes)).ok());
+    }
+    REQUIRE(grid.rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    const std::vector<Pair> before = all_pairs(grid);
+    const std::vector<Pair> got = as_set(before.data(), before.size());
+    REQUIRE(diff_pairs(brute_force_pairs(s, 1.0f), got.data(), got.size()) == "");
+    const uint64_t order_hash = hash_order(grid);
+
+    // 1. A valid config whose allocation fails.
+    const hashgrid::Status big = grid.init_allocate(unallocatable_grid_config(config));
+    CHECK(big.code == StatusCode::memory_too_small);
+    // 2. An invalid config.
+    hashgrid::GridConfig bad = config;
+    bad.cell_size = -1.0f;
+    CHECK(grid.init_allocate(bad).code == StatusCode::invalid_config);
+    CHECK(grid.init(bad, caller_memory, 1 << 20).code == StatusCode::invalid_config);
+    // 3. Caller memory too small, null or misaligned.
+    const hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
+    std::vector<unsigned char> other(static_cast<size_t>(req.bytes + 2 * req.alignment));
+    unsigned char* aligned =
+        other.data() + (req.alignment - reinterpret_cast<uintptr_t>(other.data()) % req.alignment) % req.alignment;
+    CHECK(grid.init(config, aligned, static_cast<size_t>(req.bytes - 1)).code == StatusCode::memory_too_small);
+    CHECK(grid.init(config, nullptr, static_cast<size_t>(req.bytes)).code == StatusCode::memory_too_small);
+    CHECK(grid.init(config, aligned + 4, static_cast<size_t>(req.bytes)).code == StatusCode::memory_misaligned);
+
+    // Exactly as it was: same frame, same answers.
+    CHECK(grid.initialized());
+    CHECK(grid.particle_count() == s.size());
+    CHECK(grid.config().max_pairs == config.max_pairs);
+    CHECK(hash_order(grid) == order_hash);
+    const std::vector<Pair> after = all_pairs(grid);
+    CHECK(after.size() == before.size());
+    CHECK(hash_pairs(after.data(), after.size()) == hash_pairs(before.data(), before.size()));
+    // And the next frame works on the same block.
+    REQUIRE(grid.rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    const std::vector<Pair> again = all_pairs(grid);
+    CHECK(hash_pairs(again.data(), again.size()) == hash_pairs(before.data(), before.size()));
+
+    // A successful re-init (caller memory, then allocated) starts empty and works.
+    REQUIRE(grid.init(config, aligned, static_cast<size_t>(req.bytes)).ok());
+    CHECK(grid.particle_count() == 0);
+    CHECK(grid.find_pairs(nullptr, 0, hashgrid::serial_backend()).status.code == StatusCode::not_built);
+    REQUIRE(grid.init_allocate(config).ok());
+    REQUIRE(grid.rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    const std::vector<Pair> fresh = all_pairs(grid);
+    CHECK(hash_pairs(fresh.data(), fresh.size()) == hash_pairs(before.data(), before.size()));
+}
+
+hashgrid::BoxGridConfig box_config(uint32_t n) {
+    hashgrid::BoxGridConfig c;
+    c.dimensions = 3;
+    c.cell_size = 2.0f;
+    c.max_objects = n;
+    c.max_cell_entries = 16 * n;
+    c.max_pairs = 64ull * n;
+    return c;
+}
+
+/// Valid, but far more than any test machine can allocate (hundreds of GB):
+/// the largest object and entry counts the config allows.
+hashgrid::BoxGridConfig unallocatable_box_config(hashgrid::BoxGridConfig c) {
+    c.max_objects = (1u << 31) - 1;
+    c.max_cell_entries = (1u << 31) - 1;
+    c.max_pairs = (uint64_t{1} << 40) - 1;
+    return c;
+}
+
+struct Boxes {
+    std::vector<float> lo[3], hi[3];
+    [[nodiscard]] hashgrid::BoxSpans spans() const {
+        return {lo[0].data(), lo[1].data(), lo[2].data(),
+                hi[0].data(), hi[1].data(), hi[2].data(),
+                nullptr,      nullptr,      static_cast<uint32_t>(lo[0].size())};
+    }
+};
+
+Boxes random_boxes(uint32_t n) {
+    Rng rng(5);
+    Boxes b;
+    for (uint32_t i = 0; i < n; ++i)
+        for (uint32_t d = 0; d < 3; ++d) {
+            const float at = rng.uniform(0.0f, 20.0f);
+            const float edge = rng.uniform(0.1f, 3.0f);
+            b.lo[d].push_back(at);
+            b.hi[d].push_back(at + edge);
+        }
+    return b;
+}
+
+std::vector<Pair> box_brute_force(const Boxes& b) {
+    std::vector<Pair> out;
+    const auto n = static_cast<uint32_t>(b.lo[0].size());
+    for (uint32_t i = 0; i < n; ++i)
+        for (uint32_t j = i + 1; j < n; ++j) {
+            bool overlap = true;
+            for (uint32_t d = 0; d < 3; ++d)
+                overlap = overlap && b.lo[d][i] <= b.hi[d][j] && b.lo[d][j] <= b.hi[d][i];
+            if (overlap) out.push_back({i, j});
+        }
+    return out;
+}
+
+std::vector<Pair> box_pairs(hashgrid::BoxGrid& grid) {
+    std::vector<Pair> out(static_cast<size_t>(grid.config().max_pairs));
+    const hashgrid::PairResult r = grid.find_pairs(out.data(), out.size(), hashgrid::serial_backend());
+    REQUIRE(r.status.ok());
+    out.resize(static_cast<size_t>(r.written));
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("Grid: a failed re-init after init_allocate leaves the grid exactly as it was") {
+    check_grid_survives_failed_reinit(true);
+}
+
+TEST_CASE("Grid: a failed re-init after init on caller memory leaves the grid exactly as it was") {
+    check_grid_survives_failed_reinit(false);
+}
+
+TEST_CASE("Grid: use before init is a status, never a null dereference") {
+    hashgrid::Grid grid;
+    Rng rng(3);
+    const Scene s = uniform_scene(rng, 3, 10, 0.0f, 2.0f);
+    hashgrid::platform::ScopedCountingAssertHook asserts; // rebuild asserts "before a successful init"
+    CHECK(grid.rebuild(s.spans(), hashgrid::serial_backend()).code == StatusCode::not_built);
+    CHECK(grid.find_pairs(nullptr, 0, hashgrid::serial_backend()).status.code == StatusCode::not_built);
+    uint32_t offsets[1];
+    CHECK(grid.neighbor_lists(nullptr, 0, offsets, 1, nullptr, 0, hashgrid::serial_backend()).code ==
+          StatusCode::not_built);
+    CHECK(grid.cells().cell_count == 0);
+    CHECK(grid.particle_count() == 0);
+    // A failed first init keeps it uninitialised.
+    CHECK(grid.init_allocate(unallocatable_grid_config(unbounded_config(3, 1.0f, 1.0f, 10, 10))).code ==
+          StatusCode::memory_too_small);
+    CHECK_FALSE(grid.initialized());
+    CHECK(grid.rebuild(s.spans(), hashgrid::serial_backend()).code == StatusCode::not_built);
+}
+
+TEST_CASE("BoxGrid: a failed re-init leaves the grid exactly as it was") {
+    const Boxes b = random_boxes(300);
+    const hashgrid::BoxGridConfig config = box_config(300);
+    hashgrid::BoxGrid grid;
+    REQUIRE(grid.init_allocate(config).ok());
+    REQUIRE(grid.rebuild(b.spans(), hashgrid::serial_backend()).ok());
+    const std::vector<Pair> before = box_pairs(grid);
+    const std::vector<Pair> got = as_set(before.data(), before.size());
+    REQUIRE(diff_pairs(box_brute_force(b), got.data(), got.size()) == "");
+
+    CHECK(grid.init_allocate(unallocatable_box_config(config)).code == StatusCode::memory_too_small);
+    hashgrid::BoxGridConfig bad = config;
+    bad.max_objects = 0;
+    CHECK(grid.init_allocate(bad).code == StatusCode::invalid_config);
+    const hashgrid::MemoryRequirements req = hashgrid::BoxGrid::memory_requirements(config);
+    std::vector<unsigned char> small(static_cast<size_t>(req.bytes));
+    CHECK(grid.init(config, small.data(), small.size() - 1).code == StatusCode::memory_too_small);
+
+    CHECK(grid.initialized());
+    CHECK(grid.object_count() == 300);
+    const std::vector<Pair> after = box_pairs(grid);
+    CHECK(hash_pairs(after.data(), after.size()) == hash_pairs(before.data(), before.size()));
+    REQUIRE(grid.rebuild(b.spans(), hashgrid::serial_backend()).ok());
+    const std::vector<Pair> again = box_pairs(grid);
+    CHECK(hash_pairs(again.data(), again.size()) == hash_pairs(before.data(), before.size()));
+}
+
+TEST_CASE("ObjectStore: a failed re-init keeps every object and handle") {
+    hashgrid::ObjectStoreConfig config;
+    config.dimensions = 3;
+    config.max_objects = 64;
+    hashgrid::ObjectStore store;
+    REQUIRE(store.init_allocate(config).ok());
+    std::vector<hashgrid::ObjectHandle> handles;
+    for (uint32_t i = 0; i < 16; ++i) {
+        hashgrid::ObjectBox box;
+        for (uint32_t d = 0; d < 3; ++d) {
+            box.min[d] = static_cast<float>(i);
+            box.max[d] = static_cast<float>(i) + 0.5f;
+        }
+        const hashgrid::ObjectAddResult a = store.add(box, 1, 1, 1000 + i);
+        REQUIRE(a.status.ok());
+        handles.push_back(a.handle);
+    }
+    hashgrid::ObjectStoreConfig big = config;
+    big.max_objects = (1u << 31) - 1; // valid; ~120 GB, more than any test machine can allocate
+    const hashgrid::Status s = store.init_allocate(big);
+    if (s.ok()) {
+        MESSAGE("the 2^31 - 1 object store was allocated on this machine: allocation failure not exercised");
+        REQUIRE(store.init_allocate(config).ok()); // give the memory back; the store is empty now
+        return;
+    }
+    CHECK(s.code == StatusCode::memory_too_small);
+    hashgrid::ObjectStoreConfig bad = config;
+    bad.dimensions = 4;
+    CHECK(store.init_allocate(bad).code == StatusCode::invalid_config);
+
+    CHECK(store.initialized());
+    CHECK(store.size() == 16);
+    for (uint32_t i = 0; i < 16; ++i) {
+        CHECK(store.contains(handles[i]));
+        CHECK(store.handle_at(store.dense_index(handles[i])) == handles[i]);
+        hashgrid::ObjectBox box;
+        REQUIRE(store.get_box(handles[i], box).ok());
+        CHECK(box.min[0] == static_cast<float>(i));
+        CHECK(store.user_values()[store.dense_index(handles[i])] == 1000 + i);
+    }
+    // The store still takes new objects in its old block.
+    hashgrid::ObjectBox box;
+    const hashgrid::ObjectAddResult a = store.add(box, 1, 1, 7);
+    CHECK(a.status.ok());
+    CHECK(store.size() == 17);
+}
+
+TEST_CASE("ObjectStore: use before init and handle_at out of range are answered in every build") {
+    hashgrid::platform::ScopedCountingAssertHook asserts; // the checks also assert where asserts are on
+    hashgrid::ObjectStore store;
+    hashgrid::ObjectBox box;
+    CHECK(store.add(box, 1, 1, 0).status.code == StatusCode::invalid_argument);
+    CHECK_FALSE(store.contains(hashgrid::ObjectHandle{0, 1}));
+    CHECK(store.handle_at(0) == hashgrid::ObjectHandle{});
+    CHECK(store.spans().count == 0);
+    store.clear();
+
+    hashgrid::ObjectStoreConfig config;
+    config.max_objects = 16;
+    REQUIRE(store.init_allocate(config).ok());
+    for (uint32_t i = 0; i < 16; ++i)
+        REQUIRE(store.add(box, 1, 1, i).status.ok());
+    const hashgrid::ObjectHandle forged = store.handle_at(99);
+    CHECK(forged == hashgrid::ObjectHandle{});
+    CHECK_FALSE(store.contains(forged));
+    CHECK(store.remove(forged).code == StatusCode::invalid_handle);
+    CHECK(store.handle_at(16) == hashgrid::ObjectHandle{});
+    CHECK(store.size() == 16);
+}
+
+TEST_CASE("ProximityIndex: a failed re-init keeps the clients; use before init is a status") {
+    hashgrid::ProximityIndexConfig config;
+    config.grid = box_config(32);
+    config.grid.dimensions = 2;
+    hashgrid::ProximityIndex index;
+    {
+        hashgrid::platform::ScopedCountingAssertHook asserts;
+        const float at[3] = {1.0f, 1.0f, 0.0f};
+        const float size[3] = {1.0f, 1.0f, 0.0f};
+        CHECK(index.create_client(at, size).status.code == StatusCode::invalid_argument);
+        hashgrid::ObjectHandle out[4];
+        CHECK(index.find_near(at, size, ~0u, out, 4).status.code == StatusCode::invalid_argument);
+        CHECK(index.find_near_radius(at, 2.0f, ~0u, out, 4).status.code == StatusCode::invalid_argument);
+        CHECK(index.find_pairs(nullptr, 0, hashgrid::serial_backend()).status.code == StatusCode::invalid_argument);
+        CHECK(index.update_index(hashgrid::serial_backend()).code == StatusCode::invalid_argument);
+        index.clear();
+    }
+    REQUIRE(index.init_allocate(config).ok());
+    std::vector<hashgrid::ObjectHandle> clients;
+    for (uint32_t i = 0; i < 10; ++i) {
+        const float at[3] = {static_cast<float>(i), 0.0f, 0.0f};
+        const float size[3] = {1.5f, 1.0f, 0.0f};
+        const hashgrid::ObjectAddResult c = index.create_client(at, size);
+        REQUIRE(c.status.ok());
+        clients.push_back(c.handle);
+    }
+    Pair pairs[64];
+    const hashgrid::PairResult before = index.find_pairs(pairs, 64, hashgrid::serial_backend());
+    REQUIRE(before.status.ok());
+    CHECK(before.pair_count == 9); // neighbours 1 apart overlap (edge 1.5); 2 apart do not
+    const uint64_t before_hash = hash_pairs(pairs, before.written);
+
+    hashgrid::ProximityIndexConfig big = config;
+    big.grid = unallocatable_box_config(config.grid);
+    CHECK(index.init_allocate(big).code == StatusCode::memory_too_small);
+    CHECK(index.client_count() == 10);
+    for (const hashgrid::ObjectHandle& h : clients)
+        CHECK(index.contains(h));
+    const hashgrid::PairResult after = index.find_pairs(pairs, 64, hashgrid::serial_backend());
+    REQUIRE(after.status.ok());
+    CHECK(hash_pairs(pairs, after.written) == before_hash);
+    const float at[3] = {4.0f, 0.0f, 0.0f};
+    hashgrid::ObjectHandle out[8];
+    const hashgrid::QueryResult near = index.find_near_radius(at, 0.5f, ~0u, out, 8);
+    CHECK(near.status.ok());
+    CHECK(near.count == 3); // clients 3, 4, 5 reach within 0.5 of x = 4 (half edge 0.75)
+    {
+        hashgrid::platform::ScopedCountingAssertHook asserts;
+        CHECK(index.find_near_radius(at, 0.5f, ~0u, nullptr, 8).status.code == StatusCode::invalid_argument);
+    }
+}
+
+TEST_CASE("neighbor_lists: zero pairs with null indices and capacity 0 is ok") {
+    Rng rng(9);
+    const Scene s = uniform_scene(rng, 3, 50, 0.0f, 1000.0f); // far apart: no pairs
+    auto g = make_grid(unbounded_config(3, 1.0f, 1.0f, 50, 100));
+    REQUIRE(g->init_status.ok());
+    REQUIRE(g->grid->rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    REQUIRE(g->grid->find_pairs(nullptr, 0, hashgrid::serial_backend()).pair_count == 0);
+    std::vector<uint32_t> offsets(51, 77);
+    const hashgrid::Status st =
+        g->grid->neighbor_lists(nullptr, 0, offsets.data(), offsets.size(), nullptr, 0, hashgrid::serial_backend());
+    CHECK(st.ok());
+    CHECK(st.needed == 0);
+    for (uint32_t v : offsets)
+        CHECK(v == 0);
+}
+
+TEST_CASE("neighbor_lists: a pair outside {a < b < particle_count()} is invalid_argument, nothing written") {
+    Rng rng(10);
+    const Scene s = uniform_scene(rng, 3, 40, 0.0f, 3.0f);
+    auto g = make_grid(unbounded_config(3, 1.0f, 1.0f, 40, 2000));
+    REQUIRE(g->init_status.ok());
+    REQUIRE(g->grid->rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    std::vector<Pair> pairs(2000);
+    const hashgrid::PairResult r = g->grid->find_pairs(pairs.data(), pairs.size(), hashgrid::serial_backend());
+    REQUIRE(r.status.ok());
+    REQUIRE(r.written > 6);
+    pairs.resize(static_cast<size_t>(r.written));
+
+    const Pair bad_pairs[] = {{0, 40}, {5, 1u << 30}, {3, 3}, {7, 2}};
+    ParallelBackend parallel(3);
+    for (const Pair bad : bad_pairs)
+        for (const size_t at : {size_t{0}, size_t{5}, pairs.size() - 1}) {
+            std::vector<Pair> broken = pairs;
+            broken[at] = bad;
+            broken[pairs.size() - 1 - at / 2] = bad; // a second one later: the lowest is reported
+            std::vector<uint32_t> offsets(41, 0xdeadbeef);
+            std::vector<uint32_t> indices(2 * broken.size(), 0xdeadbeef);
+            for (const hashgrid::ThreadBackend& b : {hashgrid::serial_backend(), parallel.backend()}) {
+                hashgrid::platform::ScopedCountingAssertHook asserts;
+                const hashgrid::Status st = g->grid->neighbor_lists(broken.data(), broken.size(), offsets.data(),
+                                                                    offsets.size(), indices.data(), indices.size(), b);
+                CHECK(st.code == StatusCode::invalid_argument);
+                CHECK(st.index == std::min(at, pairs.size() - 1 - at / 2));
+                for (uint32_t v : offsets)
+                    CHECK(v == 0xdeadbeef);
+                for (uint32_t v : indices)
+                    CHECK(v == 0xdeadbeef);
+            }
+        }
+    hashgrid::platform::ScopedCountingAssertHook asserts;
+    std::vector<uint32_t> offsets(41);
+    CHECK(g->grid->neighbor_lists(nullptr, 3, offsets.data(), offsets.size(), nullptr, 0, hashgrid::serial_backend())
+              .code == StatusCode::invalid_argument);
+}
