@@ -104,4 +104,9 @@ inline constexpr uint64_t kBoxQueries[] = {
 
 inline constexpr uint64_t kObjectStore = 0x792a6e56e69f17e7ull;
 
+/// Pair overflow (tests/test_overflow.cpp): one hash over the written prefix
+/// of every pair_capacity outcome (2D/3D, bounded/unbounded, several max_pairs
+/// and buffer sizes), the same for every thread count.
+inline constexpr uint64_t kPairOverflow = 0x29a9faa024276085ull;
+
 } // namespace hashgrid_test::golden

@@ -349,7 +349,7 @@ TEST_CASE("too many distinct cells: cell_capacity with the exact cell count, gri
     }
 }
 
-TEST_CASE("more pairs than max_pairs: pair_capacity with exact needed and nothing written") {
+TEST_CASE("more pairs than max_pairs: pair_capacity with exact needed, exactly max_pairs written") {
     Rng rng(21);
     const Scene s = clustered_scene(rng, 3, 400, 2, 0.0f, 6.0f, 0.8f);
     const std::vector<Pair> expected = brute_force_pairs(s, 1.0f);
@@ -367,8 +367,8 @@ TEST_CASE("more pairs than max_pairs: pair_capacity with exact needed and nothin
             CHECK(pr.status.code == StatusCode::pair_capacity);
             CHECK(pr.status.needed == expected.size());
             CHECK(pr.pair_count == expected.size());
-            CHECK(pr.written == 0);
-            CHECK(out[0].a == ~0u);
+            CHECK(pr.written == max_pairs); // the canonical prefix (test_overflow checks its content)
+            CHECK(out[static_cast<size_t>(max_pairs)].a == ~0u);
         }
         const GridConfig config = unbounded_config(3, 1.0f, 1.0f, s.size(), expected.size());
         auto grid = make_grid(config);
@@ -381,9 +381,8 @@ TEST_CASE("more pairs than max_pairs: pair_capacity with exact needed and nothin
 
 TEST_CASE("more pairs than max_pairs over many chunks: pair_capacity, and what was written is a prefix") {
     // 20,000 particles: about 20 sweep chunks, published in order while others
-    // are still sweeping. With max_pairs below the total, publishing stops at
-    // the first chunk that does not fit: `written` is a prefix of the full
-    // result (never more than max_pairs), whatever its length.
+    // are still sweeping. With max_pairs below the total, `written` is exactly
+    // max_pairs (the buffer is larger): the prefix of the full result.
     Rng rng(77);
     const Scene s = uniform_scene(rng, 3, 20000, 0.0f, 20.0f);
     const GridConfig full_config = unbounded_config(3, 1.0f, 1.0f, s.size(), 2000000);
@@ -406,7 +405,7 @@ TEST_CASE("more pairs than max_pairs over many chunks: pair_capacity, and what w
             CHECK(pr.status.code == StatusCode::pair_capacity);
             CHECK(pr.status.needed == total);
             CHECK(pr.pair_count == total);
-            CHECK(pr.written <= max_pairs);
+            CHECK(pr.written == max_pairs);
             CHECK(diff_pairs(std::vector<Pair>(full.pairs.begin(), full.pairs.begin() + static_cast<long>(pr.written)),
                              out.data(), pr.written) == "");
         }

@@ -77,7 +77,9 @@ struct Pool {
 };
 
 /// Collects one chunk's pairs into a chain of pool blocks. Keeps counting after
-/// the pool is exhausted, so the total is always exact.
+/// the pool is exhausted, so the total is always exact. Without a pool it
+/// writes into [cur, end) only (a chunk searched again straight into the
+/// caller's buffer) and counts the rest.
 struct Sink {
     Pair* cur = nullptr;
     Pair* end = nullptr;
@@ -88,7 +90,11 @@ struct Sink {
     Pool* pool = nullptr;
 
     bool refill() {
-        if (overflow) return false;
+        if (overflow || pool == nullptr) {
+            overflow = true;
+            cur = end = nullptr;
+            return false;
+        }
         const uint32_t block = std::atomic_ref<uint32_t>(pool->taken).fetch_add(1, std::memory_order_relaxed);
         if (block >= pool->block_count) {
             overflow = true;
@@ -302,26 +308,75 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         advance();
     });
 
+    // Over max_pairs, which chunks kept their pairs in the pool depends on
+    // timing. complete_prefix(published, target) makes the output a function
+    // of the input alone: it completes the canonical prefix up to `target`.
+    auto complete_prefix = [&](uint64_t published, uint64_t target) {
+        // Chunk counts become exclusive offsets in place (they are not read again).
+        uint64_t offset = 0;
+        uint32_t first = chunks; // first chunk not (fully) published
+        uint32_t last = 0;       // one past the last chunk below target
+        for (uint32_t ch = 0; ch < chunks; ++ch) {
+            const uint64_t count = g.chunk_pair_count_[ch];
+            g.chunk_pair_count_[ch] = offset;
+            if (offset + count > published && first == chunks) first = ch;
+            if (offset < target) last = ch + 1;
+            offset += count;
+        }
+        // Each remaining chunk below target lands at its fixed offset: copied from
+        // the pool when its sweep kept every pair there, searched again straight
+        // into the caller's buffer (stopping at target) when the pool ran out.
+        parallel_chunks(b, last - first, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t i = begin; i < end; ++i) {
+                const uint32_t ch = first + i;
+                const uint64_t at = g.chunk_pair_count_[ch];
+                const uint64_t next = ch + 1 < chunks ? g.chunk_pair_count_[ch + 1] : offset;
+                const uint64_t stop = next < target ? next : target;
+                if (g.chunk_overflow_[ch] == 1) {
+                    uint64_t pos = at;
+                    uint32_t block = g.chunk_first_block_[ch];
+                    while (pos < stop) {
+                        const uint64_t copy = stop - pos < kPairBlock ? stop - pos : kPairBlock;
+                        std::memcpy(out + pos, g.pair_pool_ + static_cast<size_t>(block) * kPairBlock,
+                                    static_cast<size_t>(copy) * sizeof(Pair));
+                        pos += copy;
+                        block = g.block_next_[block];
+                    }
+                } else {
+                    Sink direct;
+                    direct.cur = out + at;
+                    direct.end = out + stop;
+                    const uint32_t home_begin = ch * kPairGrain;
+                    const uint32_t home_end = g.count_ - home_begin < kPairGrain ? g.count_ : home_begin + kPairGrain;
+                    sweep(s, home_begin, home_end, direct);
+                }
+            }
+        });
+    };
+
     uint64_t total = 0;
     for (uint32_t ch = 0; ch < chunks; ++ch)
         total += g.chunk_pair_count_[ch];
     const uint64_t published = frontier & kOffsetMask;
     result.pair_count = total;
     result.written = published < capacity ? published : capacity;
+    if (published != total) {
+        // Over max_pairs (a hard limit; the pool's per-chunk slack does not
+        // count). Which chunks kept their pairs in the pool depends on timing,
+        // so the output must not: complete the canonical prefix up to
+        // min(max_pairs, capacity) pairs, whatever was published so far.
+        HASHGRID_ASSERT(total > max_pairs, "publishing stopped below max_pairs");
+        const uint64_t target = max_pairs < capacity ? max_pairs : capacity;
+        if (published < target) complete_prefix(published, target);
+        result.written = target;
+        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
+    } else if (total > capacity) {
+        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
+    }
     const uint64_t t_end = clock_ns();
     g.pair_timings_ = PairTimings{};
     g.pair_timings_.sweep = t_end - t_begin; // publishing overlaps the sweep
     g.pair_timings_.total = t_end - t_begin;
-    if (published != total) {
-        // Over max_pairs (a hard limit; the pool's per-chunk slack does not
-        // count): `written` is the prefix published before the first chunk
-        // that did not fit; its length depends on timing, its content not.
-        HASHGRID_ASSERT(total > max_pairs, "publishing stopped below max_pairs");
-        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
-        return result;
-    }
-    if (total > capacity)
-        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
     return result;
 }
 

@@ -59,9 +59,11 @@ static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
 /// Outcome of find_pairs().
 struct PairResult {
     /// ok, output_too_small (needed = pair_count), pair_capacity (needed =
-    /// pair_count) or not_built. On pair_capacity, `written` pairs (possibly
-    /// none) were published before the first chunk that did not fit: still a
-    /// prefix of the canonical order, but its length depends on timing.
+    /// pair_count) or not_built. On pair_capacity, `written` is exactly
+    /// min(max_pairs, capacity) and the buffer holds that prefix of the
+    /// canonical order: the same bytes for any thread count or schedule, so
+    /// two machines that overflow in lockstep keep the same pairs. Completing
+    /// that prefix may search some chunks a second time (only on this path).
     Status status;
     /// Exact number of pairs in this frame, even when they did not all fit.
     uint64_t pair_count = 0;
