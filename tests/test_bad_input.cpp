@@ -296,7 +296,7 @@ TEST_CASE("count > max_particles: particle_capacity with needed = count, frame k
     CHECK((**f.grid).rebuild(exact.spans(), serial).ok());
 }
 
-TEST_CASE("too many distinct cells: cell_capacity with the exact cell count, grid empty until the next rebuild") {
+TEST_CASE("too many distinct cells: cell_capacity with the exact cell count, previous frame kept") {
     const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
     ParallelBackend tbb2(2);
     for (const hashgrid::ThreadBackend& backend : {serial, tbb2.backend()}) {
@@ -318,33 +318,48 @@ TEST_CASE("too many distinct cells: cell_capacity with the exact cell count, gri
                 fits.add(0.5f, -3.5f, 2.25f);
             REQUIRE(g.rebuild(fits.spans(), backend).ok());
             CHECK(g.cells().cell_count == 40);
-            // 41, then 3000 distinct cells.
-            for (uint32_t cells : {41u, 3000u}) {
-                Scene over;
-                over.dims = dims;
-                for (uint32_t c = 0; c < cells; ++c) {
-                    over.add(static_cast<float>(c % 61) * 2.0f + 0.5f, static_cast<float>(c / 61) * -1.0f - 0.5f,
-                             7.25f);
-                    over.add(static_cast<float>(c % 61) * 2.0f + 0.75f, static_cast<float>(c / 61) * -1.0f - 0.5f,
-                             7.5f);
+            const auto expected = brute_force_pairs(fits, 1.0f);
+            std::vector<Pair> good(expected.size() + 1);
+            const hashgrid::PairResult good_result = g.find_pairs(good.data(), good.size(), backend);
+            REQUIRE(good_result.status.ok());
+            REQUIRE(diff_pairs(expected, as_set(good.data(), good_result.written).data(), good_result.written) == "");
+            const uint64_t good_pairs = hash_pairs(good.data(), good_result.written);
+            const uint64_t good_order = hash_order(g);
+            const uint64_t good_cells = hash_cells(g);
+            // 41 and 3000 distinct cells in a small box (the dense path), then
+            // 3000 cells spread far apart (the hashed path).
+            for (uint32_t stride : {2u, 1000u})
+                for (uint32_t cells : {41u, 3000u}) {
+                    INFO("stride " << stride << ", cells " << cells);
+                    Scene over;
+                    over.dims = dims;
+                    for (uint32_t c = 0; c < cells; ++c) {
+                        const float x = static_cast<float>((c % 61) * stride);
+                        const float y = static_cast<float>(c / 61) * -1.0f - 0.5f;
+                        over.add(x + 0.5f, y, 7.25f);
+                        over.add(x + 0.75f, y, 7.5f);
+                    }
+                    const Status st = g.rebuild(over.spans(), backend);
+                    CHECK(st.code == StatusCode::cell_capacity);
+                    CHECK(st.needed == cells);
+                    // The previous frame answers exactly as before.
+                    CHECK(g.particle_count() == fits.size());
+                    CHECK(g.cells().cell_count == 40);
+                    CHECK(hash_order(g) == good_order);
+                    CHECK(hash_cells(g) == good_cells);
+                    CHECK(check_cell_table(g, fits, config) == "");
+                    std::vector<Pair> out(expected.size() + 1);
+                    const hashgrid::PairResult pr = g.find_pairs(out.data(), out.size(), backend);
+                    CHECK(pr.status.ok());
+                    CHECK(pr.pair_count == expected.size());
+                    CHECK(hash_pairs(out.data(), pr.written) == good_pairs);
                 }
-                const Status st = g.rebuild(over.spans(), backend);
-                CHECK(st.code == StatusCode::cell_capacity);
-                CHECK(st.needed == cells);
-                CHECK(g.particle_count() == 0);
-                std::vector<Pair> out(16);
-                const hashgrid::PairResult pr = g.find_pairs(out.data(), out.size(), backend);
-                CHECK(pr.status.code == StatusCode::not_built);
-                CHECK(pr.written == 0);
-                CHECK(pr.pair_count == 0);
-            }
             // The next good rebuild works again, with exact pairs.
             REQUIRE(g.rebuild(fits.spans(), backend).ok());
-            const auto expected = brute_force_pairs(fits, 1.0f);
             std::vector<Pair> out(expected.size() + 1);
             const hashgrid::PairResult pr = g.find_pairs(out.data(), out.size(), backend);
             CHECK(pr.status.ok());
-            CHECK(diff_pairs(expected, as_set(out.data(), pr.written).data(), pr.written) == "");
+            CHECK(hash_pairs(out.data(), pr.written) == good_pairs);
         }
     }
 }

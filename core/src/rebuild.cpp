@@ -469,6 +469,72 @@ Status Grid::rebuild(const ParticleSpans& particles, const ThreadBackend& backen
     return Impl::rebuild(*this, particles, backend);
 }
 
+namespace {
+
+Status cell_capacity(uint64_t distinct) {
+    Status s;
+    s.code = StatusCode::cell_capacity;
+    s.needed = distinct;
+    s.message = "more occupied cells than GridConfig::max_cells";
+    return s;
+}
+
+} // namespace
+
+void Grid::Impl::table_from_cell_keys(Grid& g, uint32_t cells, const ThreadBackend& b) {
+    uint32_t occupied = 0;
+    const uint32_t table_limit = g.slot_count_ / 4 * 3;
+    parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        FillShare fill(occupied, table_limit, 1);
+        for (uint32_t i = begin; i < end; ++i) {
+            // Keys are sorted, their home slots random: fetch ahead.
+            if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_), 1);
+            const bool inserted = insert_key(g.slot_key_, g.slot_count_ - 1, g.slot_shift_, g.cell_key_[i], fill);
+            HASHGRID_ASSERT(inserted, "table below max_cells cannot be full");
+            (void)inserted;
+        }
+    });
+    parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t i = begin; i < end; ++i) {
+            if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_));
+            const uint32_t slot = find_slot(g, g.cell_key_[i]);
+            g.cell_slot_[i] = slot;
+            g.slot_cell_[slot] = i;
+        }
+    });
+    g.cell_count_ = cells;
+    g.table_needs_full_clear_ = false;
+}
+
+void Grid::Impl::restore_previous_table(Grid& g, const PreviousFrame& previous, const ThreadBackend& b) {
+    // The table's layout is a function of its key set, so inserting last
+    // frame's keys (still in cell_key_) again gives back the very same table.
+    parallel_chunks(b, g.slot_count_, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
+        std::memset(g.slot_key_ + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
+    });
+    table_from_cell_keys(g, previous.built ? previous.cell_count : 0, b);
+    g.count_ = previous.count;
+    g.cell_count_ = previous.cell_count;
+    g.built_ = previous.built;
+}
+
+uint64_t Grid::Impl::count_occupied(Grid& g, uint32_t n, uint32_t box_cells, const ThreadBackend& b) {
+    // dense_count_ is free until the counting sort: mark each particle's cell.
+    uint32_t* mark = g.dense_count_;
+    fill_u32(b, mark, box_cells, 0);
+    parallel_chunks(b, n, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t i = begin; i < end; ++i)
+            std::atomic_ref<uint32_t>(mark[g.particle_cell_[i]]).store(1, std::memory_order_relaxed);
+    });
+    parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        uint64_t marked = 0;
+        for (uint32_t v = begin; v < end; ++v)
+            marked += mark[v];
+        g.chunk_scratch_[begin / kCellGrain] = marked;
+    });
+    return scan_chunk_sums(g.chunk_scratch_, chunk_count(box_cells, kCellGrain));
+}
+
 Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& b) {
     HASHGRID_ASSERT(g.initialized_, "Grid::rebuild called before a successful init");
     HASHGRID_ASSERT(b.parallel_for != nullptr, "ThreadBackend without parallel_for");
@@ -569,6 +635,10 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         dense = volume <= g.dense_capacity_;
         if (dense) cells = static_cast<uint32_t>(volume);
     }
+    // A rejected frame keeps the previous one. Only the unbounded table is
+    // written before cell_capacity can be known; everything else of the frame
+    // (sorted order, positions, cell starts and keys) is written after it.
+    const PreviousFrame previous{g.count_, g.cell_count_, g.built_};
     if (!bounded) {
         const uint32_t mask = g.slot_count_ - 1;
         // Clearing every slot is a streaming write; clearing last frame's
@@ -607,6 +677,16 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 count_buckets(g.particle_cell_, begin, end, shift,
                               g.bucket_hist_ + uint64_t{begin / grain} * buckets_max, buckets_max);
             });
+            // A box of at most max_cells cells cannot hold more occupied ones.
+            // A larger box may: count them now, before the sort overwrites
+            // the previous frame (one more pass, only for such frames).
+            if (cells > c.max_cells) {
+                const uint64_t distinct = count_occupied(g, n, cells, b);
+                if (distinct > c.max_cells) {
+                    restore_previous_table(g, previous, b);
+                    return cell_capacity(distinct);
+                }
+            }
         } else {
             uint32_t occupied = 0;
             uint32_t failed = 0;
@@ -633,11 +713,9 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 }
             });
             if (failed != 0 || occupied > c.max_cells) {
-                Status s;
-                s.code = StatusCode::cell_capacity;
-                s.needed = count_distinct(g.particle_key_, n);
-                s.message = "more occupied cells than GridConfig::max_cells";
-                return s;
+                // Only the table was written: put the previous frame's back.
+                restore_previous_table(g, previous, b);
+                return cell_capacity(count_distinct(g.particle_key_, n));
             }
             cells = occupied;
 
@@ -788,13 +866,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             g.chunk_scratch_[begin / kCellGrain] = filled;
         });
         const uint64_t distinct = scan_chunk_sums(g.chunk_scratch_, box_chunks);
-        if (distinct > c.max_cells) {
-            Status s;
-            s.code = StatusCode::cell_capacity;
-            s.needed = distinct;
-            s.message = "more occupied cells than GridConfig::max_cells";
-            return s; // the grid stays empty (built_ is false)
-        }
+        HASHGRID_ASSERT(distinct <= c.max_cells, "cell_capacity is checked before the sort");
         parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             uint64_t out = g.chunk_scratch_[begin / kCellGrain];
             for (uint32_t v = begin; v < end; ++v) {
@@ -810,28 +882,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         cells = static_cast<uint32_t>(distinct);
         g.cell_start_[cells] = n;
         // The table gets the distinct keys only.
-        uint32_t occupied = 0;
-        const uint32_t table_limit = g.slot_count_ / 4 * 3;
-        parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            FillShare fill(occupied, table_limit, 1);
-            for (uint32_t i = begin; i < end; ++i) {
-                // Keys are sorted, their home slots random: fetch ahead.
-                if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_), 1);
-                const bool inserted = insert_key(g.slot_key_, g.slot_count_ - 1, g.slot_shift_, g.cell_key_[i], fill);
-                HASHGRID_ASSERT(inserted, "table below max_cells cannot be full");
-                (void)inserted;
-            }
-        });
-        parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t i = begin; i < end; ++i) {
-                if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_));
-                const uint32_t slot = find_slot(g, g.cell_key_[i]);
-                g.cell_slot_[i] = slot;
-                g.slot_cell_[slot] = i;
-            }
-        });
-        g.cell_count_ = cells;
-        g.table_needs_full_clear_ = false;
+        table_from_cell_keys(g, cells, b);
         lap(timing.table);
     }
 

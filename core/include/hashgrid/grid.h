@@ -132,10 +132,12 @@ public:
 
     /// Sorts the particles into cells. Validation (count, NaN/inf, range, radius)
     /// runs before anything is changed: on such a failure the whole frame is
-    /// rejected and the previous frame stays intact. A cell_capacity failure is
-    /// found while building the table: the grid is then empty (0 particles)
-    /// until the next successful rebuild, and needed holds the exact distinct
-    /// cell count. Feeding back last frame's sorted order (particles stored in
+    /// rejected and the previous frame stays intact. So does cell_capacity
+    /// (needed = the exact distinct cell count): when the frame's cells fit a
+    /// box of at most max_cells cells it cannot happen; a larger box costs one
+    /// counting pass before the sort, and a frame that fails in the hashed
+    /// table gets the previous frame's table back (re-inserted from its keys:
+    /// the same layout), both only on that path. Feeding back last frame's sorted order (particles stored in
     /// sorted_to_original() order) makes the rebuild faster.
     Status rebuild(const ParticleSpans& particles, const ThreadBackend& backend);
 
