@@ -21,6 +21,13 @@ namespace hashgrid {
 namespace detail {
 
 /// Objects per chunk of the per-object passes (at most kMaxObjectChunks chunks).
+/// True when spans with `count > 0` lack a coordinate array the grid reads
+/// (x and y, and z in 3D). Checked in every build: a null span is a crash.
+inline bool spans_missing(const BoxSpans& in, uint32_t dims) {
+    return in.count > 0 && (in.min_x == nullptr || in.min_y == nullptr || in.max_x == nullptr || in.max_y == nullptr ||
+                            (dims == 3 && (in.min_z == nullptr || in.max_z == nullptr)));
+}
+
 inline constexpr uint32_t kObjectGrain = 4096;
 inline constexpr uint32_t kMaxObjectChunks = 1024;
 /// Entries per chunk of the radix sort and the cell-run passes (at most kMaxEntryChunks chunks).

@@ -404,6 +404,10 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
         return result;
     }
+    if (out == nullptr && capacity > 0) {
+        result.status = {StatusCode::invalid_argument, 0, 0, 0, "find_pairs: null buffer with nonzero capacity"};
+        return result;
+    }
     BoxState& s = state(g);
     const uint32_t cells = s.cell_count;
     const auto cell_grain = static_cast<uint32_t>(grain_for(cells, kCellPairGrain, kMaxCellChunks));
@@ -446,6 +450,11 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
                                queries.max_y != nullptr &&
                                (dims == 2 || (queries.min_z != nullptr && queries.max_z != nullptr))),
                     "BoxSpans: min/max x, y (and z in 3D) must be set");
+    if (spans_missing(queries, dims) || (out == nullptr && capacity > 0)) {
+        result.status = {StatusCode::invalid_argument, 0, 0, 0,
+                         "find_pairs_with: null query span or null buffer with nonzero capacity"};
+        return result;
+    }
     QueryInput in{{queries.min_x, queries.min_y, queries.min_z},
                   {queries.max_x, queries.max_y, queries.max_z},
                   queries.category,

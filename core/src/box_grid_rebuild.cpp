@@ -242,7 +242,6 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
 
 Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& b) {
     HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
-    HASHGRID_ASSERT(b.parallel_for != nullptr, "ThreadBackend without parallel_for");
     if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
     BoxState& s = state(g);
     const uint32_t n = in.count;
@@ -257,6 +256,8 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     HASHGRID_ASSERT(n == 0 || (in.min_x != nullptr && in.min_y != nullptr && in.max_x != nullptr &&
                                in.max_y != nullptr && (dims == 2 || (in.min_z != nullptr && in.max_z != nullptr))),
                     "BoxSpans: min/max x, y (and z in 3D) must be set");
+    if (spans_missing(in, dims))
+        return {StatusCode::invalid_argument, 0, 0, 0, "BoxSpans: min/max x, y (and z in 3D) must be set"};
     const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
     const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
     const CellParams& k = s.cells;

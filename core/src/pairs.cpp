@@ -229,6 +229,10 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
         return result;
     }
+    if (out == nullptr && capacity > 0) {
+        result.status = {StatusCode::invalid_argument, 0, 0, 0, "find_pairs: null buffer with nonzero capacity"};
+        return result;
+    }
     const GridConfig& c = g.config_;
     SweepData s{};
     s.x = g.sorted_[0];

@@ -537,7 +537,6 @@ uint64_t Grid::Impl::count_occupied(Grid& g, uint32_t n, uint32_t box_cells, con
 
 Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& b) {
     HASHGRID_ASSERT(g.initialized_, "Grid::rebuild called before a successful init");
-    HASHGRID_ASSERT(b.parallel_for != nullptr, "ThreadBackend without parallel_for");
     if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "grid not initialized"};
     const GridConfig& c = g.config_;
     const uint32_t n = p.count;
@@ -550,6 +549,8 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     }
     HASHGRID_ASSERT(n == 0 || (p.x != nullptr && p.y != nullptr && (c.dimensions == 2 || p.z != nullptr)),
                     "ParticleSpans: x, y (and z in 3D) must be set");
+    if (n > 0 && (p.x == nullptr || p.y == nullptr || (c.dimensions == 3 && p.z == nullptr)))
+        return {StatusCode::invalid_argument, 0, 0, 0, "ParticleSpans: x, y (and z in 3D) must be set when count > 0"};
     const bool bounded = c.world == World::bounded;
     const uint32_t dims = c.dimensions;
 

@@ -30,11 +30,19 @@ struct ThreadBackend {
 ThreadBackend serial_backend();
 
 /// Runs body(begin, end, worker) over chunks of `grain` items through the
-/// backend. The lambda lives on the caller's stack: no allocation.
+/// backend. The lambda lives on the caller's stack: no allocation. A backend
+/// without parallel_for (a default-constructed ThreadBackend) runs every chunk
+/// in order on the calling thread, like serial_backend(), in every build: the
+/// results are the same bytes either way.
 template <typename Body>
 void parallel_chunks(const ThreadBackend& backend, uint32_t count, uint32_t grain, Body&& body) {
     using BodyType = std::remove_reference_t<Body>;
     if (count == 0) return;
+    if (backend.parallel_for == nullptr) [[unlikely]] {
+        for (uint32_t begin = 0; begin < count; begin += grain)
+            body(begin, count - begin < grain ? count : begin + grain, 0u);
+        return;
+    }
     auto trampoline = [](void* context, uint32_t begin, uint32_t end, uint32_t worker) {
         (*static_cast<BodyType*>(context))(begin, end, worker);
     };
