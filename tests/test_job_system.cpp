@@ -370,10 +370,44 @@ TEST_CASE("job-system adapter: contract violations by the game are asserts") {
         config.worker_count = 2;
         config.inline_worker = 2;
         JobSystemBackend adapter(config);
-        CHECK(asserts.failures() == 2); // missing callbacks, inline_worker out of range
+        CHECK(asserts.failures() == 1); // the first problem found: missing callbacks
     }
 }
 #endif
+
+TEST_CASE("job-system adapter: an invalid config is a status and runs serially, in every build") {
+    ScopedCountingAssertHook asserts; // where asserts are compiled in, the constructor also asserts
+    Spy spy;
+    spy.worker_count = 4;
+    const JobSystemConfig good = spy.config();
+    CHECK(JobSystemBackend::validate(good).ok());
+    JobSystemConfig no_enqueue = good;
+    no_enqueue.enqueue = nullptr;
+    JobSystemConfig no_finish = good;
+    no_finish.finish = nullptr;
+    JobSystemConfig no_workers = good;
+    no_workers.worker_count = 0;
+    no_workers.inline_worker = 0;
+    JobSystemConfig bad_inline = good;
+    bad_inline.inline_worker = 4;
+    for (const JobSystemConfig& config : {no_enqueue, no_finish, no_workers, bad_inline}) {
+        CHECK(JobSystemBackend::validate(config).code == hashgrid::StatusCode::invalid_argument);
+        JobSystemBackend adapter(config);
+        CHECK(adapter.status().code == hashgrid::StatusCode::invalid_argument);
+        const hashgrid::ThreadBackend b = adapter.backend();
+        CHECK((b.parallel_for == nullptr));
+        CHECK(b.worker_count == 1);
+        // Every chunk runs once, in order, on the calling thread as worker 0.
+        std::vector<uint32_t> seen;
+        hashgrid::parallel_chunks(b, 95, 10, [&](uint32_t begin, uint32_t end, uint32_t worker) {
+            CHECK(worker == 0);
+            CHECK(end - begin == (begin == 90 ? 5u : 10u));
+            seen.push_back(begin);
+        });
+        CHECK(seen == std::vector<uint32_t>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90});
+    }
+    CHECK(spy.enqueues == 0); // nothing ever reached the game
+}
 
 // ---------------------------------------------------------------------------
 // (c) assert_hook.h

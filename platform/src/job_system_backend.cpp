@@ -26,16 +26,28 @@ void JobSystemBackend::run_chunks(uint32_t begin, uint32_t end, uint32_t worker,
     if (begin < end) loop->chunks_run.fetch_add(end - begin, std::memory_order_relaxed);
 }
 
-JobSystemBackend::JobSystemBackend(const JobSystemConfig& config) : config_(config) {
-    HASHGRID_ASSERT(config.enqueue != nullptr && config.finish != nullptr, "JobSystemConfig needs enqueue and finish");
-    HASHGRID_ASSERT(config.worker_count >= 1, "JobSystemConfig::worker_count must be >= 1");
-    HASHGRID_ASSERT(config.inline_worker < config.worker_count,
-                    "JobSystemConfig::inline_worker must be < worker_count");
+Status JobSystemBackend::validate(const JobSystemConfig& config) {
+    Status s;
+    s.code = StatusCode::invalid_argument;
+    if (config.enqueue == nullptr || config.finish == nullptr)
+        s.message = "JobSystemConfig needs enqueue and finish";
+    else if (config.worker_count == 0)
+        s.message = "JobSystemConfig::worker_count must be >= 1";
+    else if (config.inline_worker >= config.worker_count)
+        s.message = "JobSystemConfig::inline_worker must be < worker_count";
+    else
+        return Status{};
+    return s;
+}
+
+JobSystemBackend::JobSystemBackend(const JobSystemConfig& config) : config_(config), status_(validate(config)) {
+    HASHGRID_ASSERT(status_.ok(), status_.message);
     loop_.worker_count = config.worker_count;
 }
 
 ThreadBackend JobSystemBackend::backend() {
     ThreadBackend b;
+    if (!status_.ok()) return b; // no parallel_for: core runs every loop serially
     b.parallel_for = &JobSystemBackend::parallel_for;
     b.state = this;
     b.worker_count = config_.worker_count;

@@ -63,6 +63,7 @@
 //   task context stays valid until finish() returns (or enqueue returned null).
 #pragma once
 
+#include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 
 #include <atomic>
@@ -111,13 +112,24 @@ struct JobSystemConfig {
 /// movable: backend() points at this object.
 class JobSystemBackend {
 public:
-    /// Asserts that the config is valid (callbacks set, worker_count >= 1,
-    /// inline_worker < worker_count).
+    /// invalid_argument (message names the field) unless enqueue and finish
+    /// are set, worker_count >= 1 and inline_worker < worker_count.
+    static Status validate(const JobSystemConfig& config);
+
+    /// Keeps the config. An invalid one (see validate()) also fails a
+    /// HASHGRID_ASSERT where asserts are compiled in; in every build status()
+    /// then reports it and backend() runs every loop serially on the calling
+    /// thread (never a call through a null callback). Results are the same
+    /// bytes either way.
     explicit JobSystemBackend(const JobSystemConfig& config);
     JobSystemBackend(const JobSystemBackend&) = delete;
     JobSystemBackend& operator=(const JobSystemBackend&) = delete;
 
-    /// The interface core/ uses; valid while this object lives.
+    /// validate(config()): ok, or why backend() runs serially.
+    [[nodiscard]] const Status& status() const { return status_; }
+
+    /// The interface core/ uses; valid while this object lives. For an
+    /// invalid config: a backend without parallel_for (core runs it serially).
     [[nodiscard]] ThreadBackend backend();
     [[nodiscard]] const JobSystemConfig& config() const { return config_; }
 
@@ -146,6 +158,7 @@ private:
     void run(uint32_t count, uint32_t grain, ChunkFn fn, void* context);
 
     JobSystemConfig config_;
+    Status status_;
     Loop loop_;
     std::atomic<bool> busy_{false};
     uint64_t enqueued_ = 0;
