@@ -12,6 +12,7 @@
 #include "hashgrid/objects.h"
 #include "hashgrid/proximity_index.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -168,4 +169,49 @@ TEST_CASE("ObjectStore and ProximityIndex: use before init and out-of-range indi
     const float at[3] = {0.0f, 0.0f, 0.0f};
     CHECK(index.create_client(at, at).status.code == StatusCode::invalid_argument);
     CHECK(index.update_index(hashgrid::serial_backend()).code == StatusCode::invalid_argument);
+}
+
+TEST_CASE("denormal and negative-zero coordinates are ordinary values") {
+    // Points around the origin with denormal and -0.0 coordinates, plus two
+    // just beyond the interaction distance. Oracle: the documented float rule
+    // d2 = (dx * dx + dy * dy) + dz * dz < r * r, evaluated here.
+    const float denormal = 1e-40f, tiny = 1e-45f;
+    Points p;
+    const float coords[][3] = {{0.0f, 0.0f, 0.0f},       {-0.0f, denormal, -0.0f}, {tiny, -0.0f, -denormal},
+                               {-denormal, -tiny, 0.0f}, {0.5f, -0.0f, 0.0f},      {-0.5f, 0.0f, -0.0f},
+                               {1.0f, 0.0f, 0.0f},       {-0.0f, -1.0f, 0.0f}};
+    for (const auto& c : coords) {
+        p.x.push_back(c[0]);
+        p.y.push_back(c[1]);
+        p.z.push_back(c[2]);
+    }
+    std::vector<Pair> expected;
+    for (uint32_t i = 0; i < p.x.size(); ++i)
+        for (uint32_t j = i + 1; j < p.x.size(); ++j) {
+            const float dx = p.x[i] - p.x[j], dy = p.y[i] - p.y[j], dz = p.z[i] - p.z[j];
+            const float xx = dx * dx, yy = dy * dy, zz = dz * dz; // rounded before the sums (no FMA)
+            if ((xx + yy) + zz < 1.0f) expected.push_back({i, j});
+        }
+    // Hand count: the four points at the origin (denormal and signed-zero
+    // coordinates) and +-0.5 pair up except +-0.5 themselves (distance exactly
+    // 1): 15 - 1; (1, 0, 0) pairs with (0.5, 0, 0) only (its distance to the
+    // origin points rounds to 1): + 1; (0, -1, 0) pairs with none.
+    REQUIRE(expected.size() == 15);
+    for (hashgrid::World world : {hashgrid::World::unbounded, hashgrid::World::bounded}) {
+        hashgrid::GridConfig c = grid_config();
+        c.world = world;
+        c.origin[0] = c.origin[1] = c.origin[2] = -2.0f;
+        c.cell_counts[0] = c.cell_counts[1] = c.cell_counts[2] = 4;
+        hashgrid::Grid grid;
+        REQUIRE(grid.init_allocate(c).ok());
+        REQUIRE(grid.rebuild(p.spans(), hashgrid::serial_backend()).ok());
+        Pair out[64];
+        const hashgrid::PairResult r = grid.find_pairs(out, 64, hashgrid::serial_backend());
+        REQUIRE(r.status.ok());
+        std::vector<Pair> got(out, out + r.written);
+        std::sort(got.begin(), got.end(), [](Pair l, Pair m) { return l.a != m.a ? l.a < m.a : l.b < m.b; });
+        REQUIRE(got.size() == expected.size());
+        for (size_t k = 0; k < got.size(); ++k)
+            CHECK((got[k].a == expected[k].a && got[k].b == expected[k].b));
+    }
 }

@@ -86,7 +86,7 @@ TEST_CASE("the dense and the hashed path give the same cells and pairs for the s
     }
 }
 
-TEST_CASE("cell_capacity on both paths: exact distinct count, grid empty, next frame fine") {
+TEST_CASE("cell_capacity on both paths as the first frame: exact distinct count, still not built, next frame fine") {
     for (float spacing : {2.0f, 1500.0f}) { // dense box, then hashed (3D keys reach 2^20 cells)
         INFO("spacing " << spacing);
         Scene s;
