@@ -6,6 +6,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "../core/src/objects_internal.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/grid.h"
 #include "hashgrid/objects.h"
@@ -13,10 +14,25 @@
 #include "hashgrid/proximity_index.h"
 #include "test_support.h"
 
+#include <cstring>
 #include <vector>
 
 using namespace hashgrid_test;
 using hashgrid::StatusCode;
+
+// The allocation failures below ask for terabytes on purpose. AddressSanitizer
+// aborts on such a request unless told to return null like malloc does (the
+// asan-ubsan preset's ASAN_OPTIONS add to these defaults, they do not replace them).
+#if defined(__SANITIZE_ADDRESS__)
+#define HASHGRID_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HASHGRID_TEST_ASAN 1
+#endif
+#endif
+#if defined(HASHGRID_TEST_ASAN)
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
 
 namespace {
 
@@ -393,4 +409,233 @@ TEST_CASE("neighbor_lists: a pair outside {a < b < particle_count()} is invalid_
     std::vector<uint32_t> offsets(41);
     CHECK(g->grid->neighbor_lists(nullptr, 3, offsets.data(), offsets.size(), nullptr, 0, hashgrid::serial_backend())
               .code == StatusCode::invalid_argument);
+}
+
+namespace {
+
+/// An aligned block for init() on caller memory, with room for a misaligned
+/// start (aligned + 8) of the same size.
+struct CallerBlock {
+    hashgrid::MemoryRequirements requirements;
+    std::vector<unsigned char> storage;
+    unsigned char* aligned = nullptr;
+    size_t bytes = 0;
+    explicit CallerBlock(const hashgrid::MemoryRequirements& req)
+        : requirements(req), storage(static_cast<size_t>(req.bytes + 2 * req.alignment)),
+          bytes(static_cast<size_t>(req.bytes)) {
+        aligned = storage.data() +
+                  (req.alignment - reinterpret_cast<uintptr_t>(storage.data()) % req.alignment) % req.alignment;
+    }
+    [[nodiscard]] std::vector<unsigned char> contents() const { return {aligned, aligned + bytes}; }
+};
+
+/// Every failing init on caller memory: null, misaligned, too small (another
+/// block and the block in use), an invalid config. Each must return its status
+/// without writing a byte of the block the object lives in.
+template <typename Object, typename Config>
+void fail_caller_inits(Object& object, const Config& config, const Config& bad, CallerBlock& in_use) {
+    CallerBlock other(in_use.requirements);
+    const std::vector<unsigned char> before = in_use.contents();
+    CHECK(object.init(config, nullptr, other.bytes).code == StatusCode::memory_too_small);
+    CHECK(object.init(config, other.aligned + 8, other.bytes).code == StatusCode::memory_misaligned);
+    CHECK(object.init(config, other.aligned, other.bytes - 1).code == StatusCode::memory_too_small);
+    CHECK(object.init(config, in_use.aligned, in_use.bytes - 1).code == StatusCode::memory_too_small);
+    CHECK(object.init(config, in_use.aligned + 8, in_use.bytes).code == StatusCode::memory_misaligned);
+    CHECK(object.init(bad, in_use.aligned, in_use.bytes).code == StatusCode::invalid_config);
+    CHECK(object.init_allocate(bad).code == StatusCode::invalid_config);
+    CHECK(in_use.contents() == before);
+    CHECK(object.initialized());
+}
+
+} // namespace
+
+TEST_CASE("failed inits on caller memory leave every kind of object, and its block, exactly as they were") {
+    SUBCASE("Grid") {
+        Rng rng(12);
+        const Scene s = uniform_scene(rng, 3, 300, 0.0f, 6.0f);
+        const hashgrid::GridConfig config = unbounded_config(3, 1.0f, 1.0f, 300, 20000);
+        CallerBlock block(hashgrid::memory_requirements(config));
+        hashgrid::Grid grid;
+        REQUIRE(grid.init(config, block.aligned, block.bytes).ok());
+        REQUIRE(grid.rebuild(s.spans(), hashgrid::serial_backend()).ok());
+        const std::vector<Pair> before = all_pairs(grid);
+        const std::vector<Pair> set = as_set(before.data(), before.size());
+        REQUIRE(diff_pairs(brute_force_pairs(s, 1.0f), set.data(), set.size()) == "");
+        hashgrid::GridConfig bad = config;
+        bad.interaction_distance = 2.0f; // > cell_size
+        fail_caller_inits(grid, config, bad, block);
+        const std::vector<Pair> after = all_pairs(grid);
+        CHECK(hash_pairs(after.data(), after.size()) == hash_pairs(before.data(), before.size()));
+    }
+    SUBCASE("BoxGrid") {
+        const Boxes b = random_boxes(200);
+        const hashgrid::BoxGridConfig config = box_config(200);
+        CallerBlock block(hashgrid::BoxGrid::memory_requirements(config));
+        hashgrid::BoxGrid grid;
+        REQUIRE(grid.init(config, block.aligned, block.bytes).ok());
+        REQUIRE(grid.rebuild(b.spans(), hashgrid::serial_backend()).ok());
+        const std::vector<Pair> before = box_pairs(grid);
+        const std::vector<Pair> set = as_set(before.data(), before.size());
+        REQUIRE(diff_pairs(box_brute_force(b), set.data(), set.size()) == "");
+        hashgrid::BoxGridConfig bad = config;
+        bad.large_object_cells = 0;
+        fail_caller_inits(grid, config, bad, block);
+        CHECK(grid.object_count() == 200);
+        const std::vector<Pair> after = box_pairs(grid);
+        CHECK(hash_pairs(after.data(), after.size()) == hash_pairs(before.data(), before.size()));
+    }
+    SUBCASE("ObjectStore") {
+        hashgrid::ObjectStoreConfig config;
+        config.max_objects = 40;
+        CallerBlock block(hashgrid::ObjectStore::memory_requirements(config));
+        hashgrid::ObjectStore store;
+        REQUIRE(store.init(config, block.aligned, block.bytes).ok());
+        std::vector<hashgrid::ObjectHandle> handles;
+        for (uint32_t i = 0; i < 30; ++i) {
+            hashgrid::ObjectBox box;
+            box.min[0] = static_cast<float>(i);
+            box.max[0] = static_cast<float>(i) + 1.0f;
+            handles.push_back(store.add(box, i, ~i, i).handle);
+        }
+        for (uint32_t i = 0; i < 30; i += 3)
+            REQUIRE(store.remove(handles[i]).ok());
+        hashgrid::ObjectStoreConfig bad = config;
+        bad.dimensions = 1;
+        fail_caller_inits(store, config, bad, block);
+        CHECK(store.size() == 20);
+        for (uint32_t i = 0; i < 30; ++i) {
+            CHECK(store.contains(handles[i]) == (i % 3 != 0));
+            hashgrid::ObjectBox box;
+            if (i % 3 != 0) {
+                REQUIRE(store.get_box(handles[i], box).ok());
+                CHECK(box.min[0] == static_cast<float>(i));
+                CHECK(store.user_values()[store.dense_index(handles[i])] == i);
+            }
+        }
+    }
+    SUBCASE("ProximityIndex") {
+        hashgrid::ProximityIndexConfig config;
+        config.grid = box_config(16);
+        config.grid.dimensions = 2;
+        CallerBlock block(hashgrid::ProximityIndex::memory_requirements(config));
+        hashgrid::ProximityIndex index;
+        REQUIRE(index.init(config, block.aligned, block.bytes).ok());
+        for (uint32_t i = 0; i < 10; ++i) {
+            const float at[3] = {static_cast<float>(i), 0.0f, 0.0f};
+            const float size[3] = {1.5f, 1.0f, 0.0f};
+            REQUIRE(index.create_client(at, size).status.ok());
+        }
+        REQUIRE(index.update_index(hashgrid::serial_backend()).ok());
+        hashgrid::ProximityIndexConfig bad = config;
+        bad.grid.cell_size = 0.0f;
+        fail_caller_inits(index, config, bad, block);
+        CHECK(index.client_count() == 10);
+        CHECK_FALSE(index.dirty());
+        Pair pairs[32];
+        const hashgrid::PairResult r = index.find_pairs(pairs, 32, hashgrid::serial_backend());
+        CHECK(r.status.ok());
+        CHECK(r.pair_count == 9); // neighbours 1 apart overlap (edge 1.5); 2 apart do not
+    }
+}
+
+TEST_CASE("init on caller memory after init_allocate: the old block is freed once, also when it is the new one") {
+    // Leaks and double frees show under AddressSanitizer (the asan-ubsan preset).
+    Rng rng(13);
+    const Scene s = uniform_scene(rng, 3, 200, 0.0f, 5.0f);
+    const hashgrid::GridConfig config = unbounded_config(3, 1.0f, 1.0f, 200, 20000);
+    const std::vector<Pair> expected = brute_force_pairs(s, 1.0f);
+    hashgrid::Grid grid;
+    REQUIRE(grid.init_allocate(config).ok());
+    // The block's first array is sorted_to_original(): re-init on that very block.
+    void* own = const_cast<uint32_t*>(grid.sorted_to_original());
+    REQUIRE(grid.init(config, own, static_cast<size_t>(hashgrid::memory_requirements(config).bytes)).ok());
+    REQUIRE(grid.rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    std::vector<Pair> got = all_pairs(grid);
+    got = as_set(got.data(), got.size());
+    CHECK(diff_pairs(expected, got.data(), got.size()) == "");
+    // Then caller memory: the allocated block goes.
+    CallerBlock block(hashgrid::memory_requirements(config));
+    REQUIRE(grid.init(config, block.aligned, block.bytes).ok());
+    REQUIRE(grid.rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    got = all_pairs(grid);
+    got = as_set(got.data(), got.size());
+    CHECK(diff_pairs(expected, got.data(), got.size()) == "");
+
+    hashgrid::ObjectStoreConfig sc;
+    sc.max_objects = 8;
+    hashgrid::ObjectStore store;
+    REQUIRE(store.init_allocate(sc).ok());
+    void* store_block = const_cast<float*>(store.min_coords(0)); // the first array
+    REQUIRE(
+        store.init(sc, store_block, static_cast<size_t>(hashgrid::ObjectStore::memory_requirements(sc).bytes)).ok());
+    CHECK(store.add(hashgrid::ObjectBox{}, 1, 1, 5).status.ok());
+    CHECK(store.size() == 1);
+}
+
+TEST_CASE("generations: a stale handle of every age is rejected; a slot is retired before a generation repeats") {
+    using hashgrid::ObjectHandle;
+    using hashgrid::ObjectStoreTestAccess;
+    for (const uint32_t salt : {0u, 0xBEEFu}) {
+        INFO("salt ", salt);
+        hashgrid::ObjectStoreConfig config;
+        config.max_objects = 1;
+        config.handle_salt = salt;
+        hashgrid::ObjectStore store;
+        REQUIRE(store.init_allocate(config).ok());
+        const uint32_t g0 = hashgrid::detail::first_generation(salt, 0);
+        const uint32_t last = g0 == 1 ? 0xffffffffu : g0 - 1; // the cycle's final generation
+        std::vector<ObjectHandle> issued;
+        const hashgrid::ObjectBox box;
+        // Churn the one slot; every handle ever issued is kept.
+        auto churn = [&](uint32_t times) {
+            for (uint32_t k = 0; k < times; ++k) {
+                const hashgrid::ObjectAddResult a = store.add(box, 1, 1, k);
+                REQUIRE(a.status.ok());
+                // The live object rejects every other generation, older or newer.
+                for (const uint32_t delta : {1u, 2u, 255u, 65536u, 0x80000000u, 0xffffffffu})
+                    CHECK_FALSE(store.contains(ObjectHandle{0, a.handle.generation + delta}));
+                for (const ObjectHandle& old : issued)
+                    if (old.generation % 97 == k % 97) CHECK_FALSE(store.contains(old)); // a sample per round
+                issued.push_back(a.handle);
+                REQUIRE(store.remove(a.handle).ok());
+            }
+        };
+        churn(1000);
+        CHECK(issued.front() == ObjectHandle{0, g0});
+        // Jump (the slot is free) to the end of the 32-bit range: the counter
+        // passes 0xffffffff and skips 0.
+        if (g0 != 1) {
+            ObjectStoreTestAccess::set_generation(store, 0, 0xffffffffu - 499);
+            churn(1000);
+            CHECK(store.retired_count() == 0);
+        }
+        // Jump to 1000 generations before the cycle closes and churn to its end.
+        ObjectStoreTestAccess::set_generation(store, 0, last - 999);
+        churn(1000);
+        CHECK(issued.back() == ObjectHandle{0, last});
+        CHECK(store.retired_count() == 1);
+        CHECK(store.capacity() == 0);
+        const hashgrid::ObjectAddResult full = store.add(box, 1, 1, 0);
+        CHECK(full.status.code == StatusCode::object_capacity);
+        CHECK(full.handle == ObjectHandle{});
+        // No generation was issued twice, none is 0, and every handle of every age is stale.
+        std::vector<uint32_t> generations;
+        for (const ObjectHandle& h : issued)
+            generations.push_back(h.generation);
+        std::sort(generations.begin(), generations.end());
+        CHECK(std::adjacent_find(generations.begin(), generations.end()) == generations.end());
+        CHECK(generations.front() != 0u);
+        hashgrid::ObjectBox out;
+        for (const ObjectHandle& h : issued) {
+            CHECK_FALSE(store.contains(h));
+            CHECK(store.move(h, box).code == StatusCode::invalid_handle);
+            CHECK(store.get_box(h, out).code == StatusCode::invalid_handle);
+            CHECK(store.remove(h).code == StatusCode::invalid_handle);
+        }
+        for (uint64_t g = 0; g <= 0xffffffffu; g += 0x10001u) // forged generations across the range
+            CHECK_FALSE(store.contains(ObjectHandle{0, static_cast<uint32_t>(g)}));
+        // clear() and further churn keep the retirement.
+        store.clear();
+        CHECK(store.add(box, 1, 1, 0).status.code == StatusCode::object_capacity);
+    }
 }

@@ -73,8 +73,11 @@ inline Status allocation_failed(uint64_t bytes) {
 
 /// The end of every successful init(): a block the object allocated itself
 /// (an earlier init_allocate) is freed once nothing points into it any more.
+/// Re-init on that very block (its address is the object's first array)
+/// keeps owning it, so it is freed once, by the destructor or a later init.
 inline void release_owned(void*& owned, const void* now_used) {
-    if (owned != nullptr && owned != now_used) aligned_free_bytes(owned);
+    if (owned == now_used) return;
+    aligned_free_bytes(owned);
     owned = nullptr;
 }
 

@@ -21,6 +21,11 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
     if (!built_) return {StatusCode::not_built, 0, 0, 0, "neighbor_lists before a successful rebuild"};
     if (pairs == nullptr && pair_count > 0)
         return {StatusCode::invalid_argument, 0, 0, 0, "neighbor_lists: null pairs with a nonzero pair_count"};
+    HASHGRID_ASSERT((offsets != nullptr || offsets_capacity == 0) && (indices != nullptr || indices_capacity == 0),
+                    "neighbor_lists: null output with a nonzero capacity");
+    if ((offsets == nullptr && offsets_capacity > 0) || (indices == nullptr && indices_capacity > 0))
+        return {StatusCode::invalid_argument, 0, 0, 0,
+                "neighbor_lists: null offsets or indices with a nonzero capacity"};
     const uint32_t n = count_;
     if (offsets == nullptr || offsets_capacity < uint64_t{n} + 1)
         return {StatusCode::output_too_small, uint64_t{n} + 1, 0, 0, "offsets needs particle_count() + 1 entries"};

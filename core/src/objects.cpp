@@ -66,6 +66,10 @@ Status invalid_handle() {
     return status_error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
 }
 
+Status not_initialized() {
+    return status_error(StatusCode::invalid_argument, "ObjectStore used before a successful init");
+}
+
 } // namespace
 
 Status ObjectStore::validate(const ObjectStoreConfig& c) {
@@ -198,6 +202,10 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
 }
 
 Status ObjectStore::move(ObjectHandle handle, const ObjectBox& box) {
+    if (!initialized_) [[unlikely]] {
+        HASHGRID_ASSERT(false, "ObjectStore used before init");
+        return not_initialized();
+    }
     const uint32_t dense = live_dense(handle);
     if (dense == kInvalidObjectIndex) return invalid_handle();
     const Status s = validate_box(config_.dimensions, box);
@@ -207,6 +215,10 @@ Status ObjectStore::move(ObjectHandle handle, const ObjectBox& box) {
 }
 
 Status ObjectStore::set_layers(ObjectHandle handle, uint32_t category, uint32_t mask) {
+    if (!initialized_) [[unlikely]] {
+        HASHGRID_ASSERT(false, "ObjectStore used before init");
+        return not_initialized();
+    }
     const uint32_t dense = live_dense(handle);
     if (dense == kInvalidObjectIndex) return invalid_handle();
     category_[dense] = category;
@@ -215,6 +227,10 @@ Status ObjectStore::set_layers(ObjectHandle handle, uint32_t category, uint32_t 
 }
 
 Status ObjectStore::set_user_value(ObjectHandle handle, uint64_t user_value) {
+    if (!initialized_) [[unlikely]] {
+        HASHGRID_ASSERT(false, "ObjectStore used before init");
+        return not_initialized();
+    }
     const uint32_t dense = live_dense(handle);
     if (dense == kInvalidObjectIndex) return invalid_handle();
     user_[dense] = user_value;
@@ -222,6 +238,10 @@ Status ObjectStore::set_user_value(ObjectHandle handle, uint64_t user_value) {
 }
 
 Status ObjectStore::remove(ObjectHandle handle) {
+    if (!initialized_) [[unlikely]] {
+        HASHGRID_ASSERT(false, "ObjectStore used before init");
+        return not_initialized();
+    }
     const uint32_t dense = live_dense(handle);
     if (dense == kInvalidObjectIndex) return invalid_handle();
     const uint32_t last = count_ - 1;
@@ -264,6 +284,10 @@ ObjectHandle ObjectStore::handle_at(uint32_t dense_index) const {
 }
 
 Status ObjectStore::get_box(ObjectHandle handle, ObjectBox& out) const {
+    if (!initialized_) [[unlikely]] {
+        HASHGRID_ASSERT(false, "ObjectStore used before init");
+        return not_initialized();
+    }
     const uint32_t dense = live_dense(handle);
     if (dense == kInvalidObjectIndex) return invalid_handle();
     ObjectBox box;

@@ -96,6 +96,13 @@ bool valid_query(uint32_t dims, const float (&position)[3], const float* extent,
 
 Status invalid_query(const char* message) { return status_error(StatusCode::invalid_query, message); }
 
+/// A null output with a nonzero capacity, checked before a dirty index is
+/// rebuilt: a refused call changes nothing.
+bool null_output(const void* out, uint64_t capacity) {
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "ProximityIndex: null output with a nonzero capacity");
+    return out == nullptr && capacity > 0;
+}
+
 } // namespace
 
 Status ProximityIndex::validate(const ProximityIndexConfig& config) {
@@ -267,12 +274,16 @@ Status ProximityIndex::update_client(ObjectHandle client, const float (&position
 }
 
 Status ProximityIndex::set_client_layers(ObjectHandle client, uint32_t category, uint32_t mask) {
+    HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
+    if (!initialized_) return not_initialized();
     const Status s = store_.set_layers(client, category, mask);
     if (s.ok()) dirty_ = true;
     return s;
 }
 
 Status ProximityIndex::remove_client(ObjectHandle client) {
+    HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
+    if (!initialized_) return not_initialized();
     const Status s = store_.remove(client);
     if (!s.ok()) return s;
     entry_total_ -= slot_entries_[client.index];
@@ -312,12 +323,6 @@ QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* o
         return r;
     }
     HASHGRID_ASSERT(found.written == found.count, "query scratch holds every object");
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_near: null output with a capacity");
-    if (out == nullptr && capacity > 0) {
-        r.written = 0;
-        r.status = status_error(StatusCode::invalid_argument, "find_near: null output with a nonzero capacity");
-        return r;
-    }
     r.written = found.count < capacity ? found.count : capacity;
     for (uint32_t k = 0; k < r.written; ++k)
         out[k] = store_.handle_at(found_[k]);
@@ -334,6 +339,10 @@ QueryResult ProximityIndex::find_near(const float (&position)[3], const float (&
     QueryResult r;
     if (!initialized_) {
         r.status = not_initialized();
+        return r;
+    }
+    if (null_output(out, capacity)) {
+        r.status = status_error(StatusCode::invalid_argument, "find_near: null output with a nonzero capacity");
         return r;
     }
     const uint32_t dims = config_.grid.dimensions;
@@ -361,6 +370,10 @@ QueryResult ProximityIndex::find_near_radius(const float (&position)[3], float r
         r.status = not_initialized();
         return r;
     }
+    if (null_output(out, capacity)) {
+        r.status = status_error(StatusCode::invalid_argument, "find_near_radius: null output with a nonzero capacity");
+        return r;
+    }
     const uint32_t dims = config_.grid.dimensions;
     if (!valid_query(dims, position, &radius, 1)) {
         r.status = invalid_query("find_near_radius: position must be finite and radius >= 0");
@@ -379,6 +392,10 @@ QueryResult ProximityIndex::find_near_radius(const float (&position)[3], float r
 PairResult ProximityIndex::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     PairResult r;
+    if (initialized_ && null_output(out, capacity)) {
+        r.status = status_error(StatusCode::invalid_argument, "find_pairs: null buffer with a nonzero capacity");
+        return r;
+    }
     r.status = refresh(backend); // not_initialized() before a successful init
     if (!r.status.ok()) return r;
     return grid_.find_pairs(out, capacity, backend);

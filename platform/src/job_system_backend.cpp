@@ -60,6 +60,8 @@ void JobSystemBackend::parallel_for(void* self, uint32_t count, uint32_t grain, 
 
 void JobSystemBackend::run(uint32_t count, uint32_t grain, ChunkFn fn, void* context) {
     HASHGRID_ASSERT(grain >= 1 && fn != nullptr, "parallel_for needs grain >= 1 and a chunk function");
+    if (grain == 0 || fn == nullptr) [[unlikely]]
+        return; // core never asks for this; in every build: no division by zero, no call through null
     const uint32_t chunks = count / grain + (count % grain != 0 ? 1u : 0u);
     if (chunks == 0) return;
     if (chunks <= config_.inline_chunk_limit) {

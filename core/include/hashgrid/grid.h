@@ -153,10 +153,13 @@ public:
     /// indices untouched. If offsets is too small: output_too_small with
     /// needed = particle_count() + 1, nothing written. With pair_count == 0,
     /// indices may be null with capacity 0 (ok; every offset is 0). A pair that
-    /// is not {a < b < particle_count()}, or null pairs with a nonzero count,
-    /// is invalid_argument in every build (index = lowest such pair; offsets
-    /// and indices untouched). Uses the grid's per-particle scratch (no
-    /// allocation).
+    /// is not {a < b < particle_count()}, null pairs with a nonzero count, or
+    /// null offsets / indices with a nonzero capacity, is invalid_argument in
+    /// every build (index = lowest such pair; offsets and indices untouched).
+    /// The pair check costs one compare per pair in the degree pass, next to
+    /// its two atomic adds, and ends the call before anything is written.
+    /// Before a successful rebuild: not_built. Uses the grid's per-particle
+    /// scratch (no allocation).
     Status neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets, uint64_t offsets_capacity,
                           uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& backend);
 

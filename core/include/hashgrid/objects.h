@@ -124,7 +124,10 @@ public:
     /// nothing changes. Before a successful init: invalid_argument.
     ObjectAddResult add(const ObjectBox& box, uint32_t category, uint32_t mask, uint64_t user_value);
     /// Replaces an object's box. invalid_handle (checked first), invalid_position
-    /// or invalid_box change nothing. The dense index is kept.
+    /// or invalid_box change nothing. The dense index is kept. move, set_layers,
+    /// set_user_value, remove and get_box return invalid_argument before a
+    /// successful init (in every build); contains() is then false,
+    /// dense_index() kInvalidObjectIndex and spans() empty.
     Status move(ObjectHandle handle, const ObjectBox& box);
     /// Replaces an object's category and collision mask (dense index kept).
     Status set_layers(ObjectHandle handle, uint32_t category, uint32_t mask);
@@ -133,7 +136,8 @@ public:
     /// Removes an object; the last dense object takes its dense index. Its
     /// handle (and every copy) becomes stale.
     Status remove(ObjectHandle handle);
-    /// Removes every object: all handles become stale. O(size()).
+    /// Removes every object: all handles become stale. O(size()). Nothing
+    /// happens before a successful init.
     void clear();
 
     /// True when the handle names a live object of this store.
@@ -157,9 +161,10 @@ public:
     /// The dense boxes and layers as BoxGrid input (valid until the next change;
     /// z spans are null in 2D).
     [[nodiscard]] BoxSpans spans() const;
-    /// Dense arrays, size() entries each (axis < dimensions for boxes).
-    [[nodiscard]] const float* min_coords(uint32_t axis) const { return min_[axis]; }
-    [[nodiscard]] const float* max_coords(uint32_t axis) const { return max_[axis]; }
+    /// Dense arrays, size() entries each. Boxes: null for an axis >= dimensions
+    /// (any axis, in every build) and before a successful init.
+    [[nodiscard]] const float* min_coords(uint32_t axis) const { return axis < 3 ? min_[axis] : nullptr; }
+    [[nodiscard]] const float* max_coords(uint32_t axis) const { return axis < 3 ? max_[axis] : nullptr; }
     [[nodiscard]] const uint32_t* categories() const { return category_; }
     [[nodiscard]] const uint32_t* masks() const { return mask_; }
     [[nodiscard]] const uint64_t* user_values() const { return user_; }

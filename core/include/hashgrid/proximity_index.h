@@ -45,6 +45,12 @@
 // range (were it to, update_index() returns the grid's status, index = dense
 // index of the offender, and the index stays dirty).
 //
+// Programmer errors. Before a successful init every call that returns a
+// status answers invalid_argument (handle_at() gives ObjectHandle{},
+// contains() false, counts 0); a null output with a nonzero capacity is
+// invalid_argument too, checked before a dirty index is rebuilt. Both hold in
+// every build and change nothing.
+//
 // Results are handles. Each object is reported once, in the order of the box
 // queries (box_queries.h: by reporting cell, then dense index; large objects
 // last). Queries use the index's scratch: one query at a time (they are not

@@ -39,8 +39,9 @@ void parallel_chunks(const ThreadBackend& backend, uint32_t count, uint32_t grai
     using BodyType = std::remove_reference_t<Body>;
     if (count == 0) return;
     if (backend.parallel_for == nullptr) [[unlikely]] {
-        for (uint32_t begin = 0; begin < count; begin += grain)
-            body(begin, count - begin < grain ? count : begin + grain, 0u);
+        const uint32_t step = grain == 0 ? count : grain; // core never passes 0; never loop forever
+        for (uint32_t begin = 0; begin < count; begin += step)
+            body(begin, count - begin < step ? count : begin + step, 0u);
         return;
     }
     auto trampoline = [](void* context, uint32_t begin, uint32_t end, uint32_t worker) {

@@ -130,6 +130,8 @@ public:
 
     /// The interface core/ uses; valid while this object lives. For an
     /// invalid config: a backend without parallel_for (core runs it serially).
+    /// Its parallel_for called with grain 0 or a null chunk function (core
+    /// never does) runs nothing, in every build.
     [[nodiscard]] ThreadBackend backend();
     [[nodiscard]] const JobSystemConfig& config() const { return config_; }
 
