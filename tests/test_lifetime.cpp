@@ -33,6 +33,10 @@ using hashgrid::StatusCode;
 #if defined(HASHGRID_TEST_ASAN)
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
 #endif
+// ThreadSanitizer's allocator aborts on them the same way (the tsan preset).
+#if defined(__SANITIZE_THREAD__)
+extern "C" const char* __tsan_default_options() { return "allocator_may_return_null=1"; }
+#endif
 
 namespace {
 
