@@ -49,23 +49,23 @@ void* counted(void* p) {
 
 #if defined(HASHGRID_SOAK_COUNTS_ALLOCATIONS)
 extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-void* malloc(size_t n) { return counted(__libc_malloc(n)); }
-void* calloc(size_t n, size_t m) { return counted(__libc_calloc(n, m)); }
-void* realloc(void* p, size_t n) { return counted(__libc_realloc(p, n)); }
-void* memalign(size_t a, size_t n) { return counted(__libc_memalign(a, n)); }
-void* aligned_alloc(size_t a, size_t n) { return counted(__libc_memalign(a, n)); }
-int posix_memalign(void** out, size_t a, size_t n) {
+void* __libc_malloc(size_t) noexcept;
+void* __libc_calloc(size_t, size_t) noexcept;
+void* __libc_realloc(void*, size_t) noexcept;
+void* __libc_memalign(size_t, size_t) noexcept;
+void __libc_free(void*) noexcept;
+void* malloc(size_t n) noexcept { return counted(__libc_malloc(n)); }
+void* calloc(size_t n, size_t m) noexcept { return counted(__libc_calloc(n, m)); }
+void* realloc(void* p, size_t n) noexcept { return counted(__libc_realloc(p, n)); }
+void* memalign(size_t a, size_t n) noexcept { return counted(__libc_memalign(a, n)); }
+void* aligned_alloc(size_t a, size_t n) noexcept { return counted(__libc_memalign(a, n)); }
+int posix_memalign(void** out, size_t a, size_t n) noexcept {
     void* p = __libc_memalign(a, n);
     if (p == nullptr) return 12; // ENOMEM
     *out = counted(p);
     return 0;
 }
-void free(void* p) { __libc_free(p); }
+void free(void* p) noexcept { __libc_free(p); }
 }
 void* operator new(size_t n) {
     if (void* p = malloc(n == 0 ? 1 : n)) return p;
