@@ -337,15 +337,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                 const uint64_t next = ch + 1 < chunks ? g.chunk_pair_count_[ch + 1] : offset;
                 const uint64_t stop = next < target ? next : target;
                 if (g.chunk_overflow_[ch] == 1) {
-                    uint64_t pos = at;
-                    uint32_t block = g.chunk_first_block_[ch];
-                    while (pos < stop) {
-                        const uint64_t copy = stop - pos < kPairBlock ? stop - pos : kPairBlock;
-                        std::memcpy(out + pos, g.pair_pool_ + static_cast<size_t>(block) * kPairBlock,
-                                    static_cast<size_t>(copy) * sizeof(Pair));
-                        pos += copy;
-                        block = g.block_next_[block];
-                    }
+                    publish_chunk(ch, at, stop - at); // stop <= target <= capacity
                 } else {
                     Sink direct;
                     direct.cur = out + at;
