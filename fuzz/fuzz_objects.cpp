@@ -299,7 +299,8 @@ void index_program(Input& in) {
             for (uint32_t i = 0; i < st.size(); ++i) {
                 float lo[3] = {0.0f, 0.0f, 0.0f};
                 float hi[3] = {0.0f, 0.0f, 0.0f};
-                for (uint32_t d = 0; d < dims; ++d) {
+                // `d < 3` spelled out: GCC 12 under TSan cannot see dims <= 3 (-Warray-bounds).
+                for (uint32_t d = 0; d < dims && d < 3; ++d) {
                     lo[d] = st.min_coords(d)[i];
                     hi[d] = st.max_coords(d)[i];
                 }

@@ -351,9 +351,9 @@ TEST_CASE("ProximityIndex: a failed re-init keeps the clients; use before init i
     CHECK(hash_pairs(pairs, after.written) == before_hash);
     const float at[3] = {4.0f, 0.0f, 0.0f};
     hashgrid::ObjectHandle out[8];
-    const hashgrid::QueryResult near = index.find_near_radius(at, 0.5f, ~0u, out, 8);
-    CHECK(near.status.ok());
-    CHECK(near.count == 3); // clients 3, 4, 5 reach within 0.5 of x = 4 (half edge 0.75)
+    const hashgrid::QueryResult nearby = index.find_near_radius(at, 0.5f, ~0u, out, 8);
+    CHECK(nearby.status.ok());
+    CHECK(nearby.count == 3); // clients 3, 4, 5 reach within 0.5 of x = 4 (half edge 0.75)
     {
         hashgrid::platform::ScopedCountingAssertHook asserts;
         CHECK(index.find_near_radius(at, 0.5f, ~0u, nullptr, 8).status.code == StatusCode::invalid_argument);

@@ -41,13 +41,16 @@ using hashgrid::StatusCode;
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<uint64_t> g_allocations{0};
+} // namespace
+
+#if defined(HASHGRID_SOAK_COUNTS_ALLOCATIONS)
+namespace {
 void* counted(void* p) {
     if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
     return p;
 }
 } // namespace
 
-#if defined(HASHGRID_SOAK_COUNTS_ALLOCATIONS)
 extern "C" {
 void* __libc_malloc(size_t) noexcept;
 void* __libc_calloc(size_t, size_t) noexcept;
