@@ -23,18 +23,7 @@
 #include <cstring>
 #include <limits>
 
-// HASHGRID_FUZZ_KNOWN_DEFECTS=1 skips the checks of behaviour that the
-// headers document but the library did not implement yet when these targets
-// were written (fuzz/README.md lists them), so the rest can be fuzzed
-// meanwhile. Default 0: everything documented is checked.
-#ifndef HASHGRID_FUZZ_KNOWN_DEFECTS
-#define HASHGRID_FUZZ_KNOWN_DEFECTS 0
-#endif
-
 namespace hashgrid_fuzz {
-
-/// True when the checks of known, not yet fixed defects are skipped.
-inline constexpr bool kSkipKnownDefects = HASHGRID_FUZZ_KNOWN_DEFECTS != 0;
 
 [[noreturn]] inline void fail(const char* what, const char* file, int line) {
     std::fprintf(stderr, "hashgrid fuzz check failed: %s (%s:%d)\n", what, file, line);

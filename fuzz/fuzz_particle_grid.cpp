@@ -396,7 +396,7 @@ void check_neighbor_lists(Grid& g, Input& in, const std::vector<Pair>& pairs, ui
             FUZZ_CHECK(v == kSentinel, "neighbor_lists: offsets written although too small");
         for (uint32_t v : indices)
             FUZZ_CHECK(v == kSentinel, "neighbor_lists: indices written although offsets too small");
-    } else if (variant == 3 && !kSkipKnownDefects) { // a pair that is not {a < b < n}
+    } else if (variant == 3) { // a pair that is not {a < b < n}
         std::vector<Pair> bad = pairs;
         const auto at = static_cast<uint32_t>(in.below(static_cast<uint32_t>(p + 1)));
         static const Pair forged[] = {{0, 0}, {1, 0}, {0, 0xffffffffu}, {5, 5}, {0x7fffffffu, 0xfffffffeu}};
@@ -415,7 +415,7 @@ void check_neighbor_lists(Grid& g, Input& in, const std::vector<Pair>& pairs, ui
             FUZZ_CHECK(v == kSentinel, "neighbor_lists: offsets written for bad pairs");
         for (uint32_t v : indices)
             FUZZ_CHECK(v == kSentinel, "neighbor_lists: indices written for bad pairs");
-    } else if (variant == 4 && !kSkipKnownDefects) { // null pairs with a count
+    } else if (variant == 4) { // null pairs with a count
         const Status s =
             g.neighbor_lists(nullptr, 1 + in.below(4), offsets.data(), n + 1, indices.data(), indices.size(), backend);
         FUZZ_CHECK(s.code == StatusCode::invalid_argument, "neighbor_lists: null pairs not invalid_argument");
@@ -454,8 +454,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!s[0].ok()) {
             // A rejected frame keeps the previous one (cell_capacity too: the
             // table is restored; gated while that fix is pending).
-            const bool gated = kSkipKnownDefects && s[0].code == StatusCode::cell_capacity;
-            if (built && !gated)
+            if (built)
                 for (int b = 0; b < 2; ++b)
                     FUZZ_CHECK(same_snapshot(snapshot(*grids[b], backends[b]), last[b]),
                                "a rejected frame changed the previous frame");
@@ -473,15 +472,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             check_find_pairs(*grids[b], backends[b], oracle, total + 3, false);
             check_find_pairs(*grids[b], backends[b], oracle, 0, true);
             const uint64_t small = total == 0 ? 0 : in.below(static_cast<uint32_t>(std::min<uint64_t>(total, 65535)));
-            // The overflow prefix of the threaded backend is gated while the
-            // determinism fix for pair_capacity is pending.
-            if (b == 0 || !(kSkipKnownDefects && total > config.max_pairs))
-                check_find_pairs(*grids[b], backends[b], oracle, small, false);
+            check_find_pairs(*grids[b], backends[b], oracle, small, false);
         }
         for (int b = 0; b < 2; ++b)
             last[b] = snapshot(*grids[b], backends[b]);
-        if (!(kSkipKnownDefects && total > config.max_pairs))
-            FUZZ_CHECK(same_snapshot(last[0], last[1]), "serial and threaded grids differ");
+        FUZZ_CHECK(same_snapshot(last[0], last[1]), "serial and threaded grids differ");
         if (total <= config.max_pairs)
             check_neighbor_lists(*grids[in.below(2)], in, oracle, f.n, backends[in.below(2)]);
     }

@@ -552,6 +552,68 @@ TEST_CASE("radius spanning many cells, and centres far outside the occupied cell
     }
 }
 
+// A long, nearly empty bounded world (a million cells along y, a few
+// particles at the far end): nearest_query used to scan every shell through
+// its whole clipped interior, O(shells^2) cell visits (minutes here); it now
+// scans only shell faces and walks the occupied cells once the shells would
+// look at more cells than that. A regression shows as a CTest timeout; the
+// answers are checked against brute force. Radius, box and frustum queries
+// spanning the whole world must likewise not walk the million empty rows.
+TEST_CASE("nearest and wide queries in a long empty bounded world cost the occupied cells") {
+    constexpr uint32_t kRows = 1000000;
+    for (uint32_t dims : {2u, 3u})
+        for (OutOfBounds mode : {OutOfBounds::clamp, OutOfBounds::reject}) {
+            Scene s;
+            s.dims = dims;
+            const float far_y = static_cast<float>(kRows) - 3.5f;
+            s.add(0.5f, far_y, 0.5f);
+            s.add(1.5f, far_y + 1.0f, 1.25f);
+            s.add(1.25f, far_y - 7.0f, 0.75f);
+            s.add(0.75f, far_y + 2.0f, 1.5f);
+            s.add(1.75f, 2.0e5f, 0.25f);
+            GridConfig config = unbounded_config(dims, 1.0f, 1.0f, 8, 64);
+            config.world = World::bounded;
+            config.out_of_bounds = mode;
+            config.cell_counts[0] = 2;
+            config.cell_counts[1] = kRows;
+            config.cell_counts[2] = dims == 3 ? 2u : 1u;
+            const Built b = build(s, config);
+            const float centres[][3] = {{0.5f, 0.5f, 0.5f}, {1.0f, -5.0e6f, 1.0f}, {0.5f, 5.0e5f, 0.5f}};
+            for (const auto& c : centres) {
+                for (uint32_t k : {1u, 2u, 5u, 9u})
+                    for (float md : {kInf, 1.5e6f, 10.0f}) {
+                        const std::string d = check_output(
+                            oracle_nearest(s, c, k, md),
+                            [&](ParticleDistance* out, uint64_t cap) {
+                                return nearest_query(**b.grid, c, k, md, out, cap);
+                            },
+                            true);
+                        CHECK_MESSAGE(d.empty(), "dims ", dims, " k=", k, " max=", md, ": ", d);
+                    }
+                const std::string dr = check_output(
+                    oracle_radius(s, b.pos, c, 3.0e6f),
+                    [&](uint32_t* out, uint64_t cap) { return radius_query(**b.grid, c, 3.0e6f, out, cap); }, true);
+                CHECK_MESSAGE(dr.empty(), "radius: ", dr);
+            }
+            ParticleQueryBox box;
+            for (uint32_t a = 0; a < 3; ++a) {
+                box.min[a] = -kInf;
+                box.max[a] = kInf;
+            }
+            const std::string db = check_output(
+                oracle_box(s, b.pos, box),
+                [&](uint32_t* out, uint64_t cap) { return box_query(**b.grid, box, out, cap); }, true);
+            CHECK_MESSAGE(db.empty(), "box: ", db);
+            ParticleFrustum f; // y >= 1000 only
+            f.plane[0][1] = 1.0f;
+            f.plane[0][3] = -1000.0f;
+            const std::string df = check_output(
+                oracle_frustum(s, b.pos, f),
+                [&](uint32_t* out, uint64_t cap) { return frustum_query(**b.grid, f, out, cap); }, true);
+            CHECK_MESSAGE(df.empty(), "frustum: ", df);
+        }
+}
+
 TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") {
     Rng rng(11);
     for (uint32_t dims : {2u, 3u})

@@ -169,6 +169,9 @@ struct Cells {
     /// Calls cell_fn(cell index, x, y, z) for every occupied cell in `r`, in
     /// ascending key order, skipping rows for which row_ok(y, z, x_lo, x_hi)
     /// is false; row_ok may narrow [x_lo, x_hi] (starting as r's x range).
+    /// Empty rows and slabs are jumped over by binary search before row_ok is
+    /// asked, so the cost is O(occupied rows of r * log(cells)) plus the cells
+    /// visited, however many empty rows r spans.
     template <typename RowOk, typename CellFn>
     void walk(CellBox r, RowOk&& row_ok, CellFn&& cell_fn) const {
         if (!clip(r)) return;
@@ -183,15 +186,10 @@ struct Cells {
                 y = r.lo[1];
                 continue;
             }
-            int32_t x_lo = r.lo[0];
-            int32_t x_hi = r.hi[0];
-            if (!row_ok(y, z, x_lo, x_hi) || x_lo > x_hi) {
-                ++y;
-                continue;
-            }
-            const uint64_t* it = std::lower_bound(from, keys_end, key(x_lo, y, z));
+            // The first occupied cell at or after (r.lo x, y, z): keys only grow from here on.
+            const uint64_t* it = std::lower_bound(from, keys_end, key(r.lo[0], y, z));
             if (it == keys_end) return;
-            from = it;                      // keys only grow from here on
+            from = it;
             int32_t kx = 0, ky = 0, kz = 0; // set by unpack; initialised for GCC 12 under ASan (-Wmaybe-uninitialized)
             unpack(*it, kx, ky, kz);
             if (kz != z) { // no occupied cell left in this slab: jump to the next occupied one
@@ -203,6 +201,13 @@ struct Cells {
                 y = ky;
                 continue;
             }
+            int32_t x_lo = r.lo[0];
+            int32_t x_hi = r.hi[0];
+            if (!row_ok(y, z, x_lo, x_hi) || x_lo > x_hi) {
+                ++y;
+                continue;
+            }
+            it = std::lower_bound(from, keys_end, key(x_lo, y, z));
             const uint64_t last = key(x_hi, y, z);
             for (; it != keys_end && *it <= last; ++it) {
                 unpack(*it, kx, ky, kz);
@@ -242,6 +247,42 @@ QueryResult invalid(const char* message) {
     r.status.message = message;
     return r;
 }
+
+/// invalid_argument for QueryResult and BatchResult.
+template <typename Result>
+Result bad_argument(const char* message) {
+    Result r;
+    r.status.code = StatusCode::invalid_argument;
+    r.status.message = message;
+    return r;
+}
+
+/// O(1) check that a BoxQueryGrid came from prepare_box_queries() over a
+/// built view: a default one (null config) or a hand-made view missing the
+/// arrays its counts need would otherwise be dereferenced.
+bool usable(const BoxQueryGrid& g) {
+    const BoxGridView& v = g.view;
+    if (v.config == nullptr) return false;
+    if (v.config->dimensions != 2 && v.config->dimensions != 3) return false;
+    if (v.object_count != 0 &&
+        (v.min[0] == nullptr || v.min[1] == nullptr || v.max[0] == nullptr || v.max[1] == nullptr ||
+         (v.config->dimensions == 3 && (v.min[2] == nullptr || v.max[2] == nullptr))))
+        return false;
+    if (v.cell_count != 0 && (v.cell_key == nullptr || v.cell_start == nullptr || v.entry_object == nullptr))
+        return false;
+    if (g.has_cells && v.cell_count == 0) return false;
+    return v.large_count == 0 || v.large_object != nullptr;
+}
+
+constexpr const char* kUnusableGrid = "BoxQueryGrid: no view (use prepare_box_queries on a built BoxGrid's view)";
+
+// Programmer errors: asserted (debug and test builds stop there first), then
+// reported as invalid_argument in every build.
+#define HASHGRID_REQUIRE_ARGUMENT(Result, cond, message)                                                               \
+    do {                                                                                                               \
+        HASHGRID_ASSERT(cond, message);                                                                                \
+        if (!(cond)) return bad_argument<Result>(message);                                                             \
+    } while (0)
 
 bool finite3(const float v[3], uint32_t dims) {
     for (uint32_t d = 0; d < dims; ++d)
@@ -313,11 +354,16 @@ void entry_or_object_box(const Cells& c, uint32_t object, uint32_t entry, float 
 // Rays.
 
 /// Pieces of the ray (see the file comment): calls visit(piece, previous or
-/// null, t_end) in order along the ray until visit returns false.
+/// null, t_end) in order along the ray until visit returns false. The ray is
+/// clipped to the union of the small objects' boxes first, so a ray far
+/// longer than the world costs the cells it crosses inside it. Returns false,
+/// having visited nothing, when the pieces would outnumber the occupied cells
+/// (a long ray through a sparse extent): the caller then scans the occupied
+/// cells instead (scan_all_small), which gives the same hits.
 template <typename Visit>
-void traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
+bool traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
     const BoxQueryGrid& g = c.grid;
-    if (!g.has_cells) return;
+    if (!g.has_cells) return true;
     const uint32_t dims = c.dims;
     double o[3];
     double dir[3];
@@ -332,7 +378,7 @@ void traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
         const double lo = static_cast<double>(g.box_lo[d]) - 2.0 * eps[d];
         const double hi = static_cast<double>(g.box_hi[d]) + 2.0 * eps[d];
         if (dir[d] == 0.0) {
-            if (o[d] < lo || o[d] > hi) return;
+            if (o[d] < lo || o[d] > hi) return true;
             continue;
         }
         double ta = (lo - o[d]) / dir[d];
@@ -341,8 +387,16 @@ void traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
         t0 = std::max(t0, ta);
         t1 = std::min(t1, tb);
     }
-    if (!(t0 <= t1)) return;
+    if (!(t0 <= t1)) return true;
     auto position = [&](uint32_t d, double t) { return dir[d] == 0.0 ? o[d] : o[d] + t * dir[d]; };
+    double crossings = 1.0; // pieces, up to a few for rounding
+    for (uint32_t d = 0; d < dims; ++d) {
+        if (dir[d] == 0.0) continue;
+        const int32_t a = std::clamp(c.cell(d, position(d, t0)), g.cell_lo[d], g.cell_hi[d]);
+        const int32_t b = std::clamp(c.cell(d, position(d, t1)), g.cell_lo[d], g.cell_hi[d]);
+        crossings += std::fabs(static_cast<double>(a) - static_cast<double>(b));
+    }
+    if (crossings > 2.0 * static_cast<double>(c.view.cell_count) + 64.0) return false;
 
     // Next boundary to cross per axis (interior boundaries of the extent only:
     // beyond them the clamped cell does not change).
@@ -387,10 +441,10 @@ void traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
             piece.lo[d] = std::max(c.cell(d, std::min(a, b) - eps[d]), g.cell_lo[d]);
             piece.hi[d] = std::min(c.cell(d, std::max(a, b) + eps[d]), g.cell_hi[d]);
         }
-        if (!visit(piece, has_previous ? &previous : nullptr, te)) return;
+        if (!visit(piece, has_previous ? &previous : nullptr, te)) return true;
         previous = piece;
         has_previous = true;
-        if (axis == 3) return;
+        if (axis == 3) return true;
         ts = te;
         next[axis] += dir[axis] > 0.0 ? 1 : -1;
         if (next[axis] < int64_t{g.cell_lo[axis]} + 1 || next[axis] > int64_t{g.cell_hi[axis]}) {
@@ -422,6 +476,22 @@ void scan_piece(const Cells& c, const CellBox& piece, const CellBox* previous, u
                 if (here) hit(object);
             }
         });
+}
+
+/// Every small object once (from its minimum cell) that passes the layer
+/// mask: O(entries), the fallback of traverse_ray.
+template <typename Hit>
+void scan_all_small(const Cells& c, uint32_t layer_mask, Hit&& hit) {
+    for (uint32_t cell = 0; cell < c.view.cell_count; ++cell) {
+        int32_t at[3] = {0, 0, 0};
+        c.unpack(c.view.cell_key[cell], at[0], at[1], at[2]);
+        for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1]; ++e) {
+            const uint32_t object = c.view.entry_object[e];
+            int32_t lo[3];
+            c.object_min_cell(object, lo);
+            if (lo[0] == at[0] && lo[1] == at[1] && lo[2] == at[2] && c.in_layer(object, layer_mask)) hit(object);
+        }
+    }
 }
 
 bool valid_ray(const Ray& ray, uint32_t dims) {
@@ -569,11 +639,12 @@ constexpr uint64_t kInvalidCount = ~uint64_t{0};
 /// Count (and, when the buffer is roomy, write) pass, scan, then compaction or a
 /// write pass. single(query, out, capacity) -> QueryResult.
 template <typename Query, typename Out, typename Single>
-BatchResult run_batch(const Query* queries, uint32_t query_count, uint64_t* offsets, Out* out, uint64_t capacity,
-                      const ThreadBackend& backend, Single&& single) {
-    HASHGRID_ASSERT(queries != nullptr || query_count == 0, "batch: null queries");
-    HASHGRID_ASSERT(offsets != nullptr, "batch: null offsets");
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "batch: null output with capacity > 0");
+BatchResult run_batch(const BoxQueryGrid& grid, const Query* queries, uint32_t query_count, uint64_t* offsets, Out* out,
+                      uint64_t capacity, const ThreadBackend& backend, Single&& single) {
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, queries != nullptr || query_count == 0, "batch: null queries");
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, offsets != nullptr, "batch: null offsets");
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, out != nullptr || capacity == 0, "batch: null output with capacity > 0");
     BatchResult result;
     // One pass when the buffer is roomy: chunk k writes its results at
     // k * region (region = capacity / chunks) while counting; if every chunk
@@ -658,6 +729,8 @@ BatchResult run_batch(const Query* queries, uint32_t query_count, uint64_t* offs
 BoxQueryGrid prepare_box_queries(const BoxGridView& view, const ThreadBackend& backend) {
     HASHGRID_ASSERT(view.config != nullptr, "prepare_box_queries: the view has no config (grid not built?)");
     BoxQueryGrid g;
+    // Without a config the queries answer invalid_argument (see usable()).
+    if (view.config == nullptr) return g;
     g.view = view;
     const uint32_t dims = view.config->dimensions;
     const uint32_t cells = view.cell_count;
@@ -756,7 +829,9 @@ float point_box_distance2(const float p[3], const float box_min[3], const float 
 }
 
 QueryResult query_point(const BoxQueryGrid& grid, const PointQuery& query, uint32_t* out, uint32_t capacity) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query_point: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
+                              "query_point: null output with capacity > 0");
     const Cells c(grid);
     if (!finite3(query.p, c.dims)) return invalid("query_point: the point is not finite");
     IndexSink sink{out, capacity};
@@ -790,7 +865,8 @@ QueryResult query_point(const BoxQueryGrid& grid, const PointQuery& query, uint3
 }
 
 QueryResult query_box(const BoxQueryGrid& grid, const BoxQuery& query, uint32_t* out, uint32_t capacity) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query_box: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0, "query_box: null output with capacity > 0");
     const Cells c(grid);
     for (uint32_t d = 0; d < c.dims; ++d)
         if (!(query.min[d] <= query.max[d])) return invalid("query_box: min > max or NaN");
@@ -811,20 +887,26 @@ QueryResult query_box(const BoxQueryGrid& grid, const BoxQuery& query, uint32_t*
 }
 
 QueryResult query_radius(const BoxQueryGrid& grid, const RadiusQuery& query, uint32_t* out, uint32_t capacity) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query_radius: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
+                              "query_radius: null output with capacity > 0");
     const Cells c(grid);
     if (!finite3(query.center, c.dims)) return invalid("query_radius: the centre is not finite");
     if (std::isnan(query.radius) || query.radius < 0.0f) return invalid("query_radius: radius is NaN or negative");
     // A box passes only if it reaches within radius * (1 + 2^-22) (+ underflow)
     // of the centre on every axis: the widened bounding box holds a cell of it.
-    const double half = static_cast<double>(query.radius) * (1.0 + kRelativeSlack) + kAbsoluteSlack;
+    // When radius * radius overflows, d2 = +inf passes too (+inf <= +inf):
+    // every object does, however far, so the scan covers every cell.
+    const float r2 = query.radius * query.radius;
+    const double half = r2 == std::numeric_limits<float>::infinity()
+                            ? kDoubleInf
+                            : static_cast<double>(query.radius) * (1.0 + kRelativeSlack) + kAbsoluteSlack;
     double lo[3] = {0.0, 0.0, 0.0};
     double hi[3] = {0.0, 0.0, 0.0};
     for (uint32_t d = 0; d < c.dims; ++d) {
         lo[d] = static_cast<double>(query.center[d]) - half;
         hi[d] = static_cast<double>(query.center[d]) + half;
     }
-    const float r2 = query.radius * query.radius;
     IndexSink sink{out, capacity};
     scan_box(c, lo, hi, [&](uint32_t object, uint32_t entry) {
         float olo[3], ohi[3];
@@ -836,9 +918,12 @@ QueryResult query_radius(const BoxQueryGrid& grid, const RadiusQuery& query, uin
 }
 
 QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, uint32_t* out, uint32_t capacity) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query_potential_collisions: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
+                              "query_potential_collisions: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, object < grid.view.object_count,
+                              "query_potential_collisions: object index out of range");
     const Cells c(grid);
-    HASHGRID_ASSERT(object < c.view.object_count, "query_potential_collisions: object index out of range");
     float qlo[3], qhi[3];
     c.object_box(object, qlo, qhi);
     double lo[3], hi[3];
@@ -895,7 +980,8 @@ bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3],
 }
 
 QueryResult query_ray(const BoxQueryGrid& grid, const RayQuery& query, RayHit* out, uint32_t capacity) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
     const Cells c(grid);
     if (!valid_ray(query.ray, c.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
     // The best `capacity` hits by (t, index) in a max-heap in the caller's
@@ -919,10 +1005,12 @@ QueryResult query_ray(const BoxQueryGrid& grid, const RayQuery& query, RayHit* o
             std::push_heap(out, out + size, hit_less);
         }
     };
-    traverse_ray(c, query.ray, [&](const CellBox& piece, const CellBox* previous, double) {
-        scan_piece(c, piece, previous, query.layer_mask, consider);
-        return true;
-    });
+    // Hits are ranked by (t, index) whatever the order they are found in.
+    if (!traverse_ray(c, query.ray, [&](const CellBox& piece, const CellBox* previous, double) {
+            scan_piece(c, piece, previous, query.layer_mask, consider);
+            return true;
+        }))
+        scan_all_small(c, query.layer_mask, consider);
     for (uint32_t j = 0; j < c.view.large_count; ++j)
         if (c.in_layer(c.view.large_object[j], query.layer_mask)) consider(c.view.large_object[j]);
     std::sort_heap(out, out + size, hit_less);
@@ -930,7 +1018,8 @@ QueryResult query_ray(const BoxQueryGrid& grid, const RayQuery& query, RayHit* o
 }
 
 QueryResult query_ray_first(const BoxQueryGrid& grid, const RayQuery& query, RayHit* out) {
-    HASHGRID_ASSERT(out != nullptr, "query_ray_first: null output");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr, "query_ray_first: null output");
     const Cells c(grid);
     if (!valid_ray(query.ray, c.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
     RayHit best{kNoObject, 0.0f};
@@ -944,11 +1033,12 @@ QueryResult query_ray_first(const BoxQueryGrid& grid, const RayQuery& query, Ray
     };
     for (uint32_t j = 0; j < c.view.large_count; ++j)
         if (c.in_layer(c.view.large_object[j], query.layer_mask)) consider(c.view.large_object[j]);
-    traverse_ray(c, query.ray, [&](const CellBox& piece, const CellBox* previous, double t_end) {
-        scan_piece(c, piece, previous, query.layer_mask, consider);
-        // An unseen object's slab t exceeds t_end up to rounding (float t: 2^-24 relative).
-        return best.object == kNoObject || !(static_cast<double>(best.t) < t_end * (1.0 - kRelativeSlack));
-    });
+    if (!traverse_ray(c, query.ray, [&](const CellBox& piece, const CellBox* previous, double t_end) {
+            scan_piece(c, piece, previous, query.layer_mask, consider);
+            // An unseen object's slab t exceeds t_end up to rounding (float t: 2^-24 relative).
+            return best.object == kNoObject || !(static_cast<double>(best.t) < t_end * (1.0 - kRelativeSlack));
+        }))
+        scan_all_small(c, query.layer_mask, consider);
     if (best.object == kNoObject) return finish(0, 1);
     *out = best;
     return finish(1, 1);
@@ -956,8 +1046,10 @@ QueryResult query_ray_first(const BoxQueryGrid& grid, const RayQuery& query, Ray
 
 QueryResult query_frustum(const BoxQueryGrid& grid, const Plane* planes, uint32_t plane_count, uint32_t layer_mask,
                           uint32_t* out, uint32_t capacity) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query_frustum: null output with capacity > 0");
-    HASHGRID_ASSERT(planes != nullptr || plane_count == 0, "query_frustum: null planes");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
+                              "query_frustum: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, planes != nullptr || plane_count == 0, "query_frustum: null planes");
     const Cells c(grid);
     if (plane_count == 0 || plane_count > kMaxFrustumPlanes)
         return invalid("query_frustum: plane count outside [1, kMaxFrustumPlanes]");
@@ -975,7 +1067,10 @@ QueryResult query_frustum(const BoxQueryGrid& grid, const Plane* planes, uint32_
             }
             scale_sum += std::fabs(static_cast<double>(planes[p].normal[d])) * m;
         }
-        ps.margin[p] = kRelativeSlack * scale_sum + kAbsoluteSlack;
+        // Above 2^127 a float product or partial sum of the test may overflow
+        // and inf - inf is NaN, which passes (NaN < 0 is false) whatever the
+        // exact value: no culling by this plane then.
+        ps.margin[p] = scale_sum <= 0x1p127 ? kRelativeSlack * scale_sum + kAbsoluteSlack : kDoubleInf;
     }
     IndexSink sink{out, capacity};
     auto consider = [&](uint32_t object) {
@@ -1023,7 +1118,9 @@ QueryResult query_frustum(const BoxQueryGrid& grid, const Plane* planes, uint32_
 
 QueryResult query_nearest(const BoxQueryGrid& grid, const NearestQuery& query, uint32_t k, NearestHit* out,
                           uint32_t capacity) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query_nearest: null output with capacity > 0");
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
+                              "query_nearest: null output with capacity > 0");
     const Cells c(grid);
     if (k == 0) return invalid("query_nearest: k == 0");
     if (!finite3(query.p, c.dims)) return invalid("query_nearest: the point is not finite");
@@ -1047,7 +1144,39 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const NearestQuery& query, u
         int64_t centre[3] = {0, 0, 0};
         for (uint32_t d = 0; d < dims; ++d)
             centre[d] = std::clamp(c.cell(d, static_cast<double>(query.p[d])), grid.cell_lo[d], grid.cell_hi[d]);
+        // Cells of the cube centre +- s inside the occupied extent.
+        auto cube_cells = [&](int64_t s) {
+            double cells = 1.0;
+            for (uint32_t d = 0; d < dims; ++d)
+                cells *= static_cast<double>(std::min<int64_t>(centre[d] + s, grid.cell_hi[d]) -
+                                             std::max<int64_t>(centre[d] - s, grid.cell_lo[d]) + 1);
+            return cells;
+        };
+        const double budget = 2.0 * static_cast<double>(c.view.cell_count) + 64.0;
         for (int64_t s = 0;; ++s) {
+            if (s > 0 && cube_cells(s) > budget) {
+                // The shells would look at more cells than are occupied (a
+                // sparse extent): consider every object not seen in the
+                // shells so far once, from its minimum cell, instead.
+                CellBox seen{};
+                for (uint32_t d = 0; d < 3; ++d) {
+                    const int64_t reach = d < dims ? s - 1 : 0;
+                    seen.lo[d] = static_cast<int32_t>(std::max<int64_t>(centre[d] - reach, grid.cell_lo[d]));
+                    seen.hi[d] = static_cast<int32_t>(std::min<int64_t>(centre[d] + reach, grid.cell_hi[d]));
+                }
+                for (uint32_t cell = 0; cell < c.view.cell_count; ++cell) {
+                    int32_t at[3] = {0, 0, 0};
+                    c.unpack(c.view.cell_key[cell], at[0], at[1], at[2]);
+                    for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1]; ++e) {
+                        const uint32_t object = c.view.entry_object[e];
+                        CellBox r;
+                        c.object_cells(object, r);
+                        if (r.lo[0] != at[0] || r.lo[1] != at[1] || r.lo[2] != at[2] || boxes_meet(r, seen)) continue;
+                        if (c.in_layer(object, query.layer_mask)) consider(object);
+                    }
+                }
+                break;
+            }
             CellBox cube{};
             CellBox inner{};
             for (uint32_t d = 0; d < 3; ++d) {
@@ -1136,31 +1265,33 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const NearestQuery& query, u
 
 BatchResult query_points(const BoxQueryGrid& grid, const PointQuery* queries, uint32_t query_count, uint64_t* offsets,
                          uint32_t* out, uint64_t capacity, const ThreadBackend& backend) {
-    return run_batch(queries, query_count, offsets, out, capacity, backend,
+    return run_batch(grid, queries, query_count, offsets, out, capacity, backend,
                      [&](const PointQuery& q, uint32_t* o, uint32_t cap) { return query_point(grid, q, o, cap); });
 }
 
 BatchResult query_boxes(const BoxQueryGrid& grid, const BoxQuery* queries, uint32_t query_count, uint64_t* offsets,
                         uint32_t* out, uint64_t capacity, const ThreadBackend& backend) {
-    return run_batch(queries, query_count, offsets, out, capacity, backend,
+    return run_batch(grid, queries, query_count, offsets, out, capacity, backend,
                      [&](const BoxQuery& q, uint32_t* o, uint32_t cap) { return query_box(grid, q, o, cap); });
 }
 
 BatchResult query_radii(const BoxQueryGrid& grid, const RadiusQuery* queries, uint32_t query_count, uint64_t* offsets,
                         uint32_t* out, uint64_t capacity, const ThreadBackend& backend) {
-    return run_batch(queries, query_count, offsets, out, capacity, backend,
+    return run_batch(grid, queries, query_count, offsets, out, capacity, backend,
                      [&](const RadiusQuery& q, uint32_t* o, uint32_t cap) { return query_radius(grid, q, o, cap); });
 }
 
 BatchResult query_rays(const BoxQueryGrid& grid, const RayQuery* queries, uint32_t query_count, uint64_t* offsets,
                        RayHit* out, uint64_t capacity, const ThreadBackend& backend) {
-    return run_batch(queries, query_count, offsets, out, capacity, backend,
+    return run_batch(grid, queries, query_count, offsets, out, capacity, backend,
                      [&](const RayQuery& q, RayHit* o, uint32_t cap) { return query_ray(grid, q, o, cap); });
 }
 
 BatchResult query_rays_first(const BoxQueryGrid& grid, const RayQuery* queries, uint32_t query_count, RayHit* out,
                              const ThreadBackend& backend) {
-    HASHGRID_ASSERT(out != nullptr || query_count == 0, "query_rays_first: null output");
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, queries != nullptr || query_count == 0, "query_rays_first: null queries");
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, out != nullptr || query_count == 0, "query_rays_first: null output");
     // Validate first so that nothing is written for an invalid batch.
     BatchResult result;
     const Cells c(grid);
@@ -1189,7 +1320,9 @@ BatchResult query_rays_first(const BoxQueryGrid& grid, const RayQuery* queries, 
 
 BatchResult query_nearest_batch(const BoxQueryGrid& grid, const NearestQuery* queries, uint32_t query_count, uint32_t k,
                                 uint32_t* counts, NearestHit* out, uint64_t capacity, const ThreadBackend& backend) {
-    HASHGRID_ASSERT(counts != nullptr || query_count == 0, "query_nearest_batch: null counts");
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, queries != nullptr || query_count == 0, "query_nearest_batch: null queries");
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, counts != nullptr || query_count == 0, "query_nearest_batch: null counts");
     BatchResult result;
     const Cells c(grid);
     uint32_t bad = 0;
@@ -1211,7 +1344,7 @@ BatchResult query_nearest_batch(const BoxQueryGrid& grid, const NearestQuery* qu
         result.status.message = "nearest batch needs query_count * k results";
         return result;
     }
-    HASHGRID_ASSERT(out != nullptr || needed == 0, "query_nearest_batch: null output");
+    HASHGRID_REQUIRE_ARGUMENT(BatchResult, out != nullptr || needed == 0, "query_nearest_batch: null output");
     parallel_chunks(backend, query_count, kBatchGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t q = begin; q < end; ++q)
             counts[q] = query_nearest(grid, queries[q], k, out + static_cast<size_t>(uint64_t{q} * k), k).count;

@@ -119,6 +119,20 @@ ParticleQueryResult not_built_result() {
     return r;
 }
 
+ParticleQueryResult argument_result(const char* message) {
+    ParticleQueryResult r;
+    r.status = make_status(StatusCode::invalid_argument, message);
+    return r;
+}
+
+// Programmer errors: asserted (debug and test builds stop there first), then
+// reported as invalid_argument in every build.
+#define HASHGRID_REQUIRE_ARGUMENT(cond, message)                                                                       \
+    do {                                                                                                               \
+        HASHGRID_ASSERT(cond, message);                                                                                \
+        if (!(cond)) return argument_result(message);                                                                  \
+    } while (0)
+
 ParticleQueryResult invalid_result(const char* message) {
     ParticleQueryResult r;
     r.status = make_status(StatusCode::invalid_query, message);
@@ -222,15 +236,64 @@ uint32_t log2_ceil(uint32_t x) {
     return b;
 }
 
+/// Upper bound on the occupied cells: the distinct cells (unbounded) or the
+/// particle count (bounded worlds keep no list of their occupied cells).
+uint32_t occupied_bound(const View& v) {
+    if (!v.bounded) return v.cell_count;
+    return v.count < v.cell_count ? v.count : v.cell_count;
+}
+
+/// Calls cell_fn(cell coordinates, cell index) for every non-empty cell in
+/// ascending cell index (= sorted) order. Unbounded: the distinct cells.
+/// Bounded: jumps from particle to particle through the cell starts (a binary
+/// search each), so the cost is O(occupied cells * log(cells)) however large
+/// and empty the world's box is.
+template <typename CellFn>
+void for_each_occupied(const View& v, CellFn&& cell_fn) {
+    if (!v.bounded) {
+        for (uint32_t c = 0; c < v.cell_count; ++c) {
+            int64_t k[3];
+            unpack(v, v.key[c], k);
+            cell_fn(k, c);
+        }
+        return;
+    }
+    uint32_t at = 0; // sorted position of the next unvisited particle
+    while (at < v.count) {
+        // The cell holding position `at`: the last c with start[c] <= at.
+        uint32_t lo = 0, hi = v.cell_count; // start[lo] <= at < start[hi + 1] holds for the answer
+        while (lo < hi) {
+            const uint32_t mid = lo + (hi - lo + 1) / 2;
+            if (v.start[mid] <= at)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const uint32_t c = lo;
+        const int64_t k[3] = {c % v.n[0], (c / v.n[0]) % v.n[1], c / v.n[0] / v.n[1]};
+        cell_fn(k, c);
+        at = v.start[c + 1];
+    }
+}
+
 /// Calls range(begin, end) with the sorted-position ranges of every non-empty
-/// cell in the inclusive (already clipped) cell box, in sorted order. Unbounded
-/// worlds pick the cheaper of row lookups (hash per cell for short rows, a
-/// binary search per long row) and one walk over all occupied cells, so the
-/// cost is bounded by the occupied cells whatever the box's size.
+/// cell in the inclusive (already clipped) cell box, in sorted order. Picks
+/// the cheaper of row lookups (bounded: two start reads per row; unbounded: a
+/// hash per cell for short rows, a binary search per long row) and one walk
+/// over the occupied cells, so the cost is O(min(rows of the box, occupied
+/// cells * log(cells))) whatever the box's size.
 template <typename Range>
 void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], Range&& range) {
     const int64_t row_length = hi[0] - lo[0] + 1;
     if (v.bounded) {
+        const double box_rows = static_cast<double>(hi[1] - lo[1] + 1) * static_cast<double>(hi[2] - lo[2] + 1);
+        if (box_rows > 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0) {
+            for_each_occupied(v, [&](const int64_t k[3], uint32_t c) {
+                if (k[0] >= lo[0] && k[0] <= hi[0] && k[1] >= lo[1] && k[1] <= hi[1] && k[2] >= lo[2] && k[2] <= hi[2])
+                    range(v.start[c], v.start[c + 1]);
+            });
+            return;
+        }
         for (int64_t z = lo[2]; z <= hi[2]; ++z)
             for (int64_t y = lo[1]; y <= hi[1]; ++y) {
                 const auto c0 = static_cast<uint32_t>(lo[0] + int64_t{v.n[0]} * (y + int64_t{v.n[1]} * z));
@@ -383,10 +446,14 @@ double plane_max(const View& v, const float* plane, const double lo[3], const do
 
 /// Slack of a plane's float test: well above its rounding error for points of
 /// magnitude up to `magnitude[d]` per axis.
+/// Infinite (no culling by this plane) when the float test could overflow:
+/// inf - inf is NaN, which the float test rejects but a double bound cannot
+/// predict; below 2^127 no product or partial sum reaches FLT_MAX.
 double plane_slack(const View& v, const float* plane, const double magnitude[3]) {
     double s = std::fabs(static_cast<double>(plane[3]));
     for (uint32_t d = 0; d < v.dims; ++d)
         s += std::fabs(static_cast<double>(plane[d])) * magnitude[d];
+    if (!(s <= 0x1p127)) return INFINITY;
     return s * 0x1p-18 + 1e-30;
 }
 
@@ -416,12 +483,10 @@ void test_cell_frustum(const View& v, const ParticleFrustum& f, uint32_t b, uint
         if (frustum_contains(v, f, k)) sink(k);
 }
 
-/// Unbounded: every occupied cell, culled by its box against each plane.
+/// Every occupied cell, culled by its box against each plane.
 template <typename Sink>
-void frustum_visit_unbounded(const View& v, const ParticleFrustum& f, Sink& sink) {
-    for (uint32_t c = 0; c < v.cell_count; ++c) {
-        int64_t k[3];
-        unpack(v, v.key[c], k);
+void frustum_visit_occupied(const View& v, const ParticleFrustum& f, Sink& sink) {
+    for_each_occupied(v, [&](const int64_t k[3], uint32_t c) {
         double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, magnitude[3] = {0.0, 0.0, 0.0};
         for (uint32_t d = 0; d < v.dims; ++d) {
             cell_extent(v, d, k[d], lo[d], hi[d]);
@@ -431,7 +496,7 @@ void frustum_visit_unbounded(const View& v, const ParticleFrustum& f, Sink& sink
         for (const auto& pl : f.plane)
             culled = culled || plane_max(v, pl, lo, hi) < -plane_slack(v, pl, magnitude);
         if (!culled) test_cell_frustum(v, f, v.start[c], v.start[c + 1], sink);
-    }
+    });
 }
 
 /// Bounded: the world's box row by row; each row's cells are clipped to every
@@ -584,6 +649,14 @@ struct NearestSearch {
     }
 
     /// Ascending (distance, index) order; returns the count.
+    ///
+    /// Cost: shell s scans only the cells of its faces inside the grid's
+    /// cells (clipped), so the shells cost the cells they hold. Once the
+    /// next shell would bring the cells looked at above twice the occupied
+    /// cells (unbounded: distinct cells; bounded: at most the particle count),
+    /// the occupied cells outside the shells already scanned are walked
+    /// instead, so a centre far from every particle, or a world that is
+    /// mostly empty, costs O(occupied cells * log(cells)) at most.
     uint32_t run() {
         if (capacity == 0 || v.count == 0) return 0;
         int64_t centre[3] = {0, 0, 0};
@@ -595,30 +668,26 @@ struct NearestSearch {
             const int64_t r = centre[d] - v.lo[d] > v.hi[d] - centre[d] ? centre[d] - v.lo[d] : v.hi[d] - centre[d];
             reach = r > reach ? r : reach;
         }
-        double visited = 0.0; // cells looked at so far (unbounded fallback)
+        const double budget = 2.0 * static_cast<double>(occupied_bound(v)) + 64.0;
+        double visited = 0.0; // cells looked at so far
         for (int64_t s = 0; s <= reach; ++s) {
             if (s >= 1) {
                 // Every particle in shell s is more than (s - 1) cells away.
                 const double gap = (static_cast<double>(s - 1) - 0x1p-10) * v.edge * (1.0 - 0x1p-20);
                 if (gap > 0.0 && gap * gap > bound2()) break;
             }
-            const double side = static_cast<double>(2 * s + 1);
-            const double inner = s > 0 ? static_cast<double>(2 * s - 1) : 0.0;
-            const double shell_cells =
-                v.dims == 3 ? side * side * side - inner * inner * inner : side * side - inner * inner;
-            if (!v.bounded && visited + shell_cells > 2.0 * v.cell_count + 64.0) {
+            const double shell_cells = clipped_cells(centre, s) - (s > 0 ? clipped_cells(centre, s - 1) : 0.0);
+            if (visited + shell_cells > budget) {
                 // Shells would look at more cells than are occupied: walk the
                 // occupied cells outside the shells already visited instead.
-                for (uint32_t cell = 0; cell < v.cell_count; ++cell) {
-                    int64_t k[3];
-                    unpack(v, v.key[cell], k);
+                for_each_occupied(v, [&](const int64_t k[3], uint32_t cell) {
                     int64_t cheb = 0;
                     for (uint32_t d = 0; d < v.dims; ++d) {
                         const int64_t a = k[d] > centre[d] ? k[d] - centre[d] : centre[d] - k[d];
                         cheb = a > cheb ? a : cheb;
                     }
                     if (cheb >= s) visit_cell(k, cell);
-                }
+                });
                 break;
             }
             visited += shell_cells;
@@ -634,25 +703,54 @@ struct NearestSearch {
         return size;
     }
 
+    /// Cells of the cube centre +- s (per used axis) inside the grid's cells.
+    [[nodiscard]] double clipped_cells(const int64_t centre[3], int64_t s) const {
+        double cells = 1.0;
+        for (uint32_t d = 0; d < v.dims; ++d) {
+            const int64_t a = centre[d] - s > v.lo[d] ? centre[d] - s : v.lo[d];
+            const int64_t b = centre[d] + s < v.hi[d] ? centre[d] + s : v.hi[d];
+            cells *= static_cast<double>(b - a + 1);
+        }
+        return cells;
+    }
+
+    /// The cells at Chebyshev distance exactly s from the centre, inside the
+    /// grid's cells: the cube's faces as disjoint boxes (z faces, then the y
+    /// faces without them, then the x faces), each cell once.
     void visit_shell(const int64_t centre[3], int64_t s) {
-        const int64_t z0 = v.dims == 3 ? (centre[2] - s > v.lo[2] ? centre[2] - s : v.lo[2]) : 0;
-        const int64_t z1 = v.dims == 3 ? (centre[2] + s < v.hi[2] ? centre[2] + s : v.hi[2]) : 0;
-        const int64_t y0 = centre[1] - s > v.lo[1] ? centre[1] - s : v.lo[1];
-        const int64_t y1 = centre[1] + s < v.hi[1] ? centre[1] + s : v.hi[1];
-        const int64_t x0 = centre[0] - s > v.lo[0] ? centre[0] - s : v.lo[0];
-        const int64_t x1 = centre[0] + s < v.hi[0] ? centre[0] + s : v.hi[0];
-        for (int64_t z = z0; z <= z1; ++z)
-            for (int64_t y = y0; y <= y1; ++y) {
-                const bool face = (v.dims == 3 && (z == centre[2] - s || z == centre[2] + s)) || y == centre[1] - s ||
-                                  y == centre[1] + s;
-                if (face) {
-                    for (int64_t x = x0; x <= x1; ++x)
-                        visit(x, y, z);
-                } else {
-                    if (centre[0] - s >= v.lo[0]) visit(centre[0] - s, y, z);
-                    if (s > 0 && centre[0] + s <= v.hi[0]) visit(centre[0] + s, y, z);
-                }
+        int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+        for (uint32_t d = 0; d < v.dims; ++d) {
+            lo[d] = centre[d] - s > v.lo[d] ? centre[d] - s : v.lo[d];
+            hi[d] = centre[d] + s < v.hi[d] ? centre[d] + s : v.hi[d];
+        }
+        if (s == 0) {
+            visit_cells(lo, hi);
+            return;
+        }
+        for (uint32_t axis = v.dims; axis-- > 0;) {
+            const int64_t low_face = centre[axis] - s;
+            const int64_t high_face = centre[axis] + s;
+            if (low_face >= lo[axis] && low_face <= hi[axis]) {
+                int64_t part_lo[3] = {lo[0], lo[1], lo[2]}, part_hi[3] = {hi[0], hi[1], hi[2]};
+                part_lo[axis] = part_hi[axis] = low_face;
+                visit_cells(part_lo, part_hi);
+                lo[axis] = low_face + 1;
             }
+            if (high_face >= lo[axis] && high_face <= hi[axis]) {
+                int64_t part_lo[3] = {lo[0], lo[1], lo[2]}, part_hi[3] = {hi[0], hi[1], hi[2]};
+                part_lo[axis] = part_hi[axis] = high_face;
+                visit_cells(part_lo, part_hi);
+                hi[axis] = high_face - 1;
+            }
+            if (lo[axis] > hi[axis]) return;
+        }
+    }
+
+    void visit_cells(const int64_t lo[3], const int64_t hi[3]) {
+        for (int64_t z = lo[2]; z <= hi[2]; ++z)
+            for (int64_t y = lo[1]; y <= hi[1]; ++y)
+                for (int64_t x = lo[0]; x <= hi[0]; ++x)
+                    visit(x, y, z);
     }
 
     void visit(int64_t x, int64_t y, int64_t z) {
@@ -696,7 +794,7 @@ ParticleQueryResult run_batch(uint32_t count, uint64_t* offsets, uint64_t offset
         r.status.needed = uint64_t{count} + 1;
         return r;
     }
-    HASHGRID_ASSERT(offsets != nullptr, "batched query: offsets is null");
+    HASHGRID_REQUIRE_ARGUMENT(offsets != nullptr, "batched query: offsets is null");
     const uint32_t grain = batch_grain(count, kMinBatchGrain);
     const uint32_t chunks = static_cast<uint32_t>((uint64_t{count} + grain - 1) / grain);
     uint64_t chunk_total[kMaxBatchChunks];
@@ -753,11 +851,8 @@ void load_point(const View& v, const ParticleSpans& s, uint32_t q, float* c) {
     c[2] = v.dims == 3 ? s.z[q] : 0.0f;
 }
 
-void check_spans(const View& v, const ParticleSpans& s) {
-    HASHGRID_ASSERT(s.count == 0 || (s.x != nullptr && s.y != nullptr && (v.dims == 2 || s.z != nullptr)),
-                    "query spans: x, y (and z in 3D) must be set");
-    (void)v;
-    (void)s;
+bool spans_set(const View& v, const ParticleSpans& s) {
+    return s.count == 0 || (s.x != nullptr && s.y != nullptr && (v.dims == 2 || s.z != nullptr));
 }
 
 } // namespace
@@ -766,8 +861,8 @@ ParticleQueryResult radius_query(const Grid& grid, const float center[3], float 
                                  uint64_t capacity) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    HASHGRID_ASSERT(center != nullptr, "radius_query: center is null");
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "radius_query: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(center != nullptr, "radius_query: center is null");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "radius_query: out is null");
     if (!finite_point(v, center)) return invalid_result("radius_query: center must be finite");
     if (std::isnan(radius) || radius < 0.0f) return invalid_result("radius_query: radius must be >= 0");
     return finish(radius_collect(v, center, radius, out, capacity), capacity);
@@ -776,8 +871,8 @@ ParticleQueryResult radius_query(const Grid& grid, const float center[3], float 
 ParticleQueryResult point_query(const Grid& grid, const float point[3], uint32_t* out, uint64_t capacity) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    HASHGRID_ASSERT(point != nullptr, "point_query: point is null");
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "point_query: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(point != nullptr, "point_query: point is null");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "point_query: out is null");
     if (!finite_point(v, point)) return invalid_result("point_query: point must be finite");
     return finish(radius_collect(v, point, v.interaction_distance, out, capacity), capacity);
 }
@@ -785,7 +880,7 @@ ParticleQueryResult point_query(const Grid& grid, const float point[3], uint32_t
 ParticleQueryResult box_query(const Grid& grid, const ParticleQueryBox& box, uint32_t* out, uint64_t capacity) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "box_query: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "box_query: out is null");
     if (!valid_box(v, box)) return invalid_result("box_query: NaN bound or min > max");
     return finish(box_collect(v, box, out, capacity), capacity);
 }
@@ -793,13 +888,15 @@ ParticleQueryResult box_query(const Grid& grid, const ParticleQueryBox& box, uin
 ParticleQueryResult frustum_query(const Grid& grid, const ParticleFrustum& frustum, uint32_t* out, uint64_t capacity) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "frustum_query: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "frustum_query: out is null");
     if (!valid_frustum(frustum)) return invalid_result("frustum_query: plane values must be finite");
     IndexSink sink{v.order, out, capacity};
-    if (v.bounded)
+    // Bounded: rows of the world, or the occupied cells when there are far fewer.
+    const double rows = static_cast<double>(v.n[1]) * static_cast<double>(v.n[2]);
+    if (v.bounded && rows <= 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0)
         frustum_visit_bounded(v, frustum, sink);
     else
-        frustum_visit_unbounded(v, frustum, sink);
+        frustum_visit_occupied(v, frustum, sink);
     return finish(sink.total, capacity);
 }
 
@@ -807,8 +904,8 @@ ParticleQueryResult nearest_query(const Grid& grid, const float center[3], uint3
                                   ParticleDistance* out, uint64_t capacity) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    HASHGRID_ASSERT(center != nullptr, "nearest_query: center is null");
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "nearest_query: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(center != nullptr, "nearest_query: center is null");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "nearest_query: out is null");
     if (!finite_point(v, center)) return invalid_result("nearest_query: center must be finite");
     if (k == 0) return invalid_result("nearest_query: k must be >= 1");
     if (!valid_max_distance(max_distance)) return invalid_result("nearest_query: max_distance must be >= 0");
@@ -824,10 +921,9 @@ ParticleQueryResult point_set_pairs(const Grid& grid, const ParticleSpans& point
                                     const ThreadBackend& backend) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    check_spans(v, points);
-    HASHGRID_ASSERT(points.radius == nullptr, "point_set_pairs: points must not have radii");
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "point_set_pairs: out is null");
-    HASHGRID_ASSERT(backend.parallel_for != nullptr, "ThreadBackend without parallel_for");
+    HASHGRID_REQUIRE_ARGUMENT(spans_set(v, points), "point_set_pairs: x, y (and z in 3D) must be set");
+    HASHGRID_REQUIRE_ARGUMENT(points.radius == nullptr, "point_set_pairs: points must not have radii");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "point_set_pairs: out is null");
     const uint32_t count = points.count;
     const uint32_t grain = batch_grain(count, 64);
     const uint32_t chunks = static_cast<uint32_t>((uint64_t{count} + grain - 1) / grain);
@@ -895,9 +991,10 @@ ParticleQueryResult radius_queries(const Grid& grid, const ParticleSpans& querie
                                    const ThreadBackend& backend) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    check_spans(v, queries);
-    HASHGRID_ASSERT(queries.count == 0 || queries.radius != nullptr, "radius_queries: queries.radius must be set");
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "radius_queries: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(spans_set(v, queries), "batched query: x, y (and z in 3D) must be set");
+    HASHGRID_REQUIRE_ARGUMENT(queries.count == 0 || queries.radius != nullptr,
+                              "radius_queries: queries.radius must be set");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "radius_queries: out is null");
     return run_batch(
         queries.count, offsets, offsets_capacity, capacity, backend,
         [&](uint32_t q) {
@@ -923,8 +1020,8 @@ ParticleQueryResult box_queries(const Grid& grid, const ParticleQueryBox* boxes,
                                 const ThreadBackend& backend) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    HASHGRID_ASSERT(count == 0 || boxes != nullptr, "box_queries: boxes is null");
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "box_queries: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(count == 0 || boxes != nullptr, "box_queries: boxes is null");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "box_queries: out is null");
     return run_batch(
         count, offsets, offsets_capacity, capacity, backend, [&](uint32_t q) { return valid_box(v, boxes[q]); },
         [&](uint32_t q) { return box_collect(v, boxes[q], nullptr, 0); },
@@ -936,8 +1033,8 @@ ParticleQueryResult nearest_queries(const Grid& grid, const ParticleSpans& queri
                                     uint64_t capacity, const ThreadBackend& backend) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
-    check_spans(v, queries);
-    HASHGRID_ASSERT(capacity == 0 || out != nullptr, "nearest_queries: out is null");
+    HASHGRID_REQUIRE_ARGUMENT(spans_set(v, queries), "batched query: x, y (and z in 3D) must be set");
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "nearest_queries: out is null");
     if (k == 0) return invalid_result("nearest_queries: k must be >= 1");
     if (!valid_max_distance(max_distance)) return invalid_result("nearest_queries: max_distance must be >= 0");
     return run_batch(
