@@ -534,7 +534,8 @@ TEST_CASE("NaN and infinite parameters are invalid_query; +inf sizes are allowed
         CHECK((nearest_query(grid, ok, 1, bad, nearest_out, 4).status.code == StatusCode::invalid_query) ==
               (bad != kInf));
     }
-    CHECK(radius_query(grid, s.x.data(), -0.0f, out, 4).status.ok()); // -0.0 is a radius of zero
+    const float particle[3] = {1.0f, 2.0f, 3.0f};
+    CHECK(radius_query(grid, particle, -0.0f, out, 4).status.ok()); // -0.0 is a radius of zero
     ParticleQueryBox all;
     for (uint32_t a = 0; a < 3; ++a) {
         all.min[a] = -kInf;

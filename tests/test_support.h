@@ -19,11 +19,14 @@
 #if defined(HASHGRID_HAS_TBB)
 #include "hashgrid/platform/tbb_backend.h"
 #endif
+#include "hashgrid/platform/job_system_backend.h"
+#include "odd_job_system.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -36,21 +39,116 @@ namespace hashgrid_test {
 using hashgrid::Pair;
 
 // ---------------------------------------------------------------------------
-// The multi-threaded backend: oneTBB; the std::thread backend when
-// HASHGRID_TEST_STD_THREADS is set (the tsan preset); the serial backend on
-// targets built without oneTBB (HASHGRID_USE_TBB=OFF), so every test still runs.
+// The multi-threaded backend the tests run on (ParallelBackend). Built in:
+// oneTBB; the std::thread backend when HASHGRID_TEST_STD_THREADS is set (the
+// tsan preset, MinGW); the serial backend on targets built without oneTBB.
+// HASHGRID_TEST_BACKEND=serial|std|tbb|job picks another one at run time, so
+// one (sanitizer) build runs the same tests on every backend: CTest registers
+// such runs as <test>@<backend> for the backends in HASHGRID_TEST_BACKENDS.
+// `job` is the job-system adapter on OddJobSystem (odd ranges, shuffled,
+// every third loop inline).
 
+enum class BackendKind { serial, std_thread, tbb, job_system };
+
+/// The backend ParallelBackend builds: HASHGRID_TEST_BACKEND, else the built-in
+/// one. An unknown name (or tbb in a build without oneTBB) ends the program, so
+/// that a misspelt CTest environment cannot quietly test the default instead.
+inline BackendKind parallel_backend_kind() {
+    static const BackendKind kind = [] {
 #if defined(HASHGRID_TEST_STD_THREADS)
-using ParallelBackend = hashgrid::platform::StdThreadBackend;
+        BackendKind k = BackendKind::std_thread;
 #elif defined(HASHGRID_HAS_TBB)
-using ParallelBackend = hashgrid::platform::TbbBackend;
+        BackendKind k = BackendKind::tbb;
 #else
-struct ParallelBackend {
-    explicit ParallelBackend(uint32_t) {}
-    [[nodiscard]] hashgrid::ThreadBackend backend() const { return hashgrid::serial_backend(); }
-    [[nodiscard]] uint32_t threads() const { return 1; }
-};
+        BackendKind k = BackendKind::serial;
 #endif
+        const char* name = std::getenv("HASHGRID_TEST_BACKEND");
+        if (name == nullptr || *name == '\0') return k;
+        if (std::strcmp(name, "serial") == 0) return BackendKind::serial;
+        if (std::strcmp(name, "std") == 0) return BackendKind::std_thread;
+        if (std::strcmp(name, "job") == 0) return BackendKind::job_system;
+#if defined(HASHGRID_HAS_TBB)
+        if (std::strcmp(name, "tbb") == 0) return BackendKind::tbb;
+#endif
+        std::fprintf(stderr, "HASHGRID_TEST_BACKEND=%s: expected serial, std, job%s\n", name,
+#if defined(HASHGRID_HAS_TBB)
+                     " or tbb"
+#else
+                     " (this build has no oneTBB)"
+#endif
+        );
+        std::abort();
+    }();
+    return kind;
+}
+
+/// Name of parallel_backend_kind(), for test output.
+inline const char* parallel_backend_name() {
+    switch (parallel_backend_kind()) {
+    case BackendKind::serial:
+        return "serial";
+    case BackendKind::std_thread:
+        return "std";
+    case BackendKind::tbb:
+        return "tbb";
+    case BackendKind::job_system:
+        return "job";
+    }
+    return "?";
+}
+
+/// A backend of parallel_backend_kind() with `threads` threads (workers for
+/// the job system; the serial backend has one), created once like a game's.
+/// Not movable: backend() points into it.
+class ParallelBackend {
+public:
+    explicit ParallelBackend(uint32_t threads) {
+        const uint32_t n = threads == 0 ? 1 : threads;
+        switch (parallel_backend_kind()) {
+        case BackendKind::serial:
+            backend_ = hashgrid::serial_backend();
+            break;
+        case BackendKind::std_thread:
+            std_thread_ = std::make_unique<hashgrid::platform::StdThreadBackend>(n);
+            backend_ = std_thread_->backend();
+            threads_ = std_thread_->threads();
+            break;
+        case BackendKind::tbb:
+#if defined(HASHGRID_HAS_TBB)
+            tbb_ = std::make_unique<hashgrid::platform::TbbBackend>(n);
+            backend_ = tbb_->backend();
+            threads_ = tbb_->threads();
+#endif
+            break;
+        case BackendKind::job_system: {
+            OddJobSystem::Options options;
+            options.workers = n;
+            options.seed = 0x5eed0000u + n;
+            jobs_ = std::make_unique<OddJobSystem>(options);
+            adapter_ = std::make_unique<hashgrid::platform::JobSystemBackend>(jobs_->config());
+            backend_ = adapter_->backend();
+            threads_ = n;
+            break;
+        }
+        }
+    }
+    ParallelBackend(const ParallelBackend&) = delete;
+    ParallelBackend& operator=(const ParallelBackend&) = delete;
+
+    [[nodiscard]] hashgrid::ThreadBackend backend() const { return backend_; }
+    /// Threads that may run chunks at once (1 for the serial backend).
+    [[nodiscard]] uint32_t threads() const { return threads_; }
+
+private:
+    std::unique_ptr<hashgrid::platform::StdThreadBackend> std_thread_;
+#if defined(HASHGRID_HAS_TBB)
+    std::unique_ptr<hashgrid::platform::TbbBackend> tbb_;
+#endif
+    std::unique_ptr<OddJobSystem> jobs_; // outlives adapter_ (declared first)
+    std::unique_ptr<hashgrid::platform::JobSystemBackend> adapter_;
+    hashgrid::ThreadBackend backend_ = hashgrid::serial_backend();
+    uint32_t threads_ = 1;
+};
 
 // ---------------------------------------------------------------------------
 // Test size.
