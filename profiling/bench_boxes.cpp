@@ -1,5 +1,5 @@
 // bench_boxes: the box broad phase (all overlapping pairs) and batched box
-// queries of issue 4, side by side with Bullet, FCL and Box2D.
+// queries, side by side with Bullet, FCL and Box2D.
 //
 // Scenes (n boxes, default 100k; sizes keep the overlap count for any n):
 //   B3  3D boxes, every edge lognormal (median 1, sigma 0.7: a few edges reach

@@ -105,7 +105,8 @@ struct KeyParams {
 };
 
 /// Validates particle i and computes its integer cell coordinates, naming the
-/// first problem. The slow path, run only on chunks that failed cell_fast.
+/// first problem. The slow path, run only on chunks whose key block (the fast
+/// path, key_block_default / key_block_avx2) reported a bad particle.
 template <uint32_t D, bool Bounded>
 StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell) {
     for (uint32_t d = 0; d < D; ++d) {

@@ -5,7 +5,7 @@
 //   config.cell_size = r; config.interaction_distance = r;
 //   config.max_particles = n; config.max_cells = n; config.max_pairs = 40 * n;
 //   hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
-//   void* memory = hashgrid::aligned_alloc(req.bytes, req.alignment); // or your own
+//   void* memory = hashgrid::aligned_alloc_bytes(req.bytes, req.alignment); // or your own (grid.h)
 //   hashgrid::Grid grid;
 //   hashgrid::Status s = grid.init(config, memory, req.bytes);
 #pragma once

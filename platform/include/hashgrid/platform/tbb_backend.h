@@ -1,6 +1,7 @@
-// oneTBB thread backend: a task_arena created once, simple_partitioner with the
-// chunk grain core/ asks for. Steady state allocates nothing (see
-// docs/allocation.md for what was measured).
+// oneTBB thread backend: a task_arena created once, whose threads run
+// persistent loops that claim core/'s (count, grain) chunks from one atomic
+// counter (tbb::parallel_for would allocate task objects every frame). Steady
+// state allocates nothing (docs/allocation.md has what was measured).
 #pragma once
 
 #include "hashgrid/thread_backend.h"
