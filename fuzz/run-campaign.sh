@@ -3,10 +3,12 @@
 # executions or seconds each, and prints executions, crashes and timeouts per
 # target. Inputs that crash or time out are kept under WORK/<target>/artifacts/.
 #
-#   fuzz/run-campaign.sh [--runs N | --seconds S] [--build DIR] [--work DIR] [--merge] [target...]
+#   fuzz/run-campaign.sh [--runs N | --seconds S] [--max-len B] [--build DIR] [--work DIR] [--merge] [target...]
 #
 # --runs N     executions per target (e.g. 2000000 for a 10-million campaign over five targets)
 # --seconds S  seconds per target instead (default 60)
+# --max-len B  largest input in bytes (libFuzzer -max_len; small inputs mean
+#              small scenes and thousands of executions per second)
 # --build DIR  build directory of the `fuzz` preset (default build/fuzz)
 # --work DIR   scratch corpora and artifacts (default build/fuzz/campaign)
 # --merge      merge each target's new inputs into fuzz/corpus/<target>/ afterwards (-merge=1)
@@ -20,6 +22,7 @@ seconds=60
 build="$root/build/fuzz"
 work=""
 merge=0
+max_len=()
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,7 +31,8 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --max-len) max_len=(-max_len="$2"); shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -61,7 +65,7 @@ for t in "${targets[@]}"; do
       budget=(-max_total_time="$left")
     fi
     log="$dir/last.log"
-    "$bin" "${budget[@]}" -timeout=2 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$bin" "${budget[@]}" ${max_len[@]+"${max_len[@]}"} -timeout=2 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$dir/artifacts/" "$dir/corpus" >"$log" 2>&1
     n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     [ -n "$n" ] || n=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log" | tail -1)

@@ -1,6 +1,6 @@
 // Golden hashes: fixed scenes give bit-identical pairs, neighbour lists, sorted
 // order and cell table for the serial backend and oneTBB at 1, 2, 3, 4, 7, 8
-// and 16 threads, over repeated runs, on every target (docs/guarantees.md, guarantee 3).
+// and 16 threads, over repeated runs, on every target (docs/design.md, guarantee 3).
 //
 // The hashes are FNV-1a over values (test_support.h), so they do not depend on
 // endianness. When a golden value has to change (an intended change of the

@@ -1,4 +1,4 @@
-// Guard against fused multiply-add in the distance test (docs/guarantees.md: no
+// Guard against fused multiply-add in the distance test (docs/design.md: no
 // contraction, the same operation order everywhere).
 //
 // The "FMA canary" scene holds point pairs whose unfused squared distance

@@ -1,6 +1,6 @@
 // Every pair-test kernel (scalar, SSE2, AVX2 where the CPU has it) gives
 // bit-identical pair arrays, and each matches the brute-force oracle in the
-// documented order. Wider SIMD must never change results (docs/guarantees.md).
+// documented order. Wider SIMD must never change results (docs/design.md).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 

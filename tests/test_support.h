@@ -2,7 +2,7 @@
 // conversions, FNV-1a over values, scene generators, and the brute-force oracles
 // (pairs, sorted order, cell table) that every test compares the grid against.
 //
-// Portability rules (docs/guarantees.md, guarantee 3): scenes are generated
+// Portability rules (docs/design.md, guarantee 3): scenes are generated
 // with integer arithmetic and single IEEE float operations only (no libm but the
 // exact nextafter, no standard distributions), so they are bit-identical on every
 // target; argument lists never hold two RNG calls (their order is unspecified). Products

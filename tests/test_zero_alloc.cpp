@@ -1,4 +1,4 @@
-// Zero allocations per frame (docs/guarantees.md, guarantee 1): after init and one
+// Zero allocations per frame (docs/design.md, guarantee 1): after init and one
 // warm-up frame, >= 100 frames of rebuild + find_pairs + neighbor_lists with
 // moving, bouncing particles make no allocation call anywhere in the process,
 // for the serial backend, the std::thread backend, oneTBB at 1, 2, 4 and 8
