@@ -1,4 +1,5 @@
-// seed_client_demo: the spatial-hash tutorial's client API, end to end.
+// proximity_index_demo: clients with boxes in a ProximityIndex, the client API
+// of a well-known spatial-hash tutorial, end to end.
 //
 // The tutorial ("Spatial Hash Grids & Tales from Game Development", SimonDev)
 // builds a grid of JavaScript sets with four calls: NewClient(position,
@@ -15,7 +16,7 @@
 // boxes (exact: same float box and overlap rule). Prints timings and PASS or
 // FAIL; returns nonzero on FAIL.
 //
-//   seed_client_demo [--clients N] [--queries N] [--check N] [--threads N]
+//   proximity_index_demo [--clients N] [--queries N] [--check N] [--threads N]
 
 #include "hashgrid/box_queries.h"
 #include "hashgrid/objects.h"
@@ -212,10 +213,10 @@ int main(int argc, char** argv) {
 #if defined(HASHGRID_HAS_TBB)
     hashgrid::platform::TbbBackend tbb(options.threads);
     const ThreadBackend backend = tbb.backend();
-    std::printf("Hashgrid seed client demo: oneTBB backend, %u threads\n", tbb.threads());
+    std::printf("Hashgrid proximity index demo: oneTBB backend, %u threads\n", tbb.threads());
 #else
     const ThreadBackend backend = hashgrid::serial_backend();
-    std::printf("Hashgrid seed client demo: serial backend (built without oneTBB)\n");
+    std::printf("Hashgrid proximity index demo: serial backend (built without oneTBB)\n");
 #endif
     std::printf("%u clients (%.0f..%.0f units wide) in a %.0f x %.0f area, %u find_near queries of %.0f x %.0f\n",
                 options.clients, kMinClientSize, kMaxClientSize, 2 * kWorldHalf, 2 * kWorldHalf, options.queries,
