@@ -1350,3 +1350,99 @@ TEST_CASE("golden hashes of query results") {
     }
     if (print_golden()) std::printf("};\n");
 }
+
+// Every box query, single and batched, through one BoxQueryGrid: the status
+// codes of the whole call family, in the order the header lists them.
+std::vector<StatusCode> every_query_status(const BoxQueryGrid& q) {
+    using namespace hashgrid;
+    const ThreadBackend serial = serial_backend();
+    uint32_t out[16];
+    uint64_t offsets[2];
+    RayHit hits[16];
+    NearestHit nearest[16];
+    uint32_t counts[1];
+    const PointQuery pq{{1.5f, 1.5f, 1.5f}, kAllLayers};
+    BoxQuery bq;
+    for (uint32_t d = 0; d < 3; ++d) {
+        bq.min[d] = 0.0f;
+        bq.max[d] = 4.0f;
+    }
+    RadiusQuery rq;
+    rq.center[0] = rq.center[1] = rq.center[2] = 1.0f;
+    rq.radius = 2.0f;
+    RayQuery ray;
+    ray.ray.direction[0] = 1.0f;
+    ray.ray.max_t = 10.0f;
+    Plane plane;
+    plane.normal[0] = 1.0f;
+    NearestQuery nq;
+    return {
+        query_point(q, pq, out, 16).status.code,
+        query_box(q, bq, out, 16).status.code,
+        query_radius(q, rq, out, 16).status.code,
+        query_potential_collisions(q, 0, out, 16).status.code,
+        query_ray(q, ray, hits, 16).status.code,
+        query_ray_first(q, ray, hits).status.code,
+        query_frustum(q, &plane, 1, kAllLayers, out, 16).status.code,
+        query_nearest(q, nq, 2, nearest, 16).status.code,
+        query_points(q, &pq, 1, offsets, out, 16, serial).status.code,
+        query_boxes(q, &bq, 1, offsets, out, 16, serial).status.code,
+        query_radii(q, &rq, 1, offsets, out, 16, serial).status.code,
+        query_rays(q, &ray, 1, offsets, hits, 16, serial).status.code,
+        query_rays_first(q, &ray, 1, hits, serial).status.code,
+        query_nearest_batch(q, &nq, 1, 2, counts, nearest, 16, serial).status.code,
+    };
+}
+
+TEST_CASE("box queries: never built is not_built; a rebuild or re-init makes a prepared grid stale_view") {
+    using namespace hashgrid;
+    BoxGridConfig config;
+    config.cell_size = 1.0f;
+    config.max_objects = 8;
+    config.max_cell_entries = 64;
+    config.max_pairs = 16;
+    BoxGrid grid;
+    const ThreadBackend serial = serial_backend();
+
+    // Not initialised, then initialised but never rebuilt: not_built everywhere.
+    for (const StatusCode c : every_query_status(prepare_box_queries(grid.view(), serial)))
+        CHECK(c == StatusCode::not_built);
+    REQUIRE(grid.init_allocate(config).ok());
+    for (const StatusCode c : every_query_status(prepare_box_queries(grid.view(), serial)))
+        CHECK(c == StatusCode::not_built);
+
+    // Two unit boxes at x = 0..1 and x = 1..2 (touching), then one moved away.
+    float min_x[2] = {0.0f, 1.0f}, max_x[2] = {1.0f, 2.0f};
+    float min_y[2] = {0.0f, 0.0f}, max_y[2] = {1.0f, 1.0f};
+    float min_z[2] = {0.0f, 0.0f}, max_z[2] = {1.0f, 1.0f};
+    const BoxSpans spans{min_x, min_y, min_z, max_x, max_y, max_z, nullptr, nullptr, 2};
+    REQUIRE(grid.rebuild(spans, serial).ok());
+    const BoxQueryGrid first = prepare_box_queries(grid.view(), serial);
+    for (const StatusCode c : every_query_status(first))
+        CHECK(c == StatusCode::ok);
+    uint32_t out[4];
+    PointQuery at_one{{1.0f, 0.5f, 0.5f}, kAllLayers};
+    CHECK(query_point(first, at_one, out, 4).count == 2); // both boxes hold x = 1
+
+    min_x[1] = 5.0f;
+    max_x[1] = 6.0f;
+    REQUIRE(grid.rebuild(spans, serial).ok());
+    for (const StatusCode c : every_query_status(first))
+        CHECK(c == StatusCode::stale_view);
+    const BoxQueryGrid second = prepare_box_queries(grid.view(), serial);
+    const QueryResult r = query_point(second, at_one, out, 4);
+    REQUIRE(r.status.ok());
+    CHECK(r.count == 1); // only box 0 still holds x = 1
+    CHECK(out[0] == 0);
+
+    // A rejected frame keeps the previous one: the prepared grid stays valid.
+    min_x[0] = std::numeric_limits<float>::quiet_NaN();
+    CHECK(grid.rebuild(spans, serial).code == StatusCode::invalid_position);
+    CHECK(query_point(second, at_one, out, 4).status.ok());
+
+    // A re-init (even with the same config) makes every earlier view stale.
+    REQUIRE(grid.init_allocate(config).ok());
+    CHECK(query_point(second, at_one, out, 4).status.code == StatusCode::stale_view);
+    for (const StatusCode c : every_query_status(prepare_box_queries(grid.view(), serial)))
+        CHECK(c == StatusCode::not_built);
+}

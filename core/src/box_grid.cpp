@@ -148,6 +148,7 @@ Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
     state_ = state;
     built_ = false;
     initialized_ = true;
+    ++frame_; // views of the old block are stale
     release_owned(owned_memory_, memory);
     return {};
 }
@@ -174,6 +175,9 @@ BoxGridView BoxGrid::view() const {
     BoxGridView v;
     v.config = &config_;
     v.scale = key_scale(config_.cell_size);
+    v.built = initialized_ && built_;
+    v.live_frame = &frame_;
+    v.frame = frame_;
     if (!initialized_) return v;
     const BoxState& s = Impl::state(*this);
     for (uint32_t d = 0; d < 3; ++d) {

@@ -184,7 +184,10 @@ struct BoxGrid::Impl {
     static detail::BoxState& state(BoxGrid& g) { return *static_cast<detail::BoxState*>(g.state_); }
     static const detail::BoxState& state(const BoxGrid& g) { return *static_cast<const detail::BoxState*>(g.state_); }
     static bool built(const BoxGrid& g) { return g.built_; }
-    static void set_built(BoxGrid& g) { g.built_ = true; }
+    static void set_built(BoxGrid& g) {
+        g.built_ = true;
+        ++g.frame_;
+    }
     // box_grid_rebuild.cpp
     static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& b);
     // box_grid_pairs.cpp

@@ -274,6 +274,20 @@ bool usable(const BoxQueryGrid& g) {
     return v.large_count == 0 || v.large_object != nullptr;
 }
 
+/// not_built when the view holds no frame, stale_view when the grid has been
+/// rebuilt or re-initialised since the view was taken, else ok. O(1).
+Status frame_status(const BoxQueryGrid& g) {
+    Status s;
+    if (!g.view.built) {
+        s.code = StatusCode::not_built;
+        s.message = "box query before a successful rebuild";
+    } else if (g.view.live_frame != nullptr && *g.view.live_frame != g.view.frame) {
+        s.code = StatusCode::stale_view;
+        s.message = "BoxQueryGrid prepared before the grid's last rebuild: call prepare_box_queries again";
+    }
+    return s;
+}
+
 constexpr const char* kUnusableGrid = "BoxQueryGrid: no view (use prepare_box_queries on a built BoxGrid's view)";
 
 // Programmer errors: asserted (debug and test builds stop there first), then
@@ -282,6 +296,17 @@ constexpr const char* kUnusableGrid = "BoxQueryGrid: no view (use prepare_box_qu
     do {                                                                                                               \
         HASHGRID_ASSERT(cond, message);                                                                                \
         if (!(cond)) return bad_argument<Result>(message);                                                             \
+    } while (0)
+
+// The view's frame: not_built or stale_view, returned before anything is read.
+#define HASHGRID_REQUIRE_FRAME(Result, grid)                                                                           \
+    do {                                                                                                               \
+        const Status frame_check = frame_status(grid);                                                                 \
+        if (!frame_check.ok()) {                                                                                       \
+            Result r;                                                                                                  \
+            r.status = frame_check;                                                                                    \
+            return r;                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
 bool finite3(const float v[3], uint32_t dims) {
@@ -642,6 +667,7 @@ template <typename Query, typename Out, typename Single>
 BatchResult run_batch(const BoxQueryGrid& grid, const Query* queries, uint32_t query_count, uint64_t* offsets, Out* out,
                       uint64_t capacity, const ThreadBackend& backend, Single&& single) {
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(BatchResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, queries != nullptr || query_count == 0, "batch: null queries");
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, offsets != nullptr, "batch: null offsets");
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, out != nullptr || capacity == 0, "batch: null output with capacity > 0");
@@ -830,6 +856,7 @@ float point_box_distance2(const float p[3], const float box_min[3], const float 
 
 QueryResult query_point(const BoxQueryGrid& grid, const PointQuery& query, uint32_t* out, uint32_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
                               "query_point: null output with capacity > 0");
     const Cells c(grid);
@@ -866,6 +893,7 @@ QueryResult query_point(const BoxQueryGrid& grid, const PointQuery& query, uint3
 
 QueryResult query_box(const BoxQueryGrid& grid, const BoxQuery& query, uint32_t* out, uint32_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0, "query_box: null output with capacity > 0");
     const Cells c(grid);
     for (uint32_t d = 0; d < c.dims; ++d)
@@ -888,6 +916,7 @@ QueryResult query_box(const BoxQueryGrid& grid, const BoxQuery& query, uint32_t*
 
 QueryResult query_radius(const BoxQueryGrid& grid, const RadiusQuery& query, uint32_t* out, uint32_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
                               "query_radius: null output with capacity > 0");
     const Cells c(grid);
@@ -919,6 +948,7 @@ QueryResult query_radius(const BoxQueryGrid& grid, const RadiusQuery& query, uin
 
 QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, uint32_t* out, uint32_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
                               "query_potential_collisions: null output with capacity > 0");
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, object < grid.view.object_count,
@@ -981,6 +1011,7 @@ bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3],
 
 QueryResult query_ray(const BoxQueryGrid& grid, const RayQuery& query, RayHit* out, uint32_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
     const Cells c(grid);
     if (!valid_ray(query.ray, c.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
@@ -1019,6 +1050,7 @@ QueryResult query_ray(const BoxQueryGrid& grid, const RayQuery& query, RayHit* o
 
 QueryResult query_ray_first(const BoxQueryGrid& grid, const RayQuery& query, RayHit* out) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr, "query_ray_first: null output");
     const Cells c(grid);
     if (!valid_ray(query.ray, c.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
@@ -1047,6 +1079,7 @@ QueryResult query_ray_first(const BoxQueryGrid& grid, const RayQuery& query, Ray
 QueryResult query_frustum(const BoxQueryGrid& grid, const Plane* planes, uint32_t plane_count, uint32_t layer_mask,
                           uint32_t* out, uint32_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
                               "query_frustum: null output with capacity > 0");
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, planes != nullptr || plane_count == 0, "query_frustum: null planes");
@@ -1119,6 +1152,7 @@ QueryResult query_frustum(const BoxQueryGrid& grid, const Plane* planes, uint32_
 QueryResult query_nearest(const BoxQueryGrid& grid, const NearestQuery& query, uint32_t k, NearestHit* out,
                           uint32_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(QueryResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(QueryResult, out != nullptr || capacity == 0,
                               "query_nearest: null output with capacity > 0");
     const Cells c(grid);
@@ -1290,6 +1324,7 @@ BatchResult query_rays(const BoxQueryGrid& grid, const RayQuery* queries, uint32
 BatchResult query_rays_first(const BoxQueryGrid& grid, const RayQuery* queries, uint32_t query_count, RayHit* out,
                              const ThreadBackend& backend) {
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(BatchResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, queries != nullptr || query_count == 0, "query_rays_first: null queries");
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, out != nullptr || query_count == 0, "query_rays_first: null output");
     // Validate first so that nothing is written for an invalid batch.
@@ -1321,6 +1356,7 @@ BatchResult query_rays_first(const BoxQueryGrid& grid, const RayQuery* queries, 
 BatchResult query_nearest_batch(const BoxQueryGrid& grid, const NearestQuery* queries, uint32_t query_count, uint32_t k,
                                 uint32_t* counts, NearestHit* out, uint64_t capacity, const ThreadBackend& backend) {
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(BatchResult, grid);
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, queries != nullptr || query_count == 0, "query_nearest_batch: null queries");
     HASHGRID_REQUIRE_ARGUMENT(BatchResult, counts != nullptr || query_count == 0, "query_nearest_batch: null counts");
     BatchResult result;

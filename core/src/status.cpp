@@ -42,6 +42,8 @@ const char* to_string(StatusCode code) {
         return "invalid_query";
     case StatusCode::invalid_argument:
         return "invalid_argument";
+    case StatusCode::stale_view:
+        return "stale_view";
     }
     return "unknown";
 }

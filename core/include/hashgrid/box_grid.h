@@ -92,6 +92,16 @@ struct BoxSpans {
 /// Read-only view of a built box grid, for queries (box_queries.h).
 struct BoxGridView {
     const BoxGridConfig* config = nullptr;
+    /// False when the grid held no frame when the view was taken (never
+    /// rebuilt, or not initialised): queries then return not_built. Views
+    /// built by hand hold a frame by definition.
+    bool built = true;
+    /// The grid's frame counter (null in views built by hand: not checked)
+    /// and its value when the view was taken. A successful rebuild or init
+    /// advances the counter, so queries through an older view return
+    /// stale_view instead of reading a frame that has changed under it.
+    const uint64_t* live_frame = nullptr;
+    uint64_t frame = 0;
     double scale = 0.0; ///< key_scale(cell_size): cell(p) = floor((p - origin) * scale).
     uint32_t object_count = 0;
     /// Boxes, categories and masks copied in original object order (min[2],
@@ -183,6 +193,8 @@ private:
     BoxGridConfig config_{};
     bool initialized_ = false;
     bool built_ = false;
+    /// Advanced by every successful init and rebuild; never reset (views compare it).
+    uint64_t frame_ = 0;
     void* owned_memory_ = nullptr;
     // Layout and frame state: see box_grid.cpp.
     void* state_ = nullptr;

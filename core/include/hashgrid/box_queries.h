@@ -70,13 +70,16 @@ struct BoxQueryGrid {
 };
 
 /// Computes the bounds above: O(cells + objects), run in fixed chunks through
-/// the backend (min/max: the same result for any thread count). The view must
-/// come from a successful rebuild and stay unchanged while queries run.
+/// the backend (min/max: the same result for any thread count). Prepare again
+/// after every rebuild: queries through a BoxQueryGrid whose grid has been
+/// rebuilt or re-initialised since return stale_view, and queries on a grid
+/// that was never built return not_built (both O(1), nothing read).
 BoxQueryGrid prepare_box_queries(const BoxGridView& view, const ThreadBackend& backend);
 
 /// Outcome of one query.
 struct QueryResult {
-    /// ok; output_too_small (needed = count, the prefix is written); invalid_query.
+    /// ok; output_too_small (needed = count, the prefix is written); invalid_query;
+    /// not_built / stale_view (see prepare_box_queries); invalid_argument.
     Status status;
     /// Exact number of results.
     uint32_t count = 0;

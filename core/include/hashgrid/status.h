@@ -25,7 +25,7 @@ enum class StatusCode : uint32_t {
                            ///< offender.
     invalid_radius,        ///< A radius is <= 0, NaN or infinite; index = lowest offending particle.
     radius_too_large,      ///< 2 * radius > cell_size, so the half stencil could miss pairs; index = lowest offender.
-    not_built,             ///< Pairs were asked for before a successful rebuild().
+    not_built,             ///< Pairs or queries were asked for before a successful rebuild().
     invalid_box,           ///< A box has min > max on some axis; index = lowest offending object.
     object_capacity,       ///< More objects than the config's max_objects; needed = object count.
     entry_capacity,        ///< Boxes cover more cells than max_cell_entries; needed = exact entry count.
@@ -34,6 +34,8 @@ enum class StatusCode : uint32_t {
     invalid_argument,      ///< A programmer error caught in every build: a null pointer where data is required, an
                            ///< index or handle slot out of range, a call on an uninitialised object, inconsistent
                            ///< configs. Nothing was changed; message names the argument.
+    stale_view,            ///< A query through a BoxQueryGrid prepared before the grid's last rebuild or init:
+                           ///< call prepare_box_queries() again. Nothing was read or written.
 };
 
 /// Result of an operation. Default constructed means success.
