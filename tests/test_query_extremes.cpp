@@ -597,15 +597,17 @@ bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
 
 TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
     Rng rng(99);
+    // Query counts scale with HASHGRID_TEST_SCALE (emulated targets run a tenth).
+    const uint32_t nq = scaled_count(500);
     const Scene s = clustered_scene(rng, 3, 3000, 6, 0.0f, 20.0f, 1.5f);
     auto g = make_grid(unbounded_config(3, 1.0f, 1.0f, 3000, 16));
     REQUIRE((*g)->rebuild(s.spans(), serial_backend()).ok());
     const Grid& grid = **g;
-    const Scene centres = uniform_scene(rng, 3, 700, -1.0f, 21.0f);
+    const Scene centres = uniform_scene(rng, 3, scaled_count(700), -1.0f, 21.0f);
     Scene radius_queries_scene = centres;
     for (uint32_t i = 0; i < centres.size(); ++i)
         radius_queries_scene.radius.push_back(rng.uniform(0.0f, 2.5f));
-    std::vector<ParticleQueryBox> pboxes(600);
+    std::vector<ParticleQueryBox> pboxes(scaled_count(600));
     for (auto& bx : pboxes)
         for (uint32_t a = 0; a < 3; ++a) {
             bx.min[a] = rng.uniform(-1.0f, 20.0f);
@@ -614,13 +616,13 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
 
     BuiltBoxes b;
     build_boxes(kKinds[2], rng, 400, b); // clamp world: everything in border cells or inside
-    std::vector<PointQuery> bpoints(500);
-    std::vector<BoxQuery> bboxes(500);
-    std::vector<RadiusQuery> bradii(500);
-    std::vector<RayQuery> brays(500);
-    std::vector<NearestQuery> bnear(500);
+    std::vector<PointQuery> bpoints(nq);
+    std::vector<BoxQuery> bboxes(nq);
+    std::vector<RadiusQuery> bradii(nq);
+    std::vector<RayQuery> brays(nq);
+    std::vector<NearestQuery> bnear(nq);
     const std::vector<float> values = all_values();
-    for (uint32_t i = 0; i < 500; ++i)
+    for (uint32_t i = 0; i < nq; ++i)
         for (uint32_t d = 0; d < 3; ++d) {
             bpoints[i].p[d] = pick(rng, values);
             float lo = pick(rng, values), hi = pick(rng, values);
@@ -669,17 +671,17 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
         o.offsets.assign(501, 0x5555555555555555ull);
         const size_t element = which == 3 ? sizeof(RayHit) : (which == 4 ? sizeof(NearestHit) : sizeof(uint32_t));
         o.bytes.assign(static_cast<size_t>(capacity) * element + 8, 0xAB);
-        std::vector<uint32_t> counts(500, 0x77777777u);
+        std::vector<uint32_t> counts(nq, 0x77777777u);
         BatchResult r;
         auto* u = reinterpret_cast<uint32_t*>(o.bytes.data());
-        if (which == 0) r = query_points(b.q, bpoints.data(), 500, o.offsets.data(), u, capacity, be);
-        if (which == 1) r = query_boxes(b.q, bboxes.data(), 500, o.offsets.data(), u, capacity, be);
-        if (which == 2) r = query_radii(b.q, bradii.data(), 500, o.offsets.data(), u, capacity, be);
+        if (which == 0) r = query_points(b.q, bpoints.data(), nq, o.offsets.data(), u, capacity, be);
+        if (which == 1) r = query_boxes(b.q, bboxes.data(), nq, o.offsets.data(), u, capacity, be);
+        if (which == 2) r = query_radii(b.q, bradii.data(), nq, o.offsets.data(), u, capacity, be);
         if (which == 3)
-            r = query_rays(b.q, brays.data(), 500, o.offsets.data(), reinterpret_cast<RayHit*>(o.bytes.data()),
-                           capacity, be);
+            r = query_rays(b.q, brays.data(), nq, o.offsets.data(), reinterpret_cast<RayHit*>(o.bytes.data()), capacity,
+                           be);
         if (which == 4) {
-            r = query_nearest_batch(b.q, bnear.data(), 500, 3, counts.data(),
+            r = query_nearest_batch(b.q, bnear.data(), nq, 3, counts.data(),
                                     reinterpret_cast<NearestHit*>(o.bytes.data()), capacity, be);
             std::copy(counts.begin(), counts.end(), o.offsets.begin());
         }
