@@ -1198,17 +1198,11 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const NearestQuery& query, u
                     seen.lo[d] = static_cast<int32_t>(std::max<int64_t>(centre[d] - reach, grid.cell_lo[d]));
                     seen.hi[d] = static_cast<int32_t>(std::min<int64_t>(centre[d] + reach, grid.cell_hi[d]));
                 }
-                for (uint32_t cell = 0; cell < c.view.cell_count; ++cell) {
-                    int32_t at[3] = {0, 0, 0};
-                    c.unpack(c.view.cell_key[cell], at[0], at[1], at[2]);
-                    for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1]; ++e) {
-                        const uint32_t object = c.view.entry_object[e];
-                        CellBox r;
-                        c.object_cells(object, r);
-                        if (r.lo[0] != at[0] || r.lo[1] != at[1] || r.lo[2] != at[2] || boxes_meet(r, seen)) continue;
-                        if (c.in_layer(object, query.layer_mask)) consider(object);
-                    }
-                }
+                scan_all_small(c, query.layer_mask, [&](uint32_t object) {
+                    CellBox r;
+                    c.object_cells(object, r);
+                    if (!boxes_meet(r, seen)) consider(object);
+                });
                 break;
             }
             CellBox cube{};
