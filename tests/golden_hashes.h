@@ -38,6 +38,12 @@ inline constexpr GridHashes kGrid[] = {
      196462u}, // clusters 3D bounded radii
     {0x51483ec22d351da4ull, 0x7fd251718e4f55e0ull, 0x42333609e48bb2e7ull, 0x1d73483875546b98ull,
      12502u}, // near 1e6 3D unbounded
+    {0x244d4022353318f1ull, 0x0e95d18b32c2b249ull, 0xc9377d0aef2ae3c4ull, 0x0658b369a91c3943ull,
+     219263u}, // +-1e6 3D r=0.01 (cells wrap)
+    {0xb8f250841b1383bdull, 0xf95f271a88a5297cull, 0xc6bec1bd9077b4f4ull, 0xebe10764a79cc067ull, 9143u},  // seam 3D
+    {0x640022188233d10full, 0xab161a571abf2e43ull, 0x444a8642d40c3a6cull, 0xb2b5a2eaeb1ffab7ull, 95844u}, // seam 2D
+    {0x7aad80d584592d35ull, 0xa938bacbd42ea78eull, 0x61100a8feb03bbb4ull, 0xb2000756225e6871ull,
+     70347u}, // formula switch 3D
 };
 
 /// FMA canary (tests/test_fp_contract.cpp): candidate pairs at exactly r that

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include "far_scenes.h"
 #include "golden_hashes.h"
 #include "test_support.h"
 
@@ -101,6 +102,16 @@ inline std::vector<FixedScene> make_fixed_scenes() {
         Rng rng(7);
         Scene s = uniform_scene(rng, 3, 20000, 1.0e6f - 40.0f, 1.0e6f + 40.0f);
         v.push_back({"near 1e6 3D unbounded", s, config_for(s, 2.0f, 2.0f, 400000)});
+    }
+    // Unbounded scenes whose cells wrap (far_scenes.h): far from the origin,
+    // across the 3D and 2D seams, and across the switch to the far formula.
+    for (const FarScene& fs : far_scenes(8000)) {
+        const std::string name = fs.name;
+        if (name != "+-1e6 3D r=0.01" && name != "seam 3D" && name != "seam 2D" && name != "formula switch 3D")
+            continue;
+        GridConfig c = fs.config;
+        c.max_pairs = 128 * uint64_t{fs.scene.size()};
+        v.push_back({fs.name, fs.scene, c});
     }
     return v;
 }

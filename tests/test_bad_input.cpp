@@ -232,21 +232,28 @@ TEST_CASE("bounded clamp: outside particles go to border cells and pairs stay ex
     }
 }
 
-TEST_CASE("unbounded: beyond the cell-key range is position_out_of_range, frame kept") {
+TEST_CASE("unbounded: every finite coordinate is accepted, far ones included, and pairs stay exact") {
     const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
     for (uint32_t dims : {2u, 3u}) {
         GoodFrame f = good_frame(dims, 300, false, serial);
-        const double limit = dims == 3 ? hashgrid::kKeyLimit3 : hashgrid::kKeyLimit2;
+        const double limit = dims == 3 ? 1048576.0 : 1073741824.0;        // where cells start to wrap
         const float beyond = static_cast<float>((limit + 64.0) * 1.0001); // cell_size is 1
         for (uint32_t axis = 0; axis < dims; ++axis) {
             for (float value : {beyond, -beyond, 1.0e30f, -3.0e38f, std::numeric_limits<float>::max()}) {
                 INFO("dims " << dims << " axis " << axis << " value " << value);
-                Scene bad = f.scene;
-                const auto idx = offenders(bad.size());
-                for (uint32_t i : idx)
-                    set_coord(bad, axis, i, value);
-                expect_rejected(f, bad, StatusCode::position_out_of_range, idx[0], static_cast<uint32_t>(idx.size()),
-                                serial);
+                Scene far = f.scene;
+                for (uint32_t i : offenders(far.size()))
+                    set_coord(far, axis, i, value);
+                hashgrid::Grid& g = **f.grid;
+                REQUIRE(g.rebuild(far.spans(), serial).ok());
+                CHECK(g.cells().wrapped);
+                std::vector<Pair> pairs(f.config.max_pairs);
+                const hashgrid::PairResult pr = g.find_pairs(pairs.data(), pairs.size(), serial);
+                REQUIRE(pr.status.ok());
+                const std::vector<Pair> expected =
+                    in_documented_order(brute_force_pairs(far, 1.0f), expected_order(far, f.config));
+                CHECK(diff_pairs(expected, pairs.data(), pr.written) == "");
+                CHECK(check_sorted_state(g, far, f.config) == "");
             }
         }
     }

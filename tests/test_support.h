@@ -10,6 +10,7 @@
 // product to be rounded to float before the addition whatever -ffp-contract says.
 #pragma once
 
+#include "exact_cells.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
@@ -415,10 +416,30 @@ struct CellCoord {
     friend bool operator==(const CellCoord&, const CellCoord&) = default;
 };
 
-/// Cell of particle i under `config` (bounded clamp mode: clamped to the box).
+/// Cell coordinate in an unbounded world: the documented double formula while
+/// |scaled| < 2^31 - 4, the exact floor beyond (exact_cells.h), kept modulo
+/// 2^21 (3D) or 2^31 (2D) as a signed value.
+inline int64_t wrapped_cell(float p, float origin, float cell_size, uint32_t dims) {
+    const uint32_t bits = dims == 3 ? 21u : 31u;
+    const double t = scaled(p, origin, cell_size);
+    if (t >= -(0x1p31 - 4.0) && t < 0x1p31 - 4.0) {
+        const auto c = static_cast<int64_t>(std::floor(t));
+        const int64_t period = int64_t{1} << bits, half = period / 2;
+        return ((c + half) % period + period) % period - half;
+    }
+    bool near_integer = false;
+    return exact_wrapped_cell(p, origin, hashgrid::key_scale(cell_size), bits, near_integer);
+}
+
+/// Cell of particle i under `config` (bounded clamp mode: clamped to the box;
+/// unbounded: wrapped).
 inline CellCoord particle_cell(const Scene& s, const hashgrid::GridConfig& config, uint32_t i) {
     CellCoord cc;
     for (uint32_t a = 0; a < s.dims; ++a) {
+        if (config.world == hashgrid::World::unbounded) {
+            cc.c[a] = wrapped_cell(s.coord(a, i), config.origin[a], config.cell_size, s.dims);
+            continue;
+        }
         cc.c[a] = cell_coordinate(s.coord(a, i), config.origin[a], config.cell_size);
         if (config.world == hashgrid::World::bounded && config.out_of_bounds == hashgrid::OutOfBounds::clamp)
             cc.c[a] = std::clamp<int64_t>(cc.c[a], 0, int64_t{config.cell_counts[a]} - 1);
@@ -426,18 +447,14 @@ inline CellCoord particle_cell(const Scene& s, const hashgrid::GridConfig& confi
     return cc;
 }
 
-/// True when every particle has a valid cell under `config` (bounded box or key range).
+/// True when every particle has a valid cell under `config` (bounded: inside
+/// the box; unbounded worlds take every finite coordinate).
 inline bool all_in_range(const Scene& s, const hashgrid::GridConfig& config) {
-    const int64_t limit = s.dims == 3 ? hashgrid::kKeyLimit3 : hashgrid::kKeyLimit2;
+    if (config.world == hashgrid::World::unbounded) return true;
     for (uint32_t i = 0; i < s.size(); ++i) {
         const CellCoord cc = particle_cell(s, config, i);
-        for (uint32_t a = 0; a < s.dims; ++a) {
-            if (config.world == hashgrid::World::bounded) {
-                if (cc.c[a] < 0 || cc.c[a] >= int64_t{config.cell_counts[a]}) return false;
-            } else if (cc.c[a] < -limit || cc.c[a] > limit) {
-                return false;
-            }
-        }
+        for (uint32_t a = 0; a < s.dims; ++a)
+            if (cc.c[a] < 0 || cc.c[a] >= int64_t{config.cell_counts[a]}) return false;
     }
     return true;
 }

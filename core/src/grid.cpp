@@ -221,6 +221,7 @@ CellTableView Grid::cells() const {
         v.slot_count = slot_count_;
         v.slot_key = slot_key_;
         v.slot_cell = slot_cell_;
+        v.wrapped = wrapped_;
     }
     return v;
 }

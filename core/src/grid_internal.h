@@ -54,6 +54,7 @@ struct BadParticle {
     uint32_t index;
     uint32_t count;
     StatusCode code;
+    bool wrapped = false; ///< Unbounded: some cell of the chunk wrapped (lattice/wrapped_cells.h).
 };
 
 /// Derived sizes of one config (used by memory_requirements and init).

@@ -23,6 +23,8 @@
 // and border cells' boxes reach to infinity on their outer side.
 #include "hashgrid/particle_queries.h"
 
+#include "lattice/wrapped_cells.h"
+
 #include "hashgrid/assert.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/config.h"
@@ -31,6 +33,8 @@
 #include <cstdint>
 
 namespace hashgrid {
+
+using namespace detail;
 
 namespace {
 
@@ -65,6 +69,9 @@ struct View {
     uint32_t slot_mask = 0;
     uint32_t slot_shift = 64;
     float interaction_distance = 1.0f;
+    /// Unbounded frame with cells beyond the wrap range: queries use the
+    /// wrap-aware paths (cell coordinates are then only known modulo the period).
+    bool wrapped = false;
 };
 
 /// False when the grid has no successful rebuild.
@@ -75,12 +82,11 @@ bool make_view(const Grid& g, View& v) {
     v.dims = c.dimensions;
     v.bounded = c.world == World::bounded;
     v.clamp = v.bounded && c.out_of_bounds == OutOfBounds::clamp;
-    const int64_t limit = c.dimensions == 3 ? kKeyLimit3 : kKeyLimit2;
     for (uint32_t d = 0; d < 3; ++d) {
         const bool used = d < v.dims;
         v.n[d] = v.bounded && used ? c.cell_counts[d] : 1u;
-        v.lo[d] = !used || v.bounded ? 0 : -limit;
-        v.hi[d] = !used ? 0 : (v.bounded ? int64_t{c.cell_counts[d]} - 1 : limit);
+        v.lo[d] = !used || v.bounded ? 0 : wrap_min(v.dims);
+        v.hi[d] = !used ? 0 : (v.bounded ? int64_t{c.cell_counts[d]} - 1 : wrap_max(v.dims));
         v.origin_f[d] = c.origin[d];
         v.origin[d] = c.origin[d];
     }
@@ -103,6 +109,7 @@ bool make_view(const Grid& g, View& v) {
             --v.slot_shift;
     }
     v.interaction_distance = c.interaction_distance;
+    v.wrapped = t.wrapped;
     return true;
 }
 
@@ -276,6 +283,78 @@ void for_each_occupied(const View& v, CellFn&& cell_fn) {
     }
 }
 
+/// Unbounded worlds: the wrapped cell coordinates an axis of a query covers,
+/// as one or two ascending inclusive intervals (two when the covered cells
+/// wrap around the seam; lattice/wrapped_cells.h).
+struct AxisSpan {
+    int64_t lo[2];
+    int64_t hi[2];
+    uint32_t count;
+
+    [[nodiscard]] bool contains(int64_t c) const {
+        return (c >= lo[0] && c <= hi[0]) || (count == 2 && c >= lo[1] && c <= hi[1]);
+    }
+    [[nodiscard]] double cells() const {
+        double n = static_cast<double>(hi[0] - lo[0] + 1);
+        if (count == 2) n += static_cast<double>(hi[1] - lo[1] + 1);
+        return n;
+    }
+};
+
+/// The span of `length` consecutive cells starting at wrapped coordinate
+/// `first` (the whole axis when length reaches the period).
+AxisSpan wrapped_span(const View& v, int64_t first, double length) {
+    const int64_t period = wrap_period(v.dims);
+    const int64_t lo = wrap_min(v.dims), hi = wrap_max(v.dims);
+    if (!(length < static_cast<double>(period))) return AxisSpan{{lo, 0}, {hi, -1}, 1};
+    const int64_t last = first + static_cast<int64_t>(length) - 1;
+    if (last <= hi) return AxisSpan{{first, 0}, {last, -1}, 1};
+    return AxisSpan{{lo, first}, {last - period, hi}, 2}; // ascending: the wrapped part first
+}
+
+/// Unbounded: calls range(begin, end) for every non-empty cell whose wrapped
+/// coordinates lie in the spans, in sorted (key) order: rows of the spans,
+/// each by hashing its cells when short or a binary search when long, or one
+/// walk over the distinct cells when that is cheaper.
+template <typename Range>
+void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
+    if (v.cell_count == 0) return;
+    const double rows = span[1].cells() * span[2].cells();
+    const uint32_t search = 2 + log2_ceil(v.cell_count);
+    const double row_length = span[0].cells();
+    const double per_row = row_length < search ? row_length : search;
+    if (rows * per_row > static_cast<double>(v.cell_count) + 16.0) {
+        for (uint32_t c = 0; c < v.cell_count; ++c) {
+            int64_t k[3];
+            unpack(v, v.key[c], k);
+            if (span[0].contains(k[0]) && span[1].contains(k[1]) && span[2].contains(k[2]))
+                range(v.start[c], v.start[c + 1]);
+        }
+        return;
+    }
+    for (uint32_t zi = 0; zi < span[2].count; ++zi)
+        for (int64_t z = span[2].lo[zi]; z <= span[2].hi[zi]; ++z)
+            for (uint32_t yi = 0; yi < span[1].count; ++yi)
+                for (int64_t y = span[1].lo[yi]; y <= span[1].hi[yi]; ++y)
+                    for (uint32_t xi = 0; xi < span[0].count; ++xi) {
+                        const int64_t x0 = span[0].lo[xi], x1 = span[0].hi[xi];
+                        if (x1 - x0 + 1 <= search) {
+                            for (int64_t x = x0; x <= x1; ++x) {
+                                const uint32_t c = find_cell(v, x, y, z);
+                                if (c != kNoCell) range(v.start[c], v.start[c + 1]);
+                            }
+                            continue;
+                        }
+                        // A row's cells are consecutive in key order.
+                        const uint64_t last = pack(v, x1, y, z);
+                        const uint32_t first = lower_bound_key(v, pack(v, x0, y, z));
+                        uint32_t end = first;
+                        while (end < v.cell_count && v.key[end] <= last)
+                            ++end;
+                        if (end != first) range(v.start[first], v.start[end]);
+                    }
+}
+
 /// Calls range(begin, end) with the sorted-position ranges of every non-empty
 /// cell in the inclusive (already clipped) cell box, in sorted order. Picks
 /// the cheaper of row lookups (bounded: two start reads per row; unbounded: a
@@ -303,36 +382,10 @@ void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], Range&& 
             }
         return;
     }
-    if (v.cell_count == 0) return;
-    const double rows = static_cast<double>(hi[1] - lo[1] + 1) * static_cast<double>(hi[2] - lo[2] + 1);
-    const uint32_t search = 2 + log2_ceil(v.cell_count);
-    const double per_row = static_cast<double>(row_length) < search ? static_cast<double>(row_length) : search;
-    if (rows * per_row > static_cast<double>(v.cell_count) + 16.0) {
-        for (uint32_t c = 0; c < v.cell_count; ++c) {
-            int64_t k[3];
-            unpack(v, v.key[c], k);
-            if (k[0] >= lo[0] && k[0] <= hi[0] && k[1] >= lo[1] && k[1] <= hi[1] && k[2] >= lo[2] && k[2] <= hi[2])
-                range(v.start[c], v.start[c + 1]);
-        }
-        return;
-    }
-    for (int64_t z = lo[2]; z <= hi[2]; ++z)
-        for (int64_t y = lo[1]; y <= hi[1]; ++y) {
-            if (row_length <= search) {
-                for (int64_t x = lo[0]; x <= hi[0]; ++x) {
-                    const uint32_t c = find_cell(v, x, y, z);
-                    if (c != kNoCell) range(v.start[c], v.start[c + 1]);
-                }
-                continue;
-            }
-            // A row's cells are consecutive in key order.
-            const uint64_t last = pack(v, hi[0], y, z);
-            const uint32_t first = lower_bound_key(v, pack(v, lo[0], y, z));
-            uint32_t end = first;
-            while (end < v.cell_count && v.key[end] <= last)
-                ++end;
-            if (end != first) range(v.start[first], v.start[end]);
-        }
+    AxisSpan span[3];
+    for (uint32_t d = 0; d < 3; ++d)
+        span[d] = AxisSpan{{lo[d], 0}, {hi[d], -1}, 1};
+    visit_spans(v, span, range);
 }
 
 /// Squared float distance as in the grid's pair test: (dx*dx + dy*dy) + dz*dz.
@@ -364,6 +417,30 @@ struct IndexSink {
 template <typename Sink>
 void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
     const double tr = static_cast<double>(radius) * v.scale;
+    const float r2 = radius * radius;
+    if (v.wrapped) {
+        // Cells are known modulo the period: the centre's cell +- the reach.
+        // A particle that passes the float test is within r * (1 + 2^-22) of
+        // the centre; each cell is the floor of a value within 2^-22 of the
+        // exact one, hence two more cells.
+        AxisSpan span[3];
+        for (uint32_t d = 0; d < 3; ++d) {
+            if (d >= v.dims) {
+                span[d] = AxisSpan{{0, 0}, {0, -1}, 1};
+                continue;
+            }
+            bool unused = false;
+            const int64_t centre = unbounded_cell(c[d], v.origin_f[d], v.scale, v.dims, unused);
+            const double reach = std::ceil(tr * (1.0 + 0x1p-20)) + 2.0;
+            span[d] = wrapped_span(v, wrap_cell(centre - static_cast<int64_t>(reach < 0x1p40 ? reach : 0x1p40), v.dims),
+                                   2.0 * reach + 1.0);
+        }
+        visit_spans(v, span, [&](uint32_t b, uint32_t e) {
+            for (uint32_t k = b; k < e; ++k)
+                if (distance2(v, k, c) < r2) sink(k);
+        });
+        return;
+    }
     int64_t lo[3], hi[3];
     for (uint32_t d = 0; d < v.dims; ++d) {
         const double tc = scaled_coordinate(c[d], v.origin_f[d], v.scale);
@@ -372,7 +449,6 @@ void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
         hi[d] = floor_cell(tc + tr + margin);
     }
     if (!clip_range(v, lo, hi)) return;
-    const float r2 = radius * radius;
     visit_box(v, lo, hi, [&](uint32_t b, uint32_t e) {
         for (uint32_t k = b; k < e; ++k)
             if (distance2(v, k, c) < r2) sink(k);
@@ -392,15 +468,8 @@ bool valid_box(const View& v, const ParticleQueryBox& b) {
 }
 
 uint64_t box_collect(const View& v, const ParticleQueryBox& box, uint32_t* out, uint64_t capacity) {
-    int64_t lo[3], hi[3];
-    for (uint32_t d = 0; d < v.dims; ++d) {
-        // The grid's own key function: exact by monotonicity (no margin).
-        lo[d] = floor_cell(scaled_coordinate(box.min[d], v.origin_f[d], v.scale));
-        hi[d] = floor_cell(scaled_coordinate(box.max[d], v.origin_f[d], v.scale));
-    }
     IndexSink sink{v.order, out, capacity};
-    if (!clip_range(v, lo, hi)) return 0;
-    visit_box(v, lo, hi, [&](uint32_t b, uint32_t e) {
+    auto test = [&](uint32_t b, uint32_t e) {
         for (uint32_t k = b; k < e; ++k) {
             bool inside = true;
             for (uint32_t d = 0; d < v.dims; ++d) {
@@ -409,7 +478,40 @@ uint64_t box_collect(const View& v, const ParticleQueryBox& box, uint32_t* out, 
             }
             if (inside) sink(k);
         }
-    });
+    };
+    if (v.wrapped) {
+        // Far cells come from far_cell(), within a cell of the fast formula:
+        // one more cell on each side. Infinite bounds cover the whole axis.
+        AxisSpan span[3];
+        for (uint32_t d = 0; d < 3; ++d) {
+            if (d >= v.dims) {
+                span[d] = AxisSpan{{0, 0}, {0, -1}, 1};
+                continue;
+            }
+            const double length = (static_cast<double>(box.max[d]) - static_cast<double>(box.min[d])) * v.scale + 4.0;
+            if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]) || !(length < 0x1p40)) {
+                span[d] = wrapped_span(v, 0, INFINITY);
+                continue;
+            }
+            bool unused = false;
+            const int64_t first = unbounded_cell(box.min[d], v.origin_f[d], v.scale, v.dims, unused) - 1;
+            const int64_t last = unbounded_cell(box.max[d], v.origin_f[d], v.scale, v.dims, unused) + 1;
+            const int64_t period = wrap_period(v.dims);
+            const int64_t cells = ((last - first) % period + period) % period + 1;
+            span[d] = wrapped_span(v, wrap_cell(first, v.dims),
+                                   length < static_cast<double>(period) ? static_cast<double>(cells) : INFINITY);
+        }
+        visit_spans(v, span, test);
+        return sink.total;
+    }
+    int64_t lo[3], hi[3];
+    for (uint32_t d = 0; d < v.dims; ++d) {
+        // The grid's own key function: exact by monotonicity (no margin).
+        lo[d] = floor_cell(scaled_coordinate(box.min[d], v.origin_f[d], v.scale));
+        hi[d] = floor_cell(scaled_coordinate(box.max[d], v.origin_f[d], v.scale));
+    }
+    if (!clip_range(v, lo, hi)) return 0;
+    visit_box(v, lo, hi, test);
     return sink.total;
 }
 
@@ -659,6 +761,12 @@ struct NearestSearch {
     /// mostly empty, costs O(occupied cells * log(cells)) at most.
     uint32_t run() {
         if (capacity == 0 || v.count == 0) return 0;
+        if (v.wrapped) {
+            // A cell's distance is only known modulo the period: every particle.
+            for (uint32_t k = 0; k < v.count; ++k)
+                offer(k);
+            return sort_heap();
+        }
         int64_t centre[3] = {0, 0, 0};
         int64_t reach = 0; // shells beyond this hold no cells
         for (uint32_t d = 0; d < v.dims; ++d) {
@@ -693,7 +801,11 @@ struct NearestSearch {
             visited += shell_cells;
             visit_shell(centre, s);
         }
-        // Heap sort: pop the largest to the back.
+        return sort_heap();
+    }
+
+    /// Heap sort: pops the largest to the back; returns the count.
+    uint32_t sort_heap() {
         for (uint32_t n = size; n > 1; --n) {
             const ParticleDistance t = heap[0];
             heap[0] = heap[n - 1];
@@ -893,7 +1005,9 @@ ParticleQueryResult frustum_query(const Grid& grid, const ParticleFrustum& frust
     IndexSink sink{v.order, out, capacity};
     // Bounded: rows of the world, or the occupied cells when there are far fewer.
     const double rows = static_cast<double>(v.n[1]) * static_cast<double>(v.n[2]);
-    if (v.bounded && rows <= 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0)
+    if (v.wrapped) // a cell's extent is only known modulo the period: no culling
+        test_cell_frustum(v, frustum, 0, v.count, sink);
+    else if (v.bounded && rows <= 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0)
         frustum_visit_bounded(v, frustum, sink);
     else
         frustum_visit_occupied(v, frustum, sink);

@@ -18,6 +18,7 @@
 //    permutation and the sorted SoA copy. Within a cell, particles keep
 //    ascending original index: the result is the same for any thread count.
 #include "grid_impl.h"
+#include "lattice/wrapped_cells.h"
 
 #include "hashgrid/assert.h"
 
@@ -97,8 +98,8 @@ struct KeyParams {
     const float* radius;
     float origin[3];
     double scale;
-    double upper[3]; // bounded: cell counts; unbounded: limit + 1
-    double lower;    // bounded: 0; unbounded: -limit
+    double upper[3]; // bounded: cell counts; unbounded: kFastCellLimit
+    double lower;    // bounded: 0; unbounded: -kFastCellLimit
     uint32_t counts[3];
     float cell_size;
     bool clamp;
@@ -107,14 +108,21 @@ struct KeyParams {
 /// Validates particle i and computes its integer cell coordinates, naming the
 /// first problem. The slow path, run only on chunks whose key block (the fast
 /// path, key_block_default / key_block_avx2) reported a bad particle.
+/// Unbounded worlds accept every finite coordinate: cell[] is the wrapped
+/// cell (lattice/wrapped_cells.h) and `wrapped` is set when it differs from
+/// the true one.
 template <uint32_t D, bool Bounded>
-StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell) {
+StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell, bool& wrapped) {
     for (uint32_t d = 0; d < D; ++d) {
         const float v = k.coord[d][i];
         if (!std::isfinite(v)) return StatusCode::invalid_position;
+        if constexpr (!Bounded) {
+            cell[d] = unbounded_cell(v, k.origin[d], k.scale, D, wrapped);
+            continue;
+        }
         double t = scaled_coordinate(v, k.origin[d], k.scale);
         if (!(t >= k.lower && t < k.upper[d])) {
-            if (!Bounded || !k.clamp) return StatusCode::position_out_of_range;
+            if (!k.clamp) return StatusCode::position_out_of_range;
             t = t < k.lower ? k.lower : k.upper[d] - 1.0;
         }
         cell[d] = floor_to_int(t);
@@ -141,7 +149,8 @@ inline double clamp_into(double t, double lo, double hi1) {
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 [[gnu::always_inline]] inline bool key_block(const KeyParams& k, uint32_t begin, uint32_t end,
                                              uint32_t* __restrict particle_cell, uint64_t* __restrict particle_key,
-                                             int32_t* __restrict box) {
+                                             int32_t* __restrict box, uint32_t& wrapped) {
+    uint32_t wraps = 0;
     int32_t lo_x = INT32_MAX, lo_y = INT32_MAX, lo_z = INT32_MAX;
     int32_t hi_x = INT32_MIN, hi_y = INT32_MIN, hi_z = INT32_MIN;
     const float* __restrict px = k.coord[0];
@@ -180,15 +189,23 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
             if constexpr (D == 3) linear += nxy * static_cast<uint32_t>(cz);
             particle_cell[i] = linear;
         } else {
-            particle_key[i] = D == 3 ? pack_key3(cx, cy, cz) : pack_key2(cx, cy);
-            lo_x = cx < lo_x ? cx : lo_x;
-            lo_y = cy < lo_y ? cy : lo_y;
-            lo_z = cz < lo_z ? cz : lo_z;
-            hi_x = cx > hi_x ? cx : hi_x;
-            hi_y = cy > hi_y ? cy : hi_y;
-            hi_z = cz > hi_z ? cz : hi_z;
+            // Keys hold the cell modulo the period (a no-op within +-2^20
+            // cells in 3D, +-2^30 in 2D).
+            const int32_t wx = wrap_fast_cell<D>(cx);
+            const int32_t wy = wrap_fast_cell<D>(cy);
+            const int32_t wz = D == 3 ? wrap_fast_cell<D>(cz) : cz;
+            wraps |=
+                static_cast<uint32_t>(wx != cx) | static_cast<uint32_t>(wy != cy) | static_cast<uint32_t>(wz != cz);
+            particle_key[i] = D == 3 ? pack_key3(wx, wy, wz) : pack_key2(wx, wy);
+            lo_x = wx < lo_x ? wx : lo_x;
+            lo_y = wy < lo_y ? wy : lo_y;
+            lo_z = wz < lo_z ? wz : lo_z;
+            hi_x = wx > hi_x ? wx : hi_x;
+            hi_y = wy > hi_y ? wy : hi_y;
+            hi_z = wz > hi_z ? wz : hi_z;
         }
     }
+    wrapped = wraps;
     if constexpr (!Bounded) {
         box[0] = lo_x;
         box[1] = lo_y;
@@ -202,8 +219,8 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 bool key_block_default(const KeyParams& k, uint32_t begin, uint32_t end, uint32_t* particle_cell,
-                       uint64_t* particle_key, int32_t* box) {
-    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box);
+                       uint64_t* particle_key, int32_t* box, uint32_t& wrapped) {
+    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box, wrapped);
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -211,8 +228,9 @@ bool key_block_default(const KeyParams& k, uint32_t begin, uint32_t end, uint32_
 // operations, so the same cells. Chosen at run time.
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t begin, uint32_t end,
-                                                    uint32_t* particle_cell, uint64_t* particle_key, int32_t* box) {
-    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box);
+                                                    uint32_t* particle_cell, uint64_t* particle_key, int32_t* box,
+                                                    uint32_t& wrapped) {
+    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box, wrapped);
 }
 #endif
 
@@ -249,22 +267,41 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
 void key_pass(const KeyParams& k, uint32_t n, uint32_t grain, const ThreadBackend& b, uint32_t* particle_cell,
               uint64_t* particle_key, int32_t* box, uint32_t* hist, uint32_t buckets, uint32_t shift,
               BadParticle* bad) {
-    bool (*block)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*, int32_t*) =
+    bool (*block)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*, int32_t*, uint32_t&) =
         &key_block_default<D, Bounded, Clamp, Radius>;
 #if defined(__x86_64__) || defined(_M_X64)
     if (__builtin_cpu_supports("avx2")) block = &key_block_avx2<D, Bounded, Clamp, Radius>;
 #endif
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         const uint32_t chunk = begin / grain;
-        const bool ok = block(k, begin, end, particle_cell, particle_key, box + uint64_t{chunk} * 6);
+        int32_t* chunk_box = box + uint64_t{chunk} * 6;
+        uint32_t fast_wrapped = 0;
+        const bool ok = block(k, begin, end, particle_cell, particle_key, chunk_box, fast_wrapped);
         if constexpr (Bounded)
             count_buckets(particle_cell, begin, end, shift, hist + uint64_t{chunk} * buckets, buckets);
-        BadParticle record{kNone, 0, StatusCode::ok};
+        BadParticle record{kNone, 0, StatusCode::ok, fast_wrapped != 0};
         if (!ok) {
+            // Invalid particles, or (unbounded) coordinates beyond the fast
+            // formula's range: every key and the chunk's box come from here.
+            if constexpr (!Bounded) {
+                for (uint32_t d = 0; d < 3; ++d) {
+                    chunk_box[d] = INT32_MAX;
+                    chunk_box[3 + d] = INT32_MIN;
+                }
+            }
             for (uint32_t i = begin; i < end; ++i) {
-                int32_t c[3];
-                const StatusCode code = cell_checked<D, Bounded>(k, i, c);
-                if (code == StatusCode::ok) continue;
+                int32_t c[3] = {0, 0, 0};
+                const StatusCode code = cell_checked<D, Bounded>(k, i, c, record.wrapped);
+                if (code == StatusCode::ok) {
+                    if constexpr (!Bounded) {
+                        particle_key[i] = D == 3 ? pack_key3(c[0], c[1], c[2]) : pack_key2(c[0], c[1]);
+                        for (uint32_t d = 0; d < 3; ++d) {
+                            chunk_box[d] = c[d] < chunk_box[d] ? c[d] : chunk_box[d];
+                            chunk_box[3 + d] = c[d] > chunk_box[3 + d] ? c[d] : chunk_box[3 + d];
+                        }
+                    }
+                    continue;
+                }
                 if (record.count++ == 0) {
                     record.index = i;
                     record.code = code;
@@ -312,7 +349,7 @@ Status first_bad(const BadParticle* bad, uint32_t chunks) {
         s.message = "particle coordinate is NaN or infinite";
         break;
     case StatusCode::position_out_of_range:
-        s.message = "particle outside the bounded world or the cell-key range";
+        s.message = "particle outside the bounded world";
         break;
     case StatusCode::invalid_radius:
         s.message = "particle radius is <= 0, NaN or infinite";
@@ -563,13 +600,12 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     k.scale = key_scale(c.cell_size);
     k.cell_size = c.cell_size;
     k.clamp = c.out_of_bounds == OutOfBounds::clamp;
-    const int32_t limit = dims == 3 ? kKeyLimit3 : kKeyLimit2;
     for (uint32_t d = 0; d < 3; ++d) {
         k.origin[d] = c.origin[d];
         k.counts[d] = c.cell_counts[d];
-        k.upper[d] = bounded ? static_cast<double>(c.cell_counts[d]) : static_cast<double>(limit) + 1.0;
+        k.upper[d] = bounded ? static_cast<double>(c.cell_counts[d]) : kFastCellLimit;
     }
-    k.lower = bounded ? 0.0 : -static_cast<double>(limit);
+    k.lower = bounded ? 0.0 : -kFastCellLimit;
 
     RebuildTimings timing{};
     const uint64_t t_begin = clock_ns();
@@ -609,6 +645,9 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     }
     const Status invalid = first_bad(bad, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
+    bool wrapped = false;
+    for (uint32_t ch = 0; ch < chunks; ++ch)
+        wrapped = wrapped || bad[ch].wrapped;
     lap(timing.keys);
 
     // 2. Unbounded. If the frame's occupied cells fit a box of at most
@@ -628,11 +667,15 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 lo[d] = std::min(lo[d], g.chunk_box_[ch * 6 + d]);
                 hi[d] = std::max(hi[d], g.chunk_box_[ch * 6 + 3 + d]);
             }
+        // Wrapped 2D coordinates span up to 2^32 cells per axis: the product
+        // is formed only while it stays within the dense capacity.
         uint64_t volume = 1;
         for (uint32_t d = 0; d < 3; ++d) {
             box_lo[d] = lo[d];
-            extent[d] = static_cast<uint32_t>(int64_t{hi[d]} - lo[d] + 1);
-            volume *= extent[d];
+            const auto e = static_cast<uint64_t>(int64_t{hi[d]} - lo[d] + 1);
+            extent[d] = e <= g.dense_capacity_ ? static_cast<uint32_t>(e) : 0u;
+            const uint64_t capacity = g.dense_capacity_;
+            volume = volume <= capacity && e <= capacity && volume * e <= capacity ? volume * e : capacity + 1;
         }
         dense = volume <= g.dense_capacity_;
         if (dense) cells = static_cast<uint32_t>(volume);
@@ -893,6 +936,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     g.count_ = n;
     g.cell_count_ = cells;
     g.has_radius_ = radius;
+    g.wrapped_ = wrapped;
     g.built_ = true;
     return {};
 }

@@ -18,8 +18,10 @@ namespace hashgrid {
 
 /// How cell coordinates become cell-table entries.
 enum class World : uint8_t {
-    /// Any coordinate within the key range; occupied cells live in a
-    /// preallocated open-addressing table keyed by the exact cell coordinates.
+    /// Any finite coordinate; occupied cells live in a preallocated
+    /// open-addressing table keyed by the cell coordinates, modulo 2^21 per
+    /// axis in 3D and 2^31 in 2D beyond +-2^20 / +-2^30 cells of the origin
+    /// (far cells share keys; the exact distance test tells them apart).
     unbounded,
     /// A box [origin, origin + cell_counts * cell_size * (1 + 2^-18)) (the
     /// guarded key lattice of cell_key.h) with one dense entry per cell

@@ -14,11 +14,17 @@
 // the 2^-18 guard, a point exactly on a nominal edge origin + k * cell_size
 // (k > 0) belongs to cell k - 1; cells are half-open in the guarded lattice.
 //
+// Unbounded worlds take any finite coordinate: beyond 2^20 cells from the
+// origin per axis in 3D (2^30 in 2D) cell coordinates are kept modulo 2^21
+// (2^31), and beyond 2^31 cells they come from an exact formula of the same
+// floor (docs/design.md). Pairs stay exact either way.
+//
 // Sorted order. After rebuild, particles are grouped by cell, cells in
-// lexicographic (z, y, x) order of their integer coordinates, and within a cell
-// by ascending original index. This "sorted position" order is the same for
-// bounded and unbounded worlds with the same origin and cell size, and for any
-// thread count.
+// lexicographic (z, y, x) order of their integer coordinates (unbounded: of
+// the wrapped coordinates, i.e. of the keys), and within a cell by ascending
+// original index. This "sorted position" order is the same for bounded and
+// unbounded worlds with the same origin and cell size (when the unbounded
+// frame does not wrap), and for any thread count.
 //
 // Pairs. A pair {a, b} (original indices, a < b) is reported when
 //   uniform:    d2 < r * r                      (r = interaction_distance)
@@ -104,6 +110,11 @@ struct CellTableView {
     uint32_t slot_count = 0;
     const uint64_t* slot_key = nullptr;
     const uint32_t* slot_cell = nullptr;
+    /// Unbounded: some particle's cell lies beyond the wrap range (more than
+    /// 2^20 cells from the origin on an axis in 3D, 2^30 in 2D), so some key
+    /// holds cell coordinates modulo the wrap rather than the coordinates
+    /// themselves (cell_key.h). Queries then take their wrap-aware paths.
+    bool wrapped = false;
 };
 
 /// Marks an empty slot in CellTableView::slot_key.
@@ -191,6 +202,7 @@ private:
     bool initialized_ = false;
     bool built_ = false;
     bool has_radius_ = false;
+    bool wrapped_ = false; // unbounded frame with cells beyond the wrap range
     bool table_needs_full_clear_ = true;
     void* owned_memory_ = nullptr;
 
