@@ -1314,7 +1314,8 @@ int main(int argc, char** argv) {
         }
 #endif
 
-        const auto peer = [&](const char* name, auto&& run) {
+        // Unused in a build without any peer library (every call below is #if'd out).
+        [[maybe_unused]] const auto peer = [&](const char* name, auto&& run) {
             if (!has(o.peers, name)) return;
             Row row;
             if (!measured(o, row, run)) {
