@@ -32,10 +32,10 @@ struct BoxScene {
         }
     }
     /// Appends a box with its layers (use for every box of the scene).
-    void add(const float mn[3], const float mx[3], uint32_t cat, uint32_t msk) {
+    void add(const float mn[3], const float mx[3], uint32_t category_bits, uint32_t mask_bits) {
         add(mn, mx);
-        category.push_back(cat);
-        mask.push_back(msk);
+        category.push_back(category_bits);
+        mask.push_back(mask_bits);
     }
     void add_box(float x0, float y0, float z0, float x1, float y1, float z1) {
         const float mn[3] = {x0, y0, z0};
