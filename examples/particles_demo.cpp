@@ -19,6 +19,9 @@
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid_support/args.h"
+#include "hashgrid_support/random.h"
+#include "hashgrid_support/timing.h"
 #if defined(HASHGRID_HAS_TBB)
 #include "hashgrid/platform/tbb_backend.h"
 #endif
@@ -27,8 +30,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,9 @@ using hashgrid::StatusCode;
 using hashgrid::ThreadBackend;
 using hashgrid::platform::elapsed_ms;
 using hashgrid::platform::now_ns;
+using hashgrid_support::median;
+using hashgrid_support::spread;
+using hashgrid_support::Spread;
 
 /// Expected neighbours within r of a particle (uniform density).
 constexpr double kNeighbours2 = 8.0;
@@ -62,56 +66,16 @@ struct Options {
     uint32_t threads = 0; ///< 0: oneTBB's default concurrency.
 };
 
-bool parse_u32(const char* text, uint32_t& value) {
-    char* end = nullptr;
-    const unsigned long long parsed = std::strtoull(text, &end, 10);
-    if (end == text || *end != '\0' || parsed > 0x7fffffffull) return false;
-    value = static_cast<uint32_t>(parsed);
-    return true;
-}
-
 bool parse_options(int argc, char** argv, Options& options) {
-    for (int i = 1; i < argc; i += 2) {
-        const char* arg = argv[i];
-        uint32_t* target = nullptr;
-        if (std::strcmp(arg, "--frames") == 0) target = &options.frames;
-        if (std::strcmp(arg, "--particles") == 0) target = &options.particles;
-        if (std::strcmp(arg, "--threads") == 0) target = &options.threads;
-        if (target == nullptr || i + 1 >= argc || !parse_u32(argv[i + 1], *target)) {
-            std::fprintf(stderr, "usage: %s [--frames N] [--particles N] [--threads N]\n", argv[0]);
-            return false;
-        }
-    }
+    if (!hashgrid_support::parse_count_options(
+            argc, argv,
+            {{"--frames", &options.frames}, {"--particles", &options.particles}, {"--threads", &options.threads}}))
+        return false;
     if (options.frames == 0 || options.particles < 2) {
         std::fprintf(stderr, "need --frames >= 1 and --particles >= 2\n");
         return false;
     }
     return true;
-}
-
-/// splitmix64 with our own float mapping: the same scene on every standard library.
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : state_(seed) {}
-    uint64_t next() {
-        uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    /// Uniform in [0, 1), 24 random bits.
-    float uniform() { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
-    float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
-
-private:
-    uint64_t state_;
-};
-
-double median(std::vector<double> values) {
-    if (values.empty()) return 0.0;
-    std::sort(values.begin(), values.end());
-    const size_t mid = values.size() / 2;
-    return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 const char* code_name(StatusCode code) { return hashgrid::to_string(code); }
@@ -125,13 +89,14 @@ public:
         // Density n per unit volume: expected neighbours = n * pi r^2 (2D) or n * 4/3 pi r^3 (3D).
         r_ = dimensions == 2 ? static_cast<float>(std::sqrt(kNeighbours2 / (pi * n)))
                              : static_cast<float>(std::cbrt(kNeighbours3 * 3.0 / (4.0 * pi * n)));
-        Rng rng(seed);
+        // splitmix64 with our own float mapping: the same scene on every standard library.
+        hashgrid_support::SplitMix64 rng(seed);
         const float v = kMaxSpeed * r_;
         for (uint32_t axis = 0; axis < dimensions_; ++axis) {
             pos_[axis].resize(count);
             vel_[axis].resize(count);
             for (uint32_t i = 0; i < count; ++i) {
-                pos_[axis][i] = rng.uniform();
+                pos_[axis][i] = rng.unit();
                 vel_[axis][i] = rng.uniform(-v, v);
             }
         }
@@ -338,13 +303,13 @@ bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend&
                         static_cast<unsigned long long>(times.pair_count));
         }
     }
-    const auto [rb_min, rb_max] = std::minmax_element(rebuild_ms.begin(), rebuild_ms.end());
-    const auto [pr_min, pr_max] = std::minmax_element(pairs_ms.begin(), pairs_ms.end());
+    const Spread rebuild = spread(rebuild_ms);
+    const Spread pairs = spread(pairs_ms);
     const double pairs_median = median(pair_counts);
     std::printf("  %uD summary, %u frames: rebuild median %.3f ms [%.3f..%.3f], pairs median %.3f ms [%.3f..%.3f], "
                 "median %.0f pairs (%.2f neighbours per particle)\n",
-                dimensions, options.frames, median(rebuild_ms), *rb_min, *rb_max, median(pairs_ms), *pr_min, *pr_max,
-                pairs_median, 2.0 * pairs_median / static_cast<double>(sim.count()));
+                dimensions, options.frames, rebuild.median, rebuild.min, rebuild.max, pairs.median, pairs.min,
+                pairs.max, pairs_median, 2.0 * pairs_median / static_cast<double>(sim.count()));
     return true;
 }
 

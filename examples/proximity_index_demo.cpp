@@ -24,6 +24,8 @@
 #include "hashgrid/proximity_index.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid_support/args.h"
+#include "hashgrid_support/random.h"
 #if defined(HASHGRID_HAS_TBB)
 #include "hashgrid/platform/tbb_backend.h"
 #endif
@@ -31,8 +33,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 namespace {
@@ -63,27 +63,13 @@ struct Options {
     uint32_t threads = 0; ///< 0: oneTBB's default concurrency.
 };
 
-bool parse_u32(const char* text, uint32_t& value) {
-    char* end = nullptr;
-    const unsigned long long parsed = std::strtoull(text, &end, 10);
-    if (end == text || *end != '\0' || parsed > 0x7fffffffull) return false;
-    value = static_cast<uint32_t>(parsed);
-    return true;
-}
-
 bool parse_options(int argc, char** argv, Options& options) {
-    for (int i = 1; i < argc; i += 2) {
-        const char* arg = argv[i];
-        uint32_t* target = nullptr;
-        if (std::strcmp(arg, "--clients") == 0) target = &options.clients;
-        if (std::strcmp(arg, "--queries") == 0) target = &options.queries;
-        if (std::strcmp(arg, "--check") == 0) target = &options.check;
-        if (std::strcmp(arg, "--threads") == 0) target = &options.threads;
-        if (target == nullptr || i + 1 >= argc || !parse_u32(argv[i + 1], *target)) {
-            std::fprintf(stderr, "usage: %s [--clients N] [--queries N] [--check N] [--threads N]\n", argv[0]);
-            return false;
-        }
-    }
+    if (!hashgrid_support::parse_count_options(argc, argv,
+                                               {{"--clients", &options.clients},
+                                                {"--queries", &options.queries},
+                                                {"--check", &options.check},
+                                                {"--threads", &options.threads}}))
+        return false;
     if (options.clients == 0 || options.queries == 0) {
         std::fprintf(stderr, "need --clients >= 1 and --queries >= 1\n");
         return false;
@@ -91,27 +77,6 @@ bool parse_options(int argc, char** argv, Options& options) {
     options.check = std::min(options.check, options.queries);
     return true;
 }
-
-/// splitmix64 with our own float mapping: the same scene on every standard library.
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : state_(seed) {}
-    uint64_t next() {
-        uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    /// Float in [lo, hi): 24 random bits, exact scaling, one rounded multiply and add.
-    float uniform(float lo, float hi) {
-        const float unit = static_cast<float>(next() >> 40) * 0x1p-24f;
-        const float scaled = (hi - lo) * unit;
-        return lo + scaled;
-    }
-
-private:
-    uint64_t state_;
-};
 
 /// The application's side of each client: where it is and how big.
 struct Client {
@@ -239,7 +204,8 @@ int main(int argc, char** argv) {
     std::printf("memory: %.1f MiB in one block, allocated at init\n\n", static_cast<double>(req.bytes) / (1 << 20));
     index.set_query_backend(backend);
 
-    Rng rng(2020);
+    // splitmix64 with our own float mapping: the same scene on every standard library.
+    hashgrid_support::SplitMix64 rng(2020);
     std::vector<Client> clients(options.clients);
     for (Client& c : clients) {
         c.position[0] = rng.uniform(-kWorldHalf, kWorldHalf);

@@ -1,11 +1,13 @@
-// Box scenes shared by the box-grid and query fuzz targets: a BoxGridConfig
-// and up to ~200 boxes from the fuzzer's bytes, and the oracles of box_grid.h
-// (validation, cells covered, closed overlap, layers, min-corner cell).
+// Box scenes of the box-grid and query fuzz targets: a BoxGridConfig and up
+// to ~200 boxes (support/'s BoxScene) from the fuzzer's bytes, and the
+// oracles of box_grid.h (validation, cells covered, closed overlap, layers,
+// min-corner cell).
 #pragma once
 
 #include "fuzz_common.h"
 
 #include "hashgrid/box_grid.h"
+#include "hashgrid_support/box_scene.h"
 
 #include <algorithm>
 #include <array>
@@ -13,30 +15,10 @@
 
 namespace hashgrid_fuzz {
 
-struct BoxScene {
+/// A box scene (support/) with the config the fuzzer chose for it; dims
+/// follows config.dimensions (make_boxes sets it).
+struct BoxScene : hashgrid_support::BoxScene {
     hashgrid::BoxGridConfig config;
-    uint32_t n = 0;
-    std::vector<float> lo[3];
-    std::vector<float> hi[3];
-    std::vector<uint32_t> category;
-    std::vector<uint32_t> mask;
-    bool layers = false;
-
-    [[nodiscard]] hashgrid::BoxSpans spans() const {
-        hashgrid::BoxSpans s;
-        s.min_x = lo[0].data();
-        s.min_y = lo[1].data();
-        s.min_z = config.dimensions == 3 ? lo[2].data() : nullptr;
-        s.max_x = hi[0].data();
-        s.max_y = hi[1].data();
-        s.max_z = config.dimensions == 3 ? hi[2].data() : nullptr;
-        s.category = layers ? category.data() : nullptr;
-        s.mask = layers ? mask.data() : nullptr;
-        s.count = n;
-        return s;
-    }
-    [[nodiscard]] uint32_t cat(uint32_t i) const { return layers ? category[i] : 0xffffffffu; }
-    [[nodiscard]] uint32_t msk(uint32_t i) const { return layers ? mask[i] : 0xffffffffu; }
 };
 
 inline hashgrid::BoxGridConfig make_box_config(Input& in) {
@@ -68,27 +50,30 @@ inline hashgrid::BoxGridConfig make_box_config(Input& in) {
 /// then a negative one (invalid_box) or a special value.
 inline void make_boxes(Input& in, BoxScene& s, uint32_t most) {
     const hashgrid::BoxGridConfig& c = s.config;
-    s.n = in.below(most + 1);
-    if (s.n > c.max_objects + 2) s.n = c.max_objects + 2;
+    s.dims = c.dimensions;
+    uint32_t n = in.below(most + 1);
+    if (n > c.max_objects + 2) n = c.max_objects + 2;
     static const uint32_t odds[] = {0, 0, 64, 16, 4};
     const uint32_t special = in.pick(odds);
     for (uint32_t d = 0; d < 3; ++d) {
-        s.lo[d].assign(s.n, 0.0f);
-        s.hi[d].assign(s.n, 0.0f);
+        s.lo[d].assign(n, 0.0f);
+        s.hi[d].assign(n, 0.0f);
     }
     static const float extents[] = {0.0f, 0.25f, 0.5f, 1.0f, 2.0f, 3.0f, 10.0f, 0.125f, -0.5f, 40.0f};
-    for (uint32_t i = 0; i < s.n; ++i)
+    for (uint32_t i = 0; i < n; ++i)
         for (uint32_t d = 0; d < c.dimensions; ++d) {
             s.lo[d][i] = scene_float(in, c.origin[d], c.cell_size, special);
             const float e = in.pick(extents) * c.cell_size;
             s.hi[d][i] = (special != 0 && in.below(special) == 0) ? special_float(in) : s.lo[d][i] + e;
         }
-    s.layers = in.below(3) == 0;
-    s.category.assign(s.n, 0xffffffffu);
-    s.mask.assign(s.n, 0xffffffffu);
-    if (s.layers) {
+    // Without layers the spans are null (every bit), as cat() and msk() say.
+    s.category.clear();
+    s.mask.clear();
+    if (in.below(3) == 0) {
         static const uint32_t bits[] = {1, 2, 3, 4, 0, 0xffffffffu, 6};
-        for (uint32_t i = 0; i < s.n; ++i) {
+        s.category.assign(n, 0xffffffffu);
+        s.mask.assign(n, 0xffffffffu);
+        for (uint32_t i = 0; i < n; ++i) {
             s.category[i] = in.pick(bits);
             s.mask[i] = in.pick(bits);
         }
@@ -141,13 +126,13 @@ inline BoxExpected expect_box_rebuild(const BoxScene& s) {
     using hashgrid::StatusCode;
     const hashgrid::BoxGridConfig& c = s.config;
     BoxExpected e;
-    if (s.n > c.max_objects) {
+    if (s.size() > c.max_objects) {
         e.code = StatusCode::object_capacity;
-        e.needed = s.n;
+        e.needed = s.size();
         return e;
     }
-    e.large.assign(s.n, 0);
-    for (uint32_t i = 0; i < s.n; ++i) {
+    e.large.assign(s.size(), 0);
+    for (uint32_t i = 0; i < s.size(); ++i) {
         uint32_t problems = 0;
         uint64_t covered = 1;
         for (uint32_t d = 0; d < c.dimensions; ++d) {

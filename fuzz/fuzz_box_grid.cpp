@@ -28,10 +28,10 @@ struct OrderedPair {
 /// Every reported pair of a valid scene, in the documented order.
 std::vector<Pair> oracle_pairs(const BoxScene& s, const BoxExpected& e) {
     std::vector<OrderedPair> found;
-    for (uint32_t i = 0; i < s.n; ++i) {
+    for (uint32_t i = 0; i < s.size(); ++i) {
         float ilo[3], ihi[3];
         box_of(s, i, ilo, ihi);
-        for (uint32_t j = i + 1; j < s.n; ++j) {
+        for (uint32_t j = i + 1; j < s.size(); ++j) {
             float jlo[3], jhi[3];
             box_of(s, j, jlo, jhi);
             if (!boxes_overlap(ilo, ihi, jlo, jhi, s.config.dimensions)) continue;
@@ -96,7 +96,7 @@ void check_pairs_with(BoxGrid& g, Input& in, const BoxScene& s, const hashgrid::
     q.config = s.config;
     q.config.max_objects = 64; // query boxes need not fit the grid's capacities
     make_boxes(in, q, 40);
-    for (uint32_t i = 0; i < q.n; ++i) { // queries may reach outside the world: widen some
+    for (uint32_t i = 0; i < q.size(); ++i) { // queries may reach outside the world: widen some
         if (in.below(8) == 0) q.lo[0][i] = -1e30f;
         if (in.below(8) == 0) q.hi[1][i] = 1e30f;
     }
@@ -105,7 +105,7 @@ void check_pairs_with(BoxGrid& g, Input& in, const BoxScene& s, const hashgrid::
     uint32_t bad = 0xffffffffu;
     uint32_t bad_count = 0;
     uint32_t allowed = 0;
-    for (uint32_t i = 0; i < q.n; ++i) {
+    for (uint32_t i = 0; i < q.size(); ++i) {
         uint32_t problems = 0;
         for (uint32_t d = 0; d < s.config.dimensions; ++d) {
             if (!std::isfinite(q.lo[d][i]) || !std::isfinite(q.hi[d][i]))
@@ -119,10 +119,10 @@ void check_pairs_with(BoxGrid& g, Input& in, const BoxScene& s, const hashgrid::
         }
     }
     std::vector<Pair> expect;
-    for (uint32_t a = 0; a < q.n && bad_count == 0; ++a) {
+    for (uint32_t a = 0; a < q.size() && bad_count == 0; ++a) {
         float alo[3], ahi[3];
         box_of(q, a, alo, ahi);
-        for (uint32_t b = 0; b < s.n; ++b) {
+        for (uint32_t b = 0; b < s.size(); ++b) {
             float blo[3], bhi[3];
             box_of(s, b, blo, bhi);
             if (boxes_overlap(alo, ahi, blo, bhi, s.config.dimensions) && (q.cat(a) & s.msk(b)) != 0 &&
@@ -202,7 +202,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (uint8_t l : e.large)
             large += l;
         const hashgrid::BoxGridView view = grids[0].view();
-        FUZZ_CHECK(grids[0].object_count() == scene.n && view.object_count == scene.n, "object_count");
+        FUZZ_CHECK(grids[0].object_count() == scene.size() && view.object_count == scene.size(), "object_count");
         FUZZ_CHECK(grids[0].entry_count() == e.entries, "entry_count is not the cells covered by small boxes");
         FUZZ_CHECK(view.large_count == large, "large_count differs from the oracle");
         for (uint32_t k = 0; k < view.large_count; ++k)

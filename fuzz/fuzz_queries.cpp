@@ -415,7 +415,7 @@ void box_queries(Input& in) {
     s.config.max_cell_entries = 1u << 20;
     s.config.max_objects = 200;
     make_boxes(in, s, in.flag() ? 200u : 30u);
-    for (uint32_t i = 0; i < s.n; ++i) // a valid scene: finite, min <= max
+    for (uint32_t i = 0; i < s.size(); ++i) // a valid scene: finite, min <= max
         for (uint32_t d = 0; d < s.config.dimensions; ++d) {
             if (!std::isfinite(s.lo[d][i]) || std::fabs(s.lo[d][i]) > 1e6f) s.lo[d][i] = s.config.origin[d];
             if (!std::isfinite(s.hi[d][i]) || std::fabs(s.hi[d][i]) > 1e6f) s.hi[d][i] = s.lo[d][i];
@@ -455,7 +455,7 @@ void box_queries(Input& in) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_point: non-finite point accepted");
                 continue;
             }
-            for (uint32_t i = 0; i < s.n; ++i) {
+            for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
                 if (visible(i) && boxes_overlap(lo, hi, p, p, dims)) expect.push_back(i);
@@ -476,7 +476,7 @@ void box_queries(Input& in) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_box: bad box accepted");
                 continue;
             }
-            for (uint32_t i = 0; i < s.n; ++i) {
+            for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
                 if (visible(i) && boxes_overlap(lo, hi, bq.min, bq.max, dims)) expect.push_back(i);
@@ -490,7 +490,7 @@ void box_queries(Input& in) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_radius: bad parameters accepted");
                 continue;
             }
-            for (uint32_t i = 0; i < s.n; ++i) {
+            for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
                 const float d2 = my_point_box_distance2(p, lo, hi, dims);
@@ -526,7 +526,7 @@ void box_queries(Input& in) {
                 continue;
             }
             std::vector<hashgrid::RayHit> want;
-            for (uint32_t i = 0; i < s.n; ++i) {
+            for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
                 float t = 0.0f;
@@ -561,7 +561,7 @@ void box_queries(Input& in) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_frustum: bad planes accepted");
                 continue;
             }
-            for (uint32_t i = 0; i < s.n; ++i) {
+            for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
                 bool inside = visible(i);
@@ -592,7 +592,7 @@ void box_queries(Input& in) {
             }
             std::vector<hashgrid::NearestHit> want;
             const float limit = nq.max_distance * nq.max_distance;
-            for (uint32_t i = 0; i < s.n; ++i) {
+            for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
                 const float d2 = my_point_box_distance2(p, lo, hi, dims);
@@ -604,15 +604,15 @@ void box_queries(Input& in) {
             if (want.size() > k) want.resize(k);
             check_query(r, want, hits, capacity, true, "query_nearest differs from brute force");
         } else { // potential collisions
-            const uint32_t object = in.below(s.n + 2);
+            const uint32_t object = in.below(s.size() + 2);
             const hashgrid::QueryResult r = hashgrid::query_potential_collisions(qg[0], object, out.data(), capacity);
-            if (object >= s.n) {
+            if (object >= s.size()) {
                 FUZZ_CHECK(!r.status.ok() && out[0] == kSentinel, "query_potential_collisions: bad object accepted");
                 continue;
             }
             float olo[3], ohi[3];
             box_of(s, object, olo, ohi);
-            for (uint32_t i = 0; i < s.n; ++i) {
+            for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
                 if (i != object && boxes_overlap(lo, hi, olo, ohi, dims) && (s.cat(i) & s.msk(object)) != 0 &&
@@ -653,17 +653,17 @@ void box_queries(Input& in) {
     for (auto& o : single_offsets)
         o.assign(1, 0);
     for (uint32_t q = 0; q < count; ++q) {
-        std::vector<uint32_t> tmp(s.n + 1);
-        hashgrid::QueryResult r[3] = {hashgrid::query_point(qg[0], points[q], tmp.data(), s.n + 1), {}, {}};
+        std::vector<uint32_t> tmp(s.size() + 1);
+        hashgrid::QueryResult r[3] = {hashgrid::query_point(qg[0], points[q], tmp.data(), s.size() + 1), {}, {}};
         single[0].insert(single[0].end(), tmp.begin(), tmp.begin() + r[0].written);
-        r[1] = hashgrid::query_box(qg[0], boxq[q], tmp.data(), s.n + 1);
+        r[1] = hashgrid::query_box(qg[0], boxq[q], tmp.data(), s.size() + 1);
         single[1].insert(single[1].end(), tmp.begin(), tmp.begin() + r[1].written);
-        r[2] = hashgrid::query_radius(qg[0], radii[q], tmp.data(), s.n + 1);
+        r[2] = hashgrid::query_radius(qg[0], radii[q], tmp.data(), s.size() + 1);
         single[2].insert(single[2].end(), tmp.begin(), tmp.begin() + r[2].written);
         for (int j = 0; j < 3; ++j)
             single_offsets[j].push_back(single_offsets[j].back() + r[j].written);
-        std::vector<hashgrid::RayHit> hits(s.n + 1);
-        const hashgrid::QueryResult rr = hashgrid::query_ray(qg[0], rays[q], hits.data(), s.n + 1);
+        std::vector<hashgrid::RayHit> hits(s.size() + 1);
+        const hashgrid::QueryResult rr = hashgrid::query_ray(qg[0], rays[q], hits.data(), s.size() + 1);
         single_rays.insert(single_rays.end(), hits.begin(), hits.begin() + rr.written);
         ray_offsets.push_back(ray_offsets.back() + rr.written);
         const hashgrid::QueryResult rf = hashgrid::query_ray_first(qg[0], rays[q], &firsts[q]);

@@ -61,6 +61,10 @@
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid_support/args.h"
+#include "hashgrid_support/machine_load.h"
+#include "hashgrid_support/random.h"
+#include "hashgrid_support/timing.h"
 
 #if HASHGRID_BENCH_BOX_QUERIES
 #include "hashgrid/box_queries.h"
@@ -81,17 +85,11 @@
 #include <box2d/b2_dynamic_tree.h>
 #endif
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -110,27 +108,25 @@ using hashgrid::World;
 using hashgrid::platform::elapsed_ms;
 using hashgrid::platform::now_ns;
 using hashgrid::platform::TbbBackend;
+using hashgrid_support::all_in;
+using hashgrid_support::cpu_model;
+using hashgrid_support::format_spread;
+using hashgrid_support::kSplitMixGamma;
+using hashgrid_support::load_average;
+using hashgrid_support::mix64;
+using hashgrid_support::OtherLoad;
+using hashgrid_support::parse_double;
+using hashgrid_support::parse_u32;
+using hashgrid_support::parse_u32_list;
+using hashgrid_support::split_list;
+using hashgrid_support::SplitMix64;
+using hashgrid_support::spread;
+using hashgrid_support::Spread;
 
 // ---------------------------------------------------------------------------
-// Pinned randomness and a deterministic lognormal (no libm transcendental
-// function: the same scene bits with every standard library).
-
-uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : state_(seed) {}
-    uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ull); }
-    /// Uniform in [0, 1), 53 random bits.
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
-private:
-    uint64_t state_;
-};
+// Pinned randomness (support/'s splitmix64, 53-bit doubles) and a
+// deterministic lognormal (no libm transcendental function: the same scene
+// bits with every standard library).
 
 constexpr double kLn2 = 0.693147180559945309417;
 constexpr double kSqrtHalf = 0.707106781186547524401;
@@ -163,10 +159,10 @@ double det_exp(double x) {
 }
 
 /// Standard normal, Marsaglia's polar method.
-double det_normal(Rng& rng) {
+double det_normal(SplitMix64& rng) {
     for (;;) {
-        const double u = 2.0 * rng.uniform() - 1.0;
-        const double v = 2.0 * rng.uniform() - 1.0;
+        const double u = 2.0 * rng.unit_double() - 1.0;
+        const double v = 2.0 * rng.unit_double() - 1.0;
         const double s = u * u + v * v;
         if (s >= 1.0 || s == 0.0) continue;
         return u * std::sqrt(-2.0 * det_log(s) / s);
@@ -191,92 +187,10 @@ uint64_t order_hash(const Pair* pairs, uint64_t count) {
 }
 
 // ---------------------------------------------------------------------------
-// Other load (as bench_pairs): cores other processes used while a series ran.
-
-double machine_busy_s() {
-    std::ifstream in("/proc/stat");
-    std::string cpu;
-    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-    if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) || cpu != "cpu")
-        return -1.0;
-    const long ticks = sysconf(_SC_CLK_TCK);
-    return static_cast<double>(user + nice + system + irq + softirq + steal) /
-           static_cast<double>(ticks > 0 ? ticks : 100);
-}
-
-double self_cpu_s() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    const auto seconds = [](const timeval& t) {
-        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-    };
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-class OtherLoad {
-public:
-    OtherLoad() : busy_(machine_busy_s()), self_(self_cpu_s()), start_(now_ns()) {}
-    [[nodiscard]] double cores() const {
-        const double busy = machine_busy_s();
-        if (busy_ < 0.0 || busy < 0.0) return -1.0;
-        const double wall = elapsed_ms(start_) * 1e-3;
-        return std::max(0.0, ((busy - busy_) - (self_cpu_s() - self_)) / wall);
-    }
-
-private:
-    double busy_;
-    double self_;
-    uint64_t start_;
-};
-
-std::string load_average() {
-    std::ifstream in("/proc/loadavg");
-    std::string one, five, fifteen;
-    if (!(in >> one >> five >> fifteen)) return "unknown";
-    return one + " " + five + " " + fifteen;
-}
-
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            const size_t colon = line.find(':');
-            if (colon != std::string::npos) return line.substr(colon + 2);
-        }
-    }
-    return "unknown";
-}
-
-// ---------------------------------------------------------------------------
 // Statistics.
 
-struct Spread {
-    double median = 0.0;
-    double min = 0.0;
-    double max = 0.0;
-};
-
-Spread spread(std::vector<double> values) {
-    Spread s;
-    if (values.empty()) return s;
-    std::sort(values.begin(), values.end());
-    const size_t mid = values.size() / 2;
-    s.median = values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-    s.min = values.front();
-    s.max = values.back();
-    return s;
-}
-
-std::string fmt_spread(const Spread& s) {
-    char text[96];
-    if (s.median >= 100.0) {
-        std::snprintf(text, sizeof(text), "%.1f [%.1f..%.1f]", s.median, s.min, s.max);
-    } else {
-        std::snprintf(text, sizeof(text), "%.3f [%.3f..%.3f]", s.median, s.min, s.max);
-    }
-    return text;
-}
+/// Three decimals, one from 100 ms up.
+std::string fmt_spread(const Spread& s) { return format_spread(s, s.median >= 100.0 ? 1 : 3); }
 
 // ---------------------------------------------------------------------------
 // Options.
@@ -302,53 +216,14 @@ struct Options {
     uint32_t retries = 2;
 };
 
-std::vector<std::string> split_list(const char* text) {
-    std::vector<std::string> items;
-    std::string current;
-    for (const char* c = text;; ++c) {
-        if (*c == ',' || *c == '\0') {
-            if (!current.empty()) items.push_back(current);
-            current.clear();
-            if (*c == '\0') break;
-        } else {
-            current.push_back(*c);
-        }
-    }
-    return items;
-}
-
-bool parse_u32(const std::string& text, uint32_t& value) {
-    char* end = nullptr;
-    const unsigned long long parsed = std::strtoull(text.c_str(), &end, 10);
-    if (end == text.c_str() || *end != '\0' || parsed > 0x7fffffffull) return false;
-    value = static_cast<uint32_t>(parsed);
-    return true;
-}
-
-bool parse_double(const std::string& text, double& value) {
-    char* end = nullptr;
-    value = std::strtod(text.c_str(), &end);
-    return end != text.c_str() && *end == '\0' && std::isfinite(value);
-}
-
 bool parse_doubles(const char* text, std::vector<double>& values) {
     values.clear();
     for (const std::string& item : split_list(text)) {
         double v = 0.0;
-        if (!parse_double(item, v) || v <= 0.0) return false;
+        if (!parse_double(item.c_str(), v) || v <= 0.0) return false;
         values.push_back(v);
     }
     return !values.empty();
-}
-
-bool all_in(const std::vector<std::string>& items, std::initializer_list<const char*> allowed) {
-    for (const std::string& item : items) {
-        bool found = false;
-        for (const char* a : allowed)
-            found = found || item == a;
-        if (!found) return false;
-    }
-    return !items.empty();
 }
 
 bool has(const std::vector<std::string>& items, const char* item) {
@@ -366,13 +241,7 @@ bool parse_options(int argc, char** argv, Options& o) {
             o.scenes = split_list(argv[++i]);
             ok = all_in(o.scenes, {"B3", "B2", "Q"});
         } else if (arg == "--threads") {
-            o.threads.clear();
-            for (const std::string& t : split_list(argv[++i])) {
-                uint32_t value = 0;
-                ok = ok && parse_u32(t, value) && value >= 1 && value <= 64;
-                o.threads.push_back(value);
-            }
-            ok = ok && !o.threads.empty();
+            ok = parse_u32_list(argv[++i], 1, 64, o.threads);
         } else if (arg == "--frames") {
             ok = parse_u32(argv[++i], o.frames) && o.frames >= 1;
         } else if (arg == "--warmup") {
@@ -393,13 +262,7 @@ bool parse_options(int argc, char** argv, Options& o) {
             ok = o.peers.empty() ||
                  all_in(o.peers, {"bullet", "bullet-deferred", "fcl-tree", "fcl-hash", "box2d", "none"});
         } else if (arg == "--large") {
-            o.large.clear();
-            for (const std::string& item : split_list(argv[++i])) {
-                uint32_t value = 0;
-                ok = ok && parse_u32(item, value) && value >= 1;
-                o.large.push_back(value);
-            }
-            ok = ok && !o.large.empty();
+            ok = parse_u32_list(argv[++i], 1, 0x7fffffffu, o.large);
         } else if (arg == "--fcl-hash-cell") {
             ok = parse_double(argv[++i], o.fcl_hash_cell) && o.fcl_hash_cell > 0.0;
         } else if (arg == "--queries") {
@@ -492,7 +355,7 @@ Scene make_box_scene(const std::string& name, uint32_t n, double sigma, double o
     const double bound = s.side + 64.0; // centres in [0, side], half edges < 32 (e < 64 needs a 6-sigma draw)
     s.quantum = quantum_for(bound);
     s.step = quantize(s.step, s.quantum);
-    Rng rng(0xb0c5000u + dims);
+    SplitMix64 rng(0xb0c5000u + dims);
     double lo_all[3] = {1e300, 1e300, 1e300};
     double hi_all[3] = {-1e300, -1e300, -1e300};
     double max_edge = 0.0;
@@ -503,7 +366,7 @@ Scene make_box_scene(const std::string& name, uint32_t n, double sigma, double o
     for (uint32_t i = 0; i < n; ++i) {
         for (uint32_t a = 0; a < dims; ++a) {
             const double edge = std::min(quantize(det_exp(sigma * det_normal(rng)), s.quantum), 63.0);
-            const double centre = s.side * rng.uniform();
+            const double centre = s.side * rng.unit_double();
             const double lo = quantize(centre - 0.5 * edge, s.quantum);
             const double hi = lo + std::max(edge, s.quantum);
             s.base.lo[a][i] = static_cast<float>(lo);
@@ -545,15 +408,15 @@ Scene make_query_scene(uint32_t n) {
     s.side = 2.0 * kQHalfWorld;
     s.quantum = quantum_for(kQHalfWorld + kQEdgeHi + 2.0 * kQStep);
     s.step = quantize(kQStep, s.quantum);
-    Rng rng(0x9e5e3u);
+    SplitMix64 rng(0x9e5e3u);
     for (uint32_t a = 0; a < 2; ++a) {
         s.base.lo[a].resize(n);
         s.base.hi[a].resize(n);
     }
     for (uint32_t i = 0; i < n; ++i) {
         for (uint32_t a = 0; a < 2; ++a) {
-            const double edge = quantize(kQEdgeLo + (kQEdgeHi - kQEdgeLo) * rng.uniform(), s.quantum);
-            const double centre = -kQHalfWorld + s.side * rng.uniform();
+            const double edge = quantize(kQEdgeLo + (kQEdgeHi - kQEdgeLo) * rng.unit_double(), s.quantum);
+            const double centre = -kQHalfWorld + s.side * rng.unit_double();
             const double lo = quantize(centre - 0.5 * edge, s.quantum);
             s.base.lo[a][i] = static_cast<float>(lo);
             s.base.hi[a][i] = static_cast<float>(lo + edge);
@@ -582,7 +445,7 @@ void frame_boxes(const Scene& s, uint32_t frame, Boxes& out) {
         out.hi[a].resize(out.n);
     }
     for (uint32_t i = 0; i < out.n; ++i) {
-        const uint64_t h = frame == 0 ? 0 : mix64((static_cast<uint64_t>(frame) << 32 | i) * 0x9e3779b97f4a7c15ull + 7);
+        const uint64_t h = frame == 0 ? 0 : mix64((static_cast<uint64_t>(frame) << 32 | i) * kSplitMixGamma + 7);
         for (uint32_t a = 0; a < out.dimensions; ++a) {
             const double u = static_cast<double>((h >> (21 * a)) & 0x1fffff) * 0x1.0p-21; // [0, 1)
             const double d = frame == 0 ? 0.0 : quantize((2.0 * u - 1.0) * s.step, s.quantum);
@@ -1194,16 +1057,17 @@ struct Query {
 };
 
 std::vector<Query> make_queries(const Scene& s, uint32_t count) {
-    Rng rng(0x9e5e3u + 1);
+    SplitMix64 rng(0x9e5e3u + 1);
     std::vector<Query> queries(count);
     for (uint32_t k = 0; k < count; ++k) {
         Query& q = queries[k];
         q.circle = k % 2 == 1;
-        q.x = static_cast<float>(quantize(-kQHalfWorld + s.side * rng.uniform(), s.quantum));
-        q.y = static_cast<float>(quantize(-kQHalfWorld + s.side * rng.uniform(), s.quantum));
-        q.hx = static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.uniform(), s.quantum));
-        q.hy = q.circle ? q.hx
-                        : static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.uniform(), s.quantum));
+        q.x = static_cast<float>(quantize(-kQHalfWorld + s.side * rng.unit_double(), s.quantum));
+        q.y = static_cast<float>(quantize(-kQHalfWorld + s.side * rng.unit_double(), s.quantum));
+        q.hx = static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), s.quantum));
+        q.hy = q.circle
+                   ? q.hx
+                   : static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), s.quantum));
     }
     return queries;
 }
@@ -1450,7 +1314,8 @@ int main(int argc, char** argv) {
         }
 #endif
 
-        const auto peer = [&](const char* name, auto&& run) {
+        // Unused in a build without any peer library (every call below is #if'd out).
+        [[maybe_unused]] const auto peer = [&](const char* name, auto&& run) {
             if (!has(o.peers, name)) return;
             Row row;
             if (!measured(o, row, run)) {

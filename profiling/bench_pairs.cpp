@@ -36,11 +36,12 @@
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid_support/args.h"
+#include "hashgrid_support/machine_load.h"
+#include "hashgrid_support/random.h"
+#include "hashgrid_support/timing.h"
 
 #include <nanoflann.hpp>
-
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,8 +49,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -68,6 +67,20 @@ using hashgrid::World;
 using hashgrid::platform::elapsed_ms;
 using hashgrid::platform::now_ns;
 using hashgrid::platform::TbbBackend;
+using hashgrid_support::all_in;
+using hashgrid_support::cpu_model;
+using hashgrid_support::format_spread;
+using hashgrid_support::kSplitMixGamma;
+using hashgrid_support::load_average;
+using hashgrid_support::mix64;
+using hashgrid_support::OtherLoad;
+using hashgrid_support::parse_float;
+using hashgrid_support::parse_u32;
+using hashgrid_support::parse_u32_list;
+using hashgrid_support::split_list;
+using hashgrid_support::SplitMix64;
+using hashgrid_support::spread;
+using hashgrid_support::Spread;
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kNeighboursP3 = 30.0;
@@ -80,101 +93,22 @@ constexpr float kClusterHi = 0.85f;
 constexpr float kStep = 0.05f;
 
 // ---------------------------------------------------------------------------
-// Pinned randomness (our own generator and distributions: the same scene with
-// every standard library).
+// Pinned randomness (support/'s splitmix64 and our own distributions: the same
+// scene with every standard library).
 
-uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+/// Standard normal (Box-Muller, double inside; libm's log and cos, so only the
+/// benchmark's own scenes use it).
+float normal(SplitMix64& rng) {
+    const double u1 = (static_cast<double>(rng.next_u64() >> 11) + 1.0) * 0x1.0p-53; // (0, 1]
+    const double u2 = static_cast<double>(rng.next_u64() >> 11) * 0x1.0p-53;
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2));
 }
-
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : state_(seed) {}
-    uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ull); }
-    /// Uniform in [0, 1), 24 random bits.
-    float uniform() { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
-    /// Standard normal (Box-Muller, double inside).
-    float normal() {
-        const double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53; // (0, 1]
-        const double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;
-        return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2));
-    }
-
-private:
-    uint64_t state_;
-};
 
 /// Order-independent checksum of an unordered pair of point identities.
 uint64_t pair_hash(uint32_t i, uint32_t j) {
     const uint32_t lo = std::min(i, j);
     const uint32_t hi = std::max(i, j);
-    return mix64((static_cast<uint64_t>(lo) << 32 | hi) + 0x9e3779b97f4a7c15ull);
-}
-
-// ---------------------------------------------------------------------------
-// Other load: CPU time the whole machine spent busy minus this process's own,
-// per second of wall time, i.e. how many cores other processes took while a
-// series ran. On a 2-core machine anything above ~0.2 spoils 2-thread figures.
-
-/// Busy seconds of all CPUs since boot (/proc/stat), or -1 when unavailable.
-double machine_busy_s() {
-    std::ifstream in("/proc/stat");
-    std::string cpu;
-    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-    if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) || cpu != "cpu")
-        return -1.0;
-    const long ticks = sysconf(_SC_CLK_TCK);
-    return static_cast<double>(user + nice + system + irq + softirq + steal) /
-           static_cast<double>(ticks > 0 ? ticks : 100);
-}
-
-/// CPU seconds of this process (all threads, user + system).
-double self_cpu_s() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    const auto seconds = [](const timeval& t) {
-        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-    };
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-class OtherLoad {
-public:
-    OtherLoad() : busy_(machine_busy_s()), self_(self_cpu_s()), start_(now_ns()) {}
-    /// Cores used by other processes on average since construction (-1: unknown).
-    [[nodiscard]] double cores() const {
-        const double busy = machine_busy_s();
-        if (busy_ < 0.0 || busy < 0.0) return -1.0;
-        const double wall = elapsed_ms(start_) * 1e-3;
-        return std::max(0.0, ((busy - busy_) - (self_cpu_s() - self_)) / wall);
-    }
-
-private:
-    double busy_;
-    double self_;
-    uint64_t start_;
-};
-
-// ---------------------------------------------------------------------------
-// Statistics.
-
-struct Spread {
-    double median = 0.0;
-    double min = 0.0;
-    double max = 0.0;
-};
-
-Spread spread(std::vector<double> values) {
-    Spread s;
-    if (values.empty()) return s;
-    std::sort(values.begin(), values.end());
-    const size_t mid = values.size() / 2;
-    s.median = values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-    s.min = values.front();
-    s.max = values.back();
-    return s;
+    return mix64((static_cast<uint64_t>(lo) << 32 | hi) + kSplitMixGamma);
 }
 
 // ---------------------------------------------------------------------------
@@ -196,39 +130,6 @@ struct Options {
     uint32_t retries = 4;
 };
 
-std::vector<std::string> split_list(const char* text) {
-    std::vector<std::string> items;
-    std::string current;
-    for (const char* c = text;; ++c) {
-        if (*c == ',' || *c == '\0') {
-            if (!current.empty()) items.push_back(current);
-            current.clear();
-            if (*c == '\0') break;
-        } else {
-            current.push_back(*c);
-        }
-    }
-    return items;
-}
-
-bool parse_u32(const std::string& text, uint32_t& value) {
-    char* end = nullptr;
-    const unsigned long long parsed = std::strtoull(text.c_str(), &end, 10);
-    if (end == text.c_str() || *end != '\0' || parsed > 0x7fffffffull) return false;
-    value = static_cast<uint32_t>(parsed);
-    return true;
-}
-
-bool all_in(const std::vector<std::string>& items, std::initializer_list<const char*> allowed) {
-    for (const std::string& item : items) {
-        bool found = false;
-        for (const char* a : allowed)
-            found = found || item == a;
-        if (!found) return false;
-    }
-    return !items.empty();
-}
-
 bool parse_options(int argc, char** argv, Options& o) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -249,15 +150,14 @@ bool parse_options(int argc, char** argv, Options& o) {
         } else if (arg == "--retries") {
             ok = parse_u32(argv[++i], o.retries);
         } else if (arg == "--quiet-load") {
+            // Not parse_double(): inf (never rerun) has always been accepted here.
             char* end = nullptr;
             o.quiet_load = std::strtod(argv[++i], &end);
             ok = *end == '\0' && o.quiet_load >= 0.0;
         } else if (arg == "--nanoflann-runs") {
             ok = parse_u32(argv[++i], o.nanoflann_runs);
         } else if (arg == "--sigma") {
-            char* end = nullptr;
-            o.sigma = std::strtof(argv[++i], &end);
-            ok = *end == '\0' && o.sigma > 0.0f && o.sigma < 1.0f;
+            ok = parse_float(argv[++i], o.sigma) && o.sigma > 0.0f && o.sigma < 1.0f;
         } else if (arg == "--scenes") {
             o.scenes = split_list(argv[++i]);
             ok = all_in(o.scenes, {"P3", "P2", "C3"});
@@ -268,13 +168,7 @@ bool parse_options(int argc, char** argv, Options& o) {
             o.orders = split_list(argv[++i]);
             ok = all_in(o.orders, {"random", "sorted"});
         } else if (arg == "--threads") {
-            o.threads.clear();
-            for (const std::string& t : split_list(argv[++i])) {
-                uint32_t value = 0;
-                ok = ok && parse_u32(t, value) && value >= 1 && value <= 64;
-                o.threads.push_back(value);
-            }
-            ok = ok && !o.threads.empty();
+            ok = parse_u32_list(argv[++i], 1, 64, o.threads);
         } else {
             ok = false;
         }
@@ -317,7 +211,7 @@ Scene make_scene(const std::string& name, uint32_t n, float sigma) {
     Scene s;
     s.name = name;
     s.n = n;
-    Rng rng(0xbe9c4000u + static_cast<uint64_t>(name[0]) * 256u + static_cast<uint64_t>(name[1]));
+    SplitMix64 rng(0xbe9c4000u + static_cast<uint64_t>(name[0]) * 256u + static_cast<uint64_t>(name[1]));
     char text[256];
     if (name == "P2") {
         s.dimensions = 2;
@@ -333,14 +227,14 @@ Scene make_scene(const std::string& name, uint32_t n, float sigma) {
         float centre[kClusters][3];
         for (auto& c : centre) {
             for (float& v : c)
-                v = kClusterLo + (kClusterHi - kClusterLo) * rng.uniform();
+                v = kClusterLo + (kClusterHi - kClusterLo) * rng.unit();
         }
         std::vector<double> members(kClusters, 0.0);
         for (uint32_t i = 0; i < n; ++i) {
-            const uint64_t cluster = rng.next() % kClusters;
+            const uint64_t cluster = rng.next_u64() % kClusters;
             members[cluster] += 1.0;
             for (uint32_t a = 0; a < 3; ++a)
-                s.base[a][i] = centre[cluster][a] + sigma * rng.normal();
+                s.base[a][i] = centre[cluster][a] + sigma * normal(rng);
         }
         // Mean neighbours (for sizing max_pairs): two points of clusters c, c' are within r with
         // probability ~ ball * G(|mu_c - mu_c'|), G the Gaussian density of variance 2 sigma^2 per
@@ -364,7 +258,7 @@ Scene make_scene(const std::string& name, uint32_t n, float sigma) {
     } else {
         for (uint32_t a = 0; a < s.dimensions; ++a) {
             for (float& v : s.base[a])
-                v = rng.uniform();
+                v = rng.unit();
         }
         std::snprintf(text, sizeof(text), "uniform in the unit %s", s.dimensions == 2 ? "square" : "cube");
     }
@@ -438,7 +332,7 @@ struct State {
         const float step = kStep * s.r;
         const size_t n = id.size();
         for (size_t k = 0; k < n; ++k) {
-            const uint64_t h = mix64((static_cast<uint64_t>(frame) << 32 | id[k]) * 0x9e3779b97f4a7c15ull + 1);
+            const uint64_t h = mix64((static_cast<uint64_t>(frame) << 32 | id[k]) * kSplitMixGamma + 1);
             for (uint32_t a = 0; a < dimensions; ++a) {
                 const float u = static_cast<float>((h >> (21 * a)) & 0x1fffff) * 0x1.0p-21f; // [0, 1)
                 pos[a][k] = std::clamp(pos[a][k] + step * (2.0f * u - 1.0f), s.lo[a], s.hi[a]);
@@ -665,31 +559,7 @@ NanoflannRun run_nanoflann(const Scene& s, uint32_t threads) {
 // ---------------------------------------------------------------------------
 // Reporting.
 
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            const size_t colon = line.find(':');
-            if (colon != std::string::npos) return line.substr(colon + 2);
-        }
-    }
-    return "unknown";
-}
-
-/// /proc/loadavg's first three fields: other work on a 2-core machine skews the 2-thread figures.
-std::string load_average() {
-    std::ifstream in("/proc/loadavg");
-    std::string one, five, fifteen;
-    if (!(in >> one >> five >> fifteen)) return "unknown";
-    return one + " " + five + " " + fifteen;
-}
-
-std::string fmt_spread(const Spread& s) {
-    char text[96];
-    std::snprintf(text, sizeof(text), "%.2f [%.2f..%.2f]", s.median, s.min, s.max);
-    return text;
-}
+std::string fmt_spread(const Spread& s) { return format_spread(s, 2); }
 
 const Row* find_row(const std::vector<Row>& rows, const std::string& scene, const std::string& mode,
                     const std::string& order, uint32_t threads) {

@@ -13,6 +13,7 @@
 
 #include "golden_hashes.h"
 #include "hashgrid/box_grid.h"
+#include "hashgrid_support/box_scene.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -27,12 +28,12 @@ using namespace hashgrid_test;
 using hashgrid::BoxGrid;
 using hashgrid::BoxGridConfig;
 using hashgrid::BoxGridView;
-using hashgrid::BoxSpans;
 using hashgrid::OutOfBounds;
 using hashgrid::PairResult;
 using hashgrid::Status;
 using hashgrid::StatusCode;
 using hashgrid::World;
+using hashgrid_support::BoxScene;
 
 namespace {
 
@@ -48,49 +49,6 @@ uint32_t scaled_count(uint32_t n, uint32_t minimum = 1) {
     const auto v = static_cast<uint32_t>(static_cast<double>(n) * test_scale());
     return std::max(v, minimum);
 }
-
-// ---------------------------------------------------------------------------
-// Scenes of boxes.
-
-struct BoxScene {
-    uint32_t dims = 3;
-    std::vector<float> lo[3];
-    std::vector<float> hi[3];
-    std::vector<uint32_t> category; ///< Empty: null span (every bit).
-    std::vector<uint32_t> mask;     ///< Empty: null span (every bit).
-
-    [[nodiscard]] uint32_t size() const { return static_cast<uint32_t>(lo[0].size()); }
-
-    void add(const float mn[3], const float mx[3]) {
-        for (uint32_t d = 0; d < 3; ++d) {
-            lo[d].push_back(d < dims ? mn[d] : 0.0f);
-            hi[d].push_back(d < dims ? mx[d] : 0.0f);
-        }
-    }
-    void add_box(float x0, float y0, float z0, float x1, float y1, float z1) {
-        const float mn[3] = {x0, y0, z0};
-        const float mx[3] = {x1, y1, z1};
-        add(mn, mx);
-    }
-
-    [[nodiscard]] BoxSpans spans() const {
-        static const float kDummy = 0.0f;
-        BoxSpans s;
-        auto ptr = [](const std::vector<float>& v) { return v.empty() ? &kDummy : v.data(); };
-        s.min_x = ptr(lo[0]);
-        s.min_y = ptr(lo[1]);
-        s.min_z = dims == 3 ? ptr(lo[2]) : nullptr;
-        s.max_x = ptr(hi[0]);
-        s.max_y = ptr(hi[1]);
-        s.max_z = dims == 3 ? ptr(hi[2]) : nullptr;
-        s.category = category.empty() ? nullptr : category.data();
-        s.mask = mask.empty() ? nullptr : mask.data();
-        s.count = size();
-        return s;
-    }
-    [[nodiscard]] uint32_t cat(uint32_t i) const { return category.empty() ? ~0u : category[i]; }
-    [[nodiscard]] uint32_t msk(uint32_t i) const { return mask.empty() ? ~0u : mask[i]; }
-};
 
 // ---------------------------------------------------------------------------
 // Oracle.

@@ -16,6 +16,7 @@
 #include "golden_hashes.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
+#include "hashgrid_support/box_scene.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -49,43 +50,7 @@ bool print_golden() {
 // ---------------------------------------------------------------------------
 // Scenes of boxes.
 
-struct Boxes {
-    uint32_t dims = 3;
-    std::vector<float> lo[3], hi[3];
-    std::vector<uint32_t> category, mask;
-
-    [[nodiscard]] uint32_t size() const { return static_cast<uint32_t>(lo[0].size()); }
-    void add(const float a[3], const float b[3], uint32_t cat, uint32_t msk) {
-        for (uint32_t d = 0; d < 3; ++d) {
-            lo[d].push_back(d < dims ? a[d] : 0.0f);
-            hi[d].push_back(d < dims ? b[d] : 0.0f);
-        }
-        category.push_back(cat);
-        mask.push_back(msk);
-    }
-    void box(uint32_t i, float a[3], float b[3]) const {
-        for (uint32_t d = 0; d < 3; ++d) {
-            a[d] = lo[d][i];
-            b[d] = hi[d][i];
-        }
-    }
-    [[nodiscard]] hashgrid::BoxSpans spans() const {
-        static const float kDummy = 0.0f;
-        static const uint32_t kDummyU = 0;
-        auto p = [](const std::vector<float>& v) { return v.empty() ? &kDummy : v.data(); };
-        hashgrid::BoxSpans s;
-        s.min_x = p(lo[0]);
-        s.min_y = p(lo[1]);
-        s.min_z = dims == 3 ? p(lo[2]) : nullptr;
-        s.max_x = p(hi[0]);
-        s.max_y = p(hi[1]);
-        s.max_z = dims == 3 ? p(hi[2]) : nullptr;
-        s.category = category.empty() ? &kDummyU : category.data();
-        s.mask = mask.empty() ? &kDummyU : mask.data();
-        s.count = size();
-        return s;
-    }
-};
+using Boxes = hashgrid_support::BoxScene;
 
 /// Cell coordinate as box_grid.h defines it (clamped into the key range / world).
 int32_t ref_cell(const BoxGridConfig& c, uint32_t d, float p) {

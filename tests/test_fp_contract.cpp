@@ -20,6 +20,7 @@
 
 #include "golden_hashes.h"
 #include "hashgrid/grid.h"
+#include "hashgrid_support/random.h"
 
 #include <cmath>
 #include <cstdint>
@@ -28,22 +29,16 @@
 
 namespace {
 
-/// SplitMix64: a tiny integer generator, independent of the standard library's distributions.
-struct SplitMix {
-    uint64_t state;
-    uint64_t next() {
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    /// A multiple of 2^-20 in [-limit, limit] (exact in float).
-    float dyadic(float limit) {
-        const auto steps = static_cast<int64_t>(limit * 1048576.0f);
-        const auto k = static_cast<int64_t>(next() % static_cast<uint64_t>(2 * steps + 1)) - steps;
-        return static_cast<float>(k) / 1048576.0f;
-    }
-};
+using hashgrid_support::SplitMix64;
+
+/// A multiple of 2^-20 in [-limit, limit] (exact in float), from the integer
+/// generator only (a modulo, not the generator's float conversions: the canary
+/// scene and its golden candidate count were built this way).
+float dyadic(SplitMix64& rng, float limit) {
+    const auto steps = static_cast<int64_t>(limit * 1048576.0f);
+    const auto k = static_cast<int64_t>(rng.next_u64() % static_cast<uint64_t>(2 * steps + 1)) - steps;
+    return static_cast<float>(k) / 1048576.0f;
+}
 
 /// Squared distance exactly as the grid's kernels compute it, with every
 /// operation rounded to float (this translation unit is built without contraction).
@@ -64,16 +59,16 @@ struct Canary {
 /// points from different candidates is within 1 of each other).
 Canary canary_scene() {
     Canary c;
-    SplitMix rng{2026};
+    SplitMix64 rng(2026);
     const uint32_t side = 16;
     for (uint32_t cell = 0; cell < side * side * side; ++cell) {
-        const float bx = static_cast<float>(4 * (cell % side)) + rng.dyadic(0.5f);
-        const float by = static_cast<float>(4 * ((cell / side) % side)) + rng.dyadic(0.5f);
-        const float bz = static_cast<float>(4 * (cell / (side * side))) + rng.dyadic(0.5f);
+        const float bx = static_cast<float>(4 * (cell % side)) + dyadic(rng, 0.5f);
+        const float by = static_cast<float>(4 * ((cell / side) % side)) + dyadic(rng, 0.5f);
+        const float bz = static_cast<float>(4 * (cell / (side * side))) + dyadic(rng, 0.5f);
         // Try offsets until the grid's own differences give d2 == 1 exactly.
         for (int attempt = 0; attempt < 64; ++attempt) {
-            const float ox = rng.dyadic(0.6f);
-            const float oy = rng.dyadic(0.6f);
+            const float ox = dyadic(rng, 0.6f);
+            const float oy = dyadic(rng, 0.6f);
             const double rest = 1.0 - static_cast<double>(ox) * ox - static_cast<double>(oy) * oy;
             const auto oz = static_cast<float>(std::sqrt(rest)); // sqrt is correctly rounded everywhere
             const float qx = bx + ox, qy = by + oy, qz = bz + oz;

@@ -12,6 +12,7 @@
 #include "hashgrid/objects.h"
 #include "hashgrid/platform/assert_hook.h"
 #include "hashgrid/proximity_index.h"
+#include "hashgrid_support/box_scene.h"
 #include "test_support.h"
 
 #include <cstring>
@@ -139,14 +140,7 @@ hashgrid::BoxGridConfig unallocatable_box_config(hashgrid::BoxGridConfig c) {
     return c;
 }
 
-struct Boxes {
-    std::vector<float> lo[3], hi[3];
-    [[nodiscard]] hashgrid::BoxSpans spans() const {
-        return {lo[0].data(), lo[1].data(), lo[2].data(),
-                hi[0].data(), hi[1].data(), hi[2].data(),
-                nullptr,      nullptr,      static_cast<uint32_t>(lo[0].size())};
-    }
-};
+using Boxes = hashgrid_support::BoxScene;
 
 Boxes random_boxes(uint32_t n) {
     Rng rng(5);

@@ -13,6 +13,7 @@
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/particle_queries.h"
+#include "hashgrid_support/box_scene.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -240,28 +241,7 @@ TEST_CASE("particle queries follow their documented float rule at the extremes")
 // ---------------------------------------------------------------------------
 // Box scenes.
 
-struct BoxScene {
-    uint32_t dims = 3;
-    std::vector<float> lo[3], hi[3];
-    [[nodiscard]] uint32_t size() const { return static_cast<uint32_t>(lo[0].size()); }
-    void box(uint32_t i, float a[3], float b[3]) const {
-        for (uint32_t d = 0; d < 3; ++d) {
-            a[d] = lo[d][i];
-            b[d] = hi[d][i];
-        }
-    }
-    [[nodiscard]] BoxSpans spans() const {
-        BoxSpans s;
-        s.min_x = lo[0].data();
-        s.min_y = lo[1].data();
-        s.min_z = dims == 3 ? lo[2].data() : nullptr;
-        s.max_x = hi[0].data();
-        s.max_y = hi[1].data();
-        s.max_z = dims == 3 ? hi[2].data() : nullptr;
-        s.count = size();
-        return s;
-    }
-};
+using hashgrid_support::BoxScene;
 
 struct BuiltBoxes {
     BoxGridConfig config;

@@ -17,6 +17,8 @@
 #include "hashgrid/platform/std_thread_backend.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid_support/exact_float.h"
+#include "hashgrid_support/random.h"
 #if defined(HASHGRID_HAS_TBB)
 #include "hashgrid/platform/tbb_backend.h"
 #endif
@@ -173,57 +175,17 @@ inline uint32_t scaled_count(uint32_t n) {
 // ---------------------------------------------------------------------------
 // Floating point without contraction.
 
-/// a * b rounded to float. The volatile store keeps the compiler from fusing the
-/// product into a following addition (FMA), even if -ffp-contract=off were lost.
-inline float rounded_mul(float a, float b) {
-    volatile float product = a * b;
-    return product;
-}
+/// a * b rounded to float, never fused into a following addition (support/).
+using hashgrid_support::rounded_mul;
 
 /// Bit pattern of a float (portable: no reinterpret_cast through memory).
 inline uint32_t float_bits(float value) { return std::bit_cast<uint32_t>(value); }
 
 // ---------------------------------------------------------------------------
-// RNG: splitmix64 (Steele, Lea, Flood 2014), with our own conversions.
+// RNG: splitmix64 with our own conversions, shared with the examples and
+// benchmarks (support/include/hashgrid_support/random.h).
 
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : state_(seed) {}
-
-    uint64_t next_u64() {
-        uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    uint32_t next_u32() { return static_cast<uint32_t>(next_u64() >> 32); }
-    /// Integer in [0, n), n > 0 (multiply-shift, no modulo bias worth caring about here).
-    uint32_t below(uint32_t n) { return static_cast<uint32_t>((uint64_t{next_u32()} * n) >> 32); }
-    /// Integer in [lo, hi] (hi - lo < 2^32 - 1; same multiply-shift as below()).
-    int32_t between(int32_t lo, int32_t hi) {
-        const uint64_t span = static_cast<uint64_t>(int64_t{hi} - int64_t{lo}) + 1u;
-        return static_cast<int32_t>(int64_t{lo} + static_cast<int64_t>((uint64_t{next_u32()} * span) >> 32));
-    }
-    bool coin() { return (next_u64() >> 63) != 0; }
-    /// Float in [0, 1) with 24 random bits: exact conversion, exact scaling.
-    float unit() { return static_cast<float>(next_u64() >> 40) * 0x1p-24f; }
-    /// Float in [lo, hi) (one rounded multiply, one rounded add).
-    float uniform(float lo, float hi) { return lo + rounded_mul(hi - lo, unit()); }
-    /// Bell-shaped value around `center`: Irwin-Hall sum of four uniforms, scaled
-    /// to standard deviation `sigma` (portable, unlike a Box-Muller Gaussian).
-    float cluster(float center, float sigma) {
-        // Separate statements: the order of calls within one expression is unspecified.
-        const float u0 = unit();
-        const float u1 = unit();
-        const float u2 = unit();
-        const float u3 = unit();
-        const float sum = ((u0 + u1) + (u2 + u3)) - 2.0f; // variance 1/3
-        return center + rounded_mul(sum, rounded_mul(sigma, 1.7320508f));
-    }
-
-private:
-    uint64_t state_;
-};
+using Rng = hashgrid_support::SplitMix64;
 
 // ---------------------------------------------------------------------------
 // FNV-1a 64-bit over values: every field is fed as little-endian bytes by

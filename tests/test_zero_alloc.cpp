@@ -37,6 +37,7 @@
 #include "hashgrid/platform/job_system_backend.h"
 #include "hashgrid/platform/tbb_backend.h"
 #include "hashgrid/proximity_index.h"
+#include "hashgrid_support/box_scene.h"
 #include "odd_job_system.h"
 #include "test_support.h"
 
@@ -470,7 +471,6 @@ namespace {
 
 using hashgrid::BoxGrid;
 using hashgrid::BoxGridConfig;
-using hashgrid::BoxSpans;
 using hashgrid::ObjectBox;
 using hashgrid::ObjectHandle;
 using hashgrid::StatusCode;
@@ -627,16 +627,15 @@ uint32_t capacity32(const std::vector<T>& v) {
 /// Boxes moving inside [world_lo, world_hi) on every axis: a step that would
 /// leave the world reverses that axis' velocity instead. Every `large_one_in`-th
 /// box has edge `large_edge` on every axis (a large object of box_grid.h).
-struct MovingBoxes {
-    uint32_t dims = 3;
+struct MovingBoxes : hashgrid_support::BoxScene {
     float world_lo = 0.0f;
     float world_hi = 0.0f;
-    std::vector<float> lo[3], hi[3], velocity[3];
-    std::vector<uint32_t> category, mask;
+    std::vector<float> velocity[3];
 
     MovingBoxes(uint32_t dimensions, uint32_t n, float wlo, float whi, uint64_t seed, float max_edge,
                 uint32_t large_one_in, float large_edge)
-        : dims(dimensions), world_lo(wlo), world_hi(whi) {
+        : world_lo(wlo), world_hi(whi) {
+        dims = dimensions;
         Rng rng(seed);
         for (uint32_t d = 0; d < 3; ++d) {
             lo[d].assign(n, 0.0f);
@@ -659,8 +658,6 @@ struct MovingBoxes {
         }
     }
 
-    [[nodiscard]] uint32_t size() const { return static_cast<uint32_t>(category.size()); }
-
     void step() { // no allocation: plain loops over existing storage
         for (uint32_t i = 0; i < size(); ++i)
             for (uint32_t d = 0; d < dims; ++d) {
@@ -673,20 +670,6 @@ struct MovingBoxes {
                     hi[d][i] = b;
                 }
             }
-    }
-
-    [[nodiscard]] BoxSpans spans() const {
-        BoxSpans s;
-        s.min_x = lo[0].data();
-        s.min_y = lo[1].data();
-        s.min_z = dims == 3 ? lo[2].data() : nullptr;
-        s.max_x = hi[0].data();
-        s.max_y = hi[1].data();
-        s.max_z = dims == 3 ? hi[2].data() : nullptr;
-        s.category = category.data();
-        s.mask = mask.data();
-        s.count = size();
-        return s;
     }
 };
 
