@@ -2,23 +2,24 @@
 // enqueue, which starts copies of one task function, and finish, which waits
 // for them. Hashgrid never creates a thread of its own this way.
 //
-// Why this contract. Box2D v3 and Jolt both run on a game's job system, and
-// both ask more of the game than Hashgrid needs. Box2D v3's original hooks
-// hand the game a parallel-for: split a count of items into ranges, run each
-// item exactly once, and pass every range a worker index that is unique among
-// the ranges running at that moment; its newer hooks shrink this to "run this
-// function once" and let the library share its work out itself, but some of
-// its solver's tasks wait for each other between stages, so a game must not
-// run them one after another on one thread. Jolt asks the game to implement a job graph: jobs with dependency
-// counters, barriers to wait on, and a maximum concurrency. Hashgrid's loops
-// are independent chunks whose boundaries depend only on the loop's size, so
-// the adapter claims chunks itself from an atomic counter and hands out
-// worker slots itself. All that is left for the game is to run one function
-// some number of times, anywhere, in any order, even all on one thread or not
-// at all, and to wait for the copies it started. Running fewer copies than
-// asked is slower, never wrong: the thread that called Hashgrid runs a copy
-// too and takes whatever chunks are left. Results are bit-identical for every
-// job system, schedule and worker count (thread_backend.h).
+// How this compares. Box2D v3 and Jolt also run on a game's job system.
+// Box2D v3's first task hooks hand the game a parallel-for: split a count of
+// items into ranges, run every item exactly once, and give each range a
+// worker index that no other running range has. Its newer hooks ask only
+// "run this function", one enqueue per task, and the library shares its work
+// out itself; but its solver tasks wait for each other between stages, so
+// running them one after another on one thread can stall. Jolt has the game
+// implement a job graph: jobs with dependency counters and reference-counted
+// handles, barriers to wait on, and a maximum concurrency. Hashgrid needs
+// less than either: its loops are independent chunks whose boundaries depend
+// only on the loop's size, and no chunk waits for another. So the adapter
+// claims the chunks itself from an atomic counter and hands out worker slots
+// itself, and the game only runs one function some number of times,
+// anywhere, in any order, even all on one thread or not at all, then waits
+// for the copies it started. Fewer copies than asked are slower, never
+// wrong: the thread that called Hashgrid runs a copy too and takes whatever
+// chunks are left. Results are bit-identical for every job system, schedule
+// and worker count (thread_backend.h).
 //
 // Recipe:
 //   // 1. The game's two callbacks (plain functions, no captures):
@@ -65,10 +66,10 @@
 //   waits, those must not use this adapter. Use one adapter per grid that is
 //   updated concurrently with another.
 // Misuse that is cheap to notice is a HASHGRID_ASSERT: a copy still running
-// when finish returned (the adapter then waits for it, in every build, and a
-// copy that starts after its loop is over returns at once without touching
-// anything), two loops at once on one adapter, a task_context that is not the
-// one enqueue received.
+// when finish returned (the adapter then waits for it, in every build), a
+// copy that starts after its loop is over (it runs nothing, in every build),
+// two loops at once on one adapter, a task_context that is not the one
+// enqueue received.
 #pragma once
 
 #include "hashgrid/status.h"
