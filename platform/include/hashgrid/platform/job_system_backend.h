@@ -76,6 +76,7 @@
 #include "hashgrid/thread_backend.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace hashgrid::platform {
@@ -148,9 +149,11 @@ public:
     [[nodiscard]] uint64_t inline_loops() const { return inline_by_game_; }
 
 private:
-    /// Keeps the counters that every copy writes off the cache lines of the
-    /// loop's description and of each other.
+    /// The counters that copies write get cache lines of their own, away from
+    /// the loop's description, which copies only read.
     static constexpr std::size_t kCacheLine = 64;
+    static constexpr uint32_t kClosed = 0x80000000u;
+    static constexpr uint32_t kLoopTag = 0x4a6f6253u;
 
     /// One parallel loop of core, shared by the calling thread and the copies.
     struct Loop {
@@ -172,8 +175,6 @@ private:
         /// loop may have 2^32 - 1 chunks.
         alignas(kCacheLine) std::atomic<uint64_t> next_chunk{0};
     };
-    static constexpr uint32_t kClosed = 0x80000000u;
-    static constexpr uint32_t kLoopTag = 0x4a6f6253u;
 
     /// The JobTaskFn given to the game (the calling thread runs it too).
     static void run_copy(void* task_context);
