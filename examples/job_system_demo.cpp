@@ -2,10 +2,11 @@
 //
 // A game usually owns its threads. This demo has a small job system of its own
 // (JobSystem below: fixed worker threads started once, a fixed ring of jobs
-// and a fixed pool of task records, nothing allocated per frame), uses it for
-// its own particle motion, and plugs it into Hashgrid through
-// hashgrid::platform::JobSystemBackend with two Box2D-style callbacks
-// (enqueue_task / finish_task). Every frame the particles move, the grid is
+// and a fixed pool of batch records, nothing allocated per frame) and plugs
+// it into Hashgrid through hashgrid::platform::JobSystemBackend with two
+// callbacks: enqueue_task queues copies of one job, finish_task waits for
+// them. The game's own particle motion runs through the same adapter (any
+// loop can). Every frame the particles move, the grid is
 // rebuilt, pairs and neighbour lists are found through the job system, and
 // the same frame is repeated on a second grid with the serial backend: the
 // pairs, the sorted order and the neighbour lists must be identical (the
@@ -47,19 +48,19 @@ using hashgrid::platform::now_ns;
 // ---------------------------------------------------------------------------
 // The game's job system.
 
-/// Fixed worker threads and a fixed job ring. Worker 0 is the thread that
-/// submits and finishes tasks (the main thread here); threads 1..workers-1
-/// are started once and sleep on a condition variable between jobs. A task is
-/// split into ranges of at least min_range items, a few per worker, so that
-/// faster threads take more. When the ring or the task pool is full, or a task
-/// has a single range, the task runs at once on the caller and enqueue returns
-/// null (Hashgrid's adapter then skips finish).
+/// Fixed worker threads and a fixed ring of jobs; a job is a function and its
+/// context. The thread that submits and waits (the main thread here) counts
+/// as a worker too: threads 1..workers-1 are started once and sleep on a
+/// condition variable between jobs. A batch of identical jobs shares a record
+/// from a fixed pool that counts the jobs still to finish. When the ring or
+/// the pool is full, nothing is queued and enqueue returns null: Hashgrid's
+/// adapter then runs the whole loop on the calling thread.
 class JobSystem {
 public:
     explicit JobSystem(uint32_t workers) : workers_(workers < 1 ? 1 : workers) {
         threads_.reserve(workers_ - 1);
         for (uint32_t w = 1; w < workers_; ++w)
-            threads_.emplace_back([this, w] { worker_loop(w); });
+            threads_.emplace_back([this] { worker_loop(); });
     }
 
     ~JobSystem() {
@@ -76,117 +77,93 @@ public:
     JobSystem& operator=(const JobSystem&) = delete;
 
     [[nodiscard]] uint32_t worker_count() const { return workers_; }
-    [[nodiscard]] uint64_t tasks_queued() const { return tasks_queued_; }
-    [[nodiscard]] uint64_t tasks_inline() const { return tasks_inline_; }
+    [[nodiscard]] uint64_t batches_queued() const { return batches_queued_; }
+    [[nodiscard]] uint64_t batches_refused() const { return batches_refused_; }
 
-    /// Box2D-style enqueue hook (hashgrid::platform::JobEnqueueFn).
-    static void* enqueue_task(JobTaskFn task, uint32_t item_count, uint32_t min_range, void* task_context,
-                              void* user_context) {
-        return static_cast<JobSystem*>(user_context)->submit(task, item_count, min_range, task_context);
+    /// Hashgrid's enqueue hook (hashgrid::platform::JobEnqueueFn): queue
+    /// `copies` jobs that each call task(task_context).
+    static void* enqueue_task(JobTaskFn task, uint32_t copies, void* task_context, void* user_context) {
+        return static_cast<JobSystem*>(user_context)->submit(task, copies, task_context);
     }
 
-    /// Box2D-style finish hook (hashgrid::platform::JobFinishFn).
+    /// Hashgrid's finish hook (hashgrid::platform::JobFinishFn).
     static void finish_task(void* handle, void* user_context) {
-        static_cast<JobSystem*>(user_context)->wait(static_cast<Task*>(handle));
-    }
-
-    /// The game's own parallel loop on the same workers: body(begin, end, worker).
-    template <typename Body>
-    void parallel_for(uint32_t count, uint32_t min_range, Body& body) {
-        auto trampoline = [](uint32_t begin, uint32_t end, uint32_t worker, void* context) {
-            (*static_cast<Body*>(context))(begin, end, worker);
-        };
-        if (count == 0) return;
-        wait(static_cast<Task*>(submit(trampoline, count, min_range, &body)));
+        static_cast<JobSystem*>(user_context)->wait(static_cast<Batch*>(handle));
     }
 
 private:
-    struct Task {
-        uint32_t ranges_left = 0; // guarded by mutex_
-        bool in_use = false;      // guarded by mutex_
+    struct Batch {
+        uint32_t jobs_left = 0; // guarded by mutex_
+        bool in_use = false;    // guarded by mutex_
     };
     struct Job {
         JobTaskFn fn = nullptr;
         void* context = nullptr;
-        uint32_t begin = 0;
-        uint32_t end = 0;
-        Task* task = nullptr;
+        Batch* batch = nullptr;
     };
     static constexpr uint32_t kRingCapacity = 1024;
-    static constexpr uint32_t kMaxTasks = 16;
-    static constexpr uint32_t kRangesPerWorker = 4;
+    static constexpr uint32_t kMaxBatches = 16;
 
-    /// Queues the ranges of a task and returns its record, or runs it at once
-    /// (returns null) when it is a single range or nothing is free.
-    void* submit(JobTaskFn fn, uint32_t items, uint32_t min_range, void* context) {
-        const uint32_t by_size = items / (min_range < 1 ? 1 : min_range);
-        const uint32_t ranges = std::clamp<uint32_t>(by_size, 1, workers_ * kRangesPerWorker);
-        Task* task = nullptr;
-        if (ranges > 1 && workers_ > 1) {
+    /// Queues `count` jobs fn(context) under one batch record, or nothing
+    /// (returns null) when the ring or the pool is full.
+    void* submit(JobTaskFn fn, uint32_t count, void* context) {
+        Batch* batch = nullptr;
+        {
             std::lock_guard<std::mutex> lock(mutex_);
-            if (ring_size_ + ranges <= kRingCapacity) task = claim_task();
-            if (task != nullptr) {
-                task->ranges_left = ranges;
-                // Even split: range r covers [items * r / ranges, items * (r + 1) / ranges).
-                for (uint32_t r = 0; r < ranges; ++r) {
-                    Job& job = ring_[(ring_head_ + ring_size_++) % kRingCapacity];
-                    job.fn = fn;
-                    job.context = context;
-                    job.begin = static_cast<uint32_t>(uint64_t{items} * r / ranges);
-                    job.end = static_cast<uint32_t>(uint64_t{items} * (r + 1) / ranges);
-                    job.task = task;
-                }
+            if (ring_size_ + count <= kRingCapacity) batch = claim_batch();
+            if (batch != nullptr) {
+                batch->jobs_left = count;
+                for (uint32_t j = 0; j < count; ++j)
+                    ring_[(ring_head_ + ring_size_++) % kRingCapacity] = Job{fn, context, batch};
             }
         }
-        if (task == nullptr) {
-            ++tasks_inline_;
-            fn(0, items, 0, context); // the caller is worker 0
+        if (batch == nullptr) {
+            ++batches_refused_;
             return nullptr;
         }
-        ++tasks_queued_;
+        ++batches_queued_;
         job_ready_.notify_all();
-        return task;
+        return batch;
     }
 
-    /// Helps run queued jobs (as worker 0) until the task's ranges are done.
-    void wait(Task* task) {
-        if (task == nullptr) return;
+    /// Helps run queued jobs until the batch's jobs are done.
+    void wait(Batch* batch) {
         std::unique_lock<std::mutex> lock(mutex_);
-        while (task->ranges_left != 0) {
+        while (batch->jobs_left != 0) {
             if (ring_size_ != 0) {
-                run_one(lock, 0);
+                run_one(lock);
             } else {
-                task_done_.wait(lock);
+                batch_done_.wait(lock);
             }
         }
-        task->in_use = false;
+        batch->in_use = false;
     }
 
     /// Pops one job, runs it unlocked, and retires it. Called with the lock held.
-    void run_one(std::unique_lock<std::mutex>& lock, uint32_t worker) {
+    void run_one(std::unique_lock<std::mutex>& lock) {
         const Job job = ring_[ring_head_];
         ring_head_ = (ring_head_ + 1) % kRingCapacity;
         --ring_size_;
         lock.unlock();
-        job.fn(job.begin, job.end, worker, job.context);
+        job.fn(job.context);
         lock.lock();
-        if (--job.task->ranges_left == 0) task_done_.notify_all();
+        if (--job.batch->jobs_left == 0) batch_done_.notify_all();
     }
 
-    void worker_loop(uint32_t worker) {
+    void worker_loop() {
         std::unique_lock<std::mutex> lock(mutex_);
         for (;;) {
             job_ready_.wait(lock, [this] { return stopping_ || ring_size_ != 0; });
             if (stopping_) return;
-            run_one(lock, worker);
+            run_one(lock);
         }
     }
 
-    Task* claim_task() {
-        for (Task& t : tasks_) {
-            if (!t.in_use) {
-                t.in_use = true;
-                return &t;
+    Batch* claim_batch() {
+        for (Batch& b : batches_) {
+            if (!b.in_use) {
+                b.in_use = true;
+                return &b;
             }
         }
         return nullptr;
@@ -196,12 +173,12 @@ private:
     std::vector<std::thread> threads_; // sized once
     std::mutex mutex_;
     std::condition_variable job_ready_;
-    std::condition_variable task_done_;
+    std::condition_variable batch_done_;
     std::array<Job, kRingCapacity> ring_{};
     uint32_t ring_head_ = 0, ring_size_ = 0; // guarded by mutex_
-    std::array<Task, kMaxTasks> tasks_{};
-    bool stopping_ = false;                        // guarded by mutex_
-    uint64_t tasks_queued_ = 0, tasks_inline_ = 0; // submitting thread only
+    std::array<Batch, kMaxBatches> batches_{};
+    bool stopping_ = false;                             // guarded by mutex_
+    uint64_t batches_queued_ = 0, batches_refused_ = 0; // submitting thread only
 };
 
 // ---------------------------------------------------------------------------
@@ -375,7 +352,8 @@ int main(int argc, char** argv) {
     std::printf("frame | move | job system: rebuild (keys table scan scatter finalize) pairs csr | serial: rebuild "
                 "pairs csr | pairs | same\n");
 
-    // The game's own work on its job system: move and bounce off the walls.
+    // The game's own work, on its job system through the adapter: move and
+    // bounce off the walls.
     auto move = [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t axis = 0; axis < 3; ++axis) {
             float* p = pos[axis].data();
@@ -399,7 +377,7 @@ int main(int argc, char** argv) {
     }
     for (uint32_t frame = 0; frame < options.frames; ++frame) {
         const uint64_t move_start = now_ns();
-        jobs.parallel_for(n, 4096, move);
+        hashgrid::parallel_chunks(backend, n, 4096, move);
         const double move_ms = elapsed_ms(move_start);
 
         const hashgrid::ParticleSpans spans{pos[0].data(), pos[1].data(), pos[2].data(), nullptr, n};
@@ -424,12 +402,12 @@ int main(int argc, char** argv) {
     std::printf("median ms: job system rebuild %.2f pairs %.2f csr %.2f | serial rebuild %.2f pairs %.2f csr %.2f\n",
                 median(job_ms[0]), median(job_ms[1]), median(job_ms[2]), median(serial_ms[0]), median(serial_ms[1]),
                 median(serial_ms[2]));
-    std::printf("job system: %llu tasks queued, %llu run at once on the caller; Hashgrid loops through the adapter: "
-                "%llu enqueued (%llu run inline by the job system)\n",
-                static_cast<unsigned long long>(jobs.tasks_queued()),
-                static_cast<unsigned long long>(jobs.tasks_inline()),
+    std::printf("adapter: %llu loops sent to the job system (%llu answered with null); job system: %llu batches "
+                "queued, %llu refused (pool or ring full)\n",
                 static_cast<unsigned long long>(adapter.enqueued_loops()),
-                static_cast<unsigned long long>(adapter.inline_loops()));
+                static_cast<unsigned long long>(adapter.inline_loops()),
+                static_cast<unsigned long long>(jobs.batches_queued()),
+                static_cast<unsigned long long>(jobs.batches_refused()));
     std::printf("%s: pairs, sorted order and neighbour lists %s the serial backend's in all %u frames\n",
                 all_same ? "PASS" : "FAIL", all_same ? "match" : "do NOT match", options.frames);
     return all_same ? 0 : 1;

@@ -48,8 +48,8 @@ using hashgrid::Pair;
 // HASHGRID_TEST_BACKEND=serial|std|tbb|job picks another one at run time, so
 // one (sanitizer) build runs the same tests on every backend: CTest registers
 // such runs as <test>@<backend> for the backends in HASHGRID_TEST_BACKENDS.
-// `job` is the job-system adapter on OddJobSystem (odd ranges, shuffled,
-// every third loop inline).
+// `job` is the job-system adapter on OddJobSystem (copies run in odd ways:
+// inline, late, on one thread, more or fewer than asked).
 
 enum class BackendKind { serial, std_thread, tbb, job_system };
 

@@ -427,8 +427,8 @@ TEST_CASE("no allocation per frame: std::thread backend at 1, 2, 4 and 8 threads
 
 TEST_CASE("no allocation per frame: a game's job system through JobSystemBackend at 1, 2, 4 and 8 workers") {
     // The job system (odd_job_system.h) preallocates its queue and threads, as a
-    // game's must; it splits and shuffles ranges and runs every third task
-    // inline. The adapter itself holds no heap memory at all.
+    // game's must; it runs the copies it is asked for in odd ways and every
+    // third task inline. The adapter itself holds no heap memory at all.
     for (uint32_t workers : {1u, 2u, 4u, 8u}) {
         OddJobSystem::Options options;
         options.workers = workers;
@@ -440,8 +440,10 @@ TEST_CASE("no allocation per frame: a game's job system through JobSystemBackend
         const std::string label = "job system " + std::to_string(workers) + " workers";
         for (hashgrid::World world : {hashgrid::World::unbounded, hashgrid::World::bounded})
             run_frames(world, adapter.backend(), label);
-        CHECK(jobs.finishes() > 0);
-        CHECK(jobs.inline_tasks() > 0);
+        if (workers > 1) { // at 1 worker the adapter runs every loop itself, without the job system
+            CHECK(jobs.finishes() > 0);
+            CHECK(jobs.inline_tasks() > 0);
+        }
     }
 }
 

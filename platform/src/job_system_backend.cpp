@@ -1,40 +1,67 @@
 // ThreadBackend on a game's job system (contract in job_system_backend.h).
 //
-// core/ asks for a loop over `count` elements in chunks of `grain`; the game is
-// given the chunks as items, so however it splits and schedules them, each
-// chunk keeps the boundaries core chose and runs once: outputs stay
-// bit-identical. The loop's description lives in this object (no allocation);
-// the game's own synchronization (enqueue publishing the task, finish waiting
-// for it) orders the plain fields between threads.
+// core/ asks for a loop over `count` elements in chunks of `grain`. The
+// adapter publishes the loop in its own Loop record, asks the game for copies
+// of one task, runs a copy on the calling thread too, and every copy claims
+// chunk indices from one atomic counter until none is left. Chunk boundaries
+// come from count and grain only, so whoever runs a chunk, the outputs are
+// the same bytes. Nothing is allocated: the Loop lives in the adapter.
+//
+// The gate word makes the game's timing mistakes harmless where that is
+// cheap: a copy enters by incrementing it and leaves by decrementing it, and
+// between loops it carries kClosed, so a copy that starts after its loop is
+// over leaves without reading the loop. The calling thread closes the gate
+// only when no copy is inside, which also orders every chunk's writes before
+// parallel_for returns, whatever synchronization the game's finish has.
 #include "hashgrid/platform/job_system_backend.h"
 
 #include "hashgrid/assert.h"
 
+#include <thread>
+
 namespace hashgrid::platform {
 
-void JobSystemBackend::run_chunks(uint32_t begin, uint32_t end, uint32_t worker, void* task_context) {
+void JobSystemBackend::run_copy(void* task_context) {
     auto* loop = static_cast<Loop*>(task_context);
-    HASHGRID_ASSERT(begin <= end && end <= loop->chunks, "job system passed a range outside [0, item_count)");
-    HASHGRID_ASSERT(worker < loop->worker_count, "job system passed a worker index >= JobSystemConfig::worker_count");
-    if (end > loop->chunks) end = loop->chunks; // never index past the loop, even with asserts off
-    for (uint32_t c = begin; c < end; ++c) {
-        const uint32_t first = c * loop->grain;
-        const uint32_t last = loop->count - first > loop->grain ? first + loop->grain : loop->count;
-        loop->fn(loop->context, first, last, worker);
+    HASHGRID_ASSERT(loop != nullptr && loop->tag == kLoopTag,
+                    "the job system called the task with a context other than the task_context enqueue received");
+    if (loop == nullptr || loop->tag != kLoopTag) [[unlikely]]
+        return; // in every build: the calling thread's own copy still runs every chunk
+    const uint32_t entered = loop->gate.fetch_add(1, std::memory_order_acquire);
+    // Harmless here, but the same game would run a copy after the adapter is
+    // gone just as well.
+    HASHGRID_ASSERT((entered & kClosed) == 0, "a copy of the task started after its loop was over (after finish "
+                                              "returned, or after enqueue returned null)");
+    if ((entered & kClosed) == 0) {
+        // Each copy gets its own slot, so chunks running at the same time
+        // never share a worker index; copies beyond `slots` have no work.
+        const uint32_t slot = loop->next_slot.fetch_add(1, std::memory_order_relaxed);
+        if (slot < loop->slots) {
+            const ChunkFn fn = loop->fn;
+            void* const context = loop->context;
+            const uint64_t count = loop->count, grain = loop->grain, chunks = loop->chunks;
+            for (;;) {
+                const uint64_t c = loop->next_chunk.fetch_add(1, std::memory_order_relaxed);
+                if (c >= chunks) break;
+                const uint64_t first = c * grain;
+                const uint64_t last = first + grain < count ? first + grain : count;
+                fn(context, static_cast<uint32_t>(first), static_cast<uint32_t>(last), slot);
+            }
+        }
     }
-    // One atomic per range, not per chunk: cheap enough to keep in every build.
-    if (begin < end) loop->chunks_run.fetch_add(end - begin, std::memory_order_relaxed);
+    // Release: the chunks this copy ran happen before the caller closes the gate.
+    loop->gate.fetch_sub(1, std::memory_order_release);
 }
 
 Status JobSystemBackend::validate(const JobSystemConfig& config) {
     Status s;
     s.code = StatusCode::invalid_argument;
-    if (config.enqueue == nullptr || config.finish == nullptr)
-        s.message = "JobSystemConfig needs enqueue and finish";
+    if (config.enqueue == nullptr)
+        s.message = "JobSystemConfig::enqueue must be set";
+    else if (config.finish == nullptr)
+        s.message = "JobSystemConfig::finish must be set";
     else if (config.worker_count == 0)
         s.message = "JobSystemConfig::worker_count must be >= 1";
-    else if (config.inline_worker >= config.worker_count)
-        s.message = "JobSystemConfig::inline_worker must be < worker_count";
     else
         return Status{};
     return s;
@@ -42,7 +69,7 @@ Status JobSystemBackend::validate(const JobSystemConfig& config) {
 
 JobSystemBackend::JobSystemBackend(const JobSystemConfig& config) : config_(config), status_(validate(config)) {
     HASHGRID_ASSERT(status_.ok(), status_.message);
-    loop_.worker_count = config.worker_count;
+    loop_.tag = kLoopTag;
 }
 
 ThreadBackend JobSystemBackend::backend() {
@@ -64,35 +91,61 @@ void JobSystemBackend::run(uint32_t count, uint32_t grain, ChunkFn fn, void* con
         return; // core never asks for this; in every build: no division by zero, no call through null
     const uint32_t chunks = count / grain + (count % grain != 0 ? 1u : 0u);
     if (chunks == 0) return;
-    if (chunks <= config_.inline_chunk_limit) {
-        // Too small to be worth a round trip through the game's queue.
+    // More threads than chunks would find nothing to do.
+    const uint32_t threads = config_.worker_count < chunks ? config_.worker_count : chunks;
+    if (threads <= 1 || chunks <= config_.inline_chunk_limit) {
+        // Too small (or too few workers) to be worth a round trip through the
+        // game's queue. Nothing else runs for this loop: worker 0 is free.
         for (uint32_t c = 0; c < chunks; ++c) {
             const uint32_t first = c * grain;
             const uint32_t last = count - first > grain ? first + grain : count;
-            fn(context, first, last, config_.inline_worker);
+            fn(context, first, last, 0);
         }
         return;
     }
     HASHGRID_ASSERT(!busy_.exchange(true, std::memory_order_acquire),
-                    "one parallel_for at a time per JobSystemBackend (chunk bodies must not nest them)");
+                    "one parallel_for at a time per JobSystemBackend (chunk bodies, and jobs that the game's finish "
+                    "runs while it waits, must not start another one on the same adapter)");
+    // The gate is closed and empty here (close_loop), so no copy reads these.
     loop_.fn = fn;
     loop_.context = context;
     loop_.count = count;
     loop_.grain = grain;
     loop_.chunks = chunks;
-    loop_.chunks_run.store(0, std::memory_order_relaxed);
+    loop_.slots = threads;
+    loop_.next_slot.store(0, std::memory_order_relaxed);
+    loop_.next_chunk.store(0, std::memory_order_relaxed);
+    // Open. An RMW, not a store: a late copy of an earlier loop may be between
+    // its increment and decrement of the closed gate right now.
+    loop_.gate.fetch_sub(kClosed, std::memory_order_release);
+
     ++enqueued_;
-    // min_range 1: every item is already a chunk of `grain` elements, sized by
-    // core to be worth a task of its own.
-    void* task = config_.enqueue(&run_chunks, chunks, 1, &loop_, config_.user_context);
+    void* task = config_.enqueue(&run_copy, threads - 1, &loop_, config_.user_context);
+    // The calling thread works too, so a job system that runs fewer copies
+    // than asked (or none, or only later) costs time, never correctness.
+    run_copy(&loop_);
     if (task != nullptr)
         config_.finish(task, config_.user_context);
     else
         ++inline_by_game_;
-    HASHGRID_ASSERT(loop_.chunks_run.load(std::memory_order_relaxed) == chunks,
-                    "job system returned before running every item exactly once (enqueue returned null too early, "
-                    "finish returned too early, or a range was dropped or run twice)");
+    close_loop();
     busy_.store(false, std::memory_order_release);
+}
+
+void JobSystemBackend::close_loop() {
+    uint32_t open_and_empty = 0;
+    if (loop_.gate.compare_exchange_strong(open_and_empty, kClosed, std::memory_order_acquire,
+                                           std::memory_order_relaxed))
+        return;
+    HASHGRID_ASSERT(false, "a copy of the task was still running after finish returned (or after enqueue returned "
+                           "null): finish must wait for every copy started under its handle");
+    // In every build: core must not read the loop's outputs while a chunk may
+    // still write them. The copy is running, so this wait is short.
+    do {
+        std::this_thread::yield();
+        open_and_empty = 0;
+    } while (!loop_.gate.compare_exchange_weak(open_and_empty, kClosed, std::memory_order_acquire,
+                                               std::memory_order_relaxed));
 }
 
 } // namespace hashgrid::platform
