@@ -1,10 +1,12 @@
 // Config validation, the memory layout and init.
 #include "grid_internal.h"
+#include "grid_state.h"
 
 #include "hashgrid/assert.h"
 
 #include <cmath>
 #include <cstring>
+#include <new>
 
 namespace hashgrid {
 
@@ -46,46 +48,46 @@ Sizes sizes_of(const GridConfig& c) {
     return s;
 }
 
-constexpr int kPointerCount = 33;
-
-/// Assigns (or measures) every array. Returns total bytes.
-uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, void** pointers) {
+/// Lays the block out: every array, each assigned to its field of `a` by
+/// name, then room for the GridState itself at *state_at (base null:
+/// measures only). Returns the total bytes.
+uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, GridState& a, GridState** state_at) {
     Layout l(base);
     const uint64_t padded = uint64_t{s.particles} + kPad;
-    int i = 0;
-    pointers[i++] = l.take<uint32_t>(padded);                               // order_
-    for (uint32_t d = 0; d < 3; ++d)                                        //
-        pointers[i++] = d < c.dimensions ? l.take<float>(padded) : nullptr; // sorted_[d]
-    pointers[i++] = l.take<float>(padded);                                  // sorted_radius_
-    pointers[i++] = l.take<uint32_t>(uint64_t{s.cells} + 1);                // cell_start_
-    pointers[i++] = l.take<uint32_t>(uint64_t{s.cells} + 1);                // cell_cursor_
-    pointers[i++] = l.take<uint32_t>(padded);                               // particle_cell_
     const bool hashed = c.world == World::unbounded;
-    pointers[i++] = hashed ? l.take<uint64_t>(s.cells) : nullptr;                        // cell_key_
-    pointers[i++] = hashed ? l.take<uint32_t>(s.cells) : nullptr;                        // cell_slot_
-    pointers[i++] = hashed ? l.take<uint64_t>(s.slots) : nullptr;                        // slot_key_
-    pointers[i++] = hashed ? l.take<uint32_t>(s.slots) : nullptr;                        // slot_cell_
-    pointers[i++] = hashed ? l.take<uint64_t>(s.particles) : nullptr;                    // particle_key_
-    pointers[i++] = hashed ? l.take<uint64_t>(s.cells) : nullptr;                        // key_tmp_
-    pointers[i++] = hashed ? l.take<uint32_t>(uint64_t{s.radix_chunks} * 256) : nullptr; // radix_hist_
-    pointers[i++] = l.take<uint64_t>(s.chunk_slots);                                     // chunk_scratch_
-    pointers[i++] = l.take<BadParticle>(s.chunk_slots);                                  // bad_
-    pointers[i++] = l.take<Pair>(uint64_t{s.pair_blocks} * kPairBlock);                  // pair_pool_
-    pointers[i++] = l.take<uint32_t>(s.pair_blocks);                                     // block_next_
-    pointers[i++] = l.take<uint32_t>(s.pair_chunks);                                     // chunk_first_block_
-    pointers[i++] = l.take<uint64_t>(s.pair_chunks);                                     // chunk_pair_count_
-    pointers[i++] = l.take<uint8_t>(s.pair_chunks);                                      // chunk_overflow_
-    pointers[i++] = l.take<uint32_t>(uint64_t{s.sort_chunks} * s.buckets);               // bucket_hist_
-    pointers[i++] = l.take<uint32_t>(uint64_t{s.buckets} + 1);                           // bucket_start_
-    pointers[i++] = l.take<uint32_t>(s.particles);                                       // stage_cell_
-    pointers[i++] = l.take<uint32_t>(s.particles);                                       // stage_index_
-    for (uint32_t d = 0; d < 3; ++d)                                                     // stage_pos_[d]
-        pointers[i++] = d < c.dimensions ? l.take<float>(s.particles) : nullptr;
-    pointers[i++] = l.take<float>(s.particles);                                 // stage_radius_
-    pointers[i++] = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr; // dense_start_
-    pointers[i++] = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr; // dense_count_
-    pointers[i++] = l.take<int32_t>(uint64_t{s.chunk_slots} * 6);               // chunk_box_
-    HASHGRID_ASSERT(i == kPointerCount, "lay_out: pointer count");
+    a.order = l.take<uint32_t>(padded);
+    for (uint32_t d = 0; d < 3; ++d)
+        a.sorted[d] = d < c.dimensions ? l.take<float>(padded) : nullptr;
+    a.sorted_radius = l.take<float>(padded);
+    a.cell_start = l.take<uint32_t>(uint64_t{s.cells} + 1);
+    a.cell_cursor = l.take<uint32_t>(uint64_t{s.cells} + 1);
+    a.particle_cell = l.take<uint32_t>(padded);
+    a.cell_key = hashed ? l.take<uint64_t>(s.cells) : nullptr;
+    a.cell_slot = hashed ? l.take<uint32_t>(s.cells) : nullptr;
+    a.slot_key = hashed ? l.take<uint64_t>(s.slots) : nullptr;
+    a.slot_cell = hashed ? l.take<uint32_t>(s.slots) : nullptr;
+    a.particle_key = hashed ? l.take<uint64_t>(s.particles) : nullptr;
+    a.key_tmp = hashed ? l.take<uint64_t>(s.cells) : nullptr;
+    a.radix_hist = hashed ? l.take<uint32_t>(uint64_t{s.radix_chunks} * 256) : nullptr;
+    a.chunk_scratch = l.take<uint64_t>(s.chunk_slots);
+    a.bad = l.take<BadParticle>(s.chunk_slots);
+    a.pair_pool = l.take<Pair>(uint64_t{s.pair_blocks} * kPairBlock);
+    a.block_next = l.take<uint32_t>(s.pair_blocks);
+    a.chunk_first_block = l.take<uint32_t>(s.pair_chunks);
+    a.chunk_pair_count = l.take<uint64_t>(s.pair_chunks);
+    a.chunk_overflow = l.take<uint8_t>(s.pair_chunks);
+    a.bucket_hist = l.take<uint32_t>(uint64_t{s.sort_chunks} * s.buckets);
+    a.bucket_start = l.take<uint32_t>(uint64_t{s.buckets} + 1);
+    a.stage_cell = l.take<uint32_t>(s.particles);
+    a.stage_index = l.take<uint32_t>(s.particles);
+    for (uint32_t d = 0; d < 3; ++d)
+        a.stage_pos[d] = d < c.dimensions ? l.take<float>(s.particles) : nullptr;
+    a.stage_radius = l.take<float>(s.particles);
+    a.dense_start = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr;
+    a.dense_count = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr;
+    a.chunk_box = l.take<int32_t>(uint64_t{s.chunk_slots} * 6);
+    GridState* at = l.take<GridState>(1);
+    if (state_at != nullptr) *state_at = at;
     return l.bytes();
 }
 
@@ -122,8 +124,8 @@ MemoryRequirements memory_requirements(const GridConfig& config) {
     MemoryRequirements r;
     r.status = validate(config);
     if (!r.status.ok()) return r;
-    void* pointers[kPointerCount];
-    const uint64_t bytes = lay_out(config, sizes_of(config), nullptr, pointers);
+    GridState scratch;
+    const uint64_t bytes = lay_out(config, sizes_of(config), nullptr, scratch, nullptr);
     if (bytes > SIZE_MAX) {
         r.status = config_error("capacities need more memory than this target can address");
         return r;
@@ -140,67 +142,34 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
     if (!req.status.ok()) return req.status;
     if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
     const Sizes s = sizes_of(config);
-    void* p[kPointerCount];
-    lay_out(config, s, static_cast<unsigned char*>(memory), p);
-    int i = 0;
-    order_ = static_cast<uint32_t*>(p[i++]);
-    for (float*& a : sorted_)
-        a = static_cast<float*>(p[i++]);
-    sorted_radius_ = static_cast<float*>(p[i++]);
-    cell_start_ = static_cast<uint32_t*>(p[i++]);
-    cell_cursor_ = static_cast<uint32_t*>(p[i++]);
-    particle_cell_ = static_cast<uint32_t*>(p[i++]);
-    cell_key_ = static_cast<uint64_t*>(p[i++]);
-    cell_slot_ = static_cast<uint32_t*>(p[i++]);
-    slot_key_ = static_cast<uint64_t*>(p[i++]);
-    slot_cell_ = static_cast<uint32_t*>(p[i++]);
-    particle_key_ = static_cast<uint64_t*>(p[i++]);
-    key_tmp_ = static_cast<uint64_t*>(p[i++]);
-    radix_hist_ = static_cast<uint32_t*>(p[i++]);
-    chunk_scratch_ = static_cast<uint64_t*>(p[i++]);
-    bad_ = p[i++];
-    pair_pool_ = static_cast<Pair*>(p[i++]);
-    block_next_ = static_cast<uint32_t*>(p[i++]);
-    chunk_first_block_ = static_cast<uint32_t*>(p[i++]);
-    chunk_pair_count_ = static_cast<uint64_t*>(p[i++]);
-    chunk_overflow_ = static_cast<uint8_t*>(p[i++]);
-    bucket_hist_ = static_cast<uint32_t*>(p[i++]);
-    bucket_start_ = static_cast<uint32_t*>(p[i++]);
-    stage_cell_ = static_cast<uint32_t*>(p[i++]);
-    stage_index_ = static_cast<uint32_t*>(p[i++]);
-    for (float*& a : stage_pos_)
-        a = static_cast<float*>(p[i++]);
-    stage_radius_ = static_cast<float*>(p[i++]);
-    dense_start_ = static_cast<uint32_t*>(p[i++]);
-    dense_count_ = static_cast<uint32_t*>(p[i++]);
-    chunk_box_ = static_cast<int32_t*>(p[i++]);
-    HASHGRID_ASSERT(i == kPointerCount, "layout and init disagree");
-
-    config_ = config;
-    slot_count_ = s.slots;
-    slot_shift_ = 64;
+    // The state lives in the new block, after the arrays; the old block (if
+    // any) is not touched, and nothing can fail from here on.
+    GridState arrays{};
+    GridState* at = nullptr;
+    lay_out(config, s, static_cast<unsigned char*>(memory), arrays, &at);
+    auto* state = new (at) GridState(arrays);
+    state->slot_count = s.slots;
+    state->slot_shift = 64;
     for (uint32_t v = s.slots; v > 1; v >>= 1)
-        --slot_shift_;
-    block_count_ = s.pair_blocks;
-    sort_grain_ = s.sort_grain;
-    bucket_capacity_ = s.buckets;
-    dense_capacity_ = s.dense;
+        --state->slot_shift;
+    state->block_count = s.pair_blocks;
+    state->sort_grain = s.sort_grain;
+    state->bucket_capacity = s.buckets;
+    state->dense_capacity = s.dense;
     // The sweep reads up to kPad values past the last particle: make them
     // ordinary numbers once (the lanes are masked out, but keep them defined).
     // The block fits in memory (memory_requirements checked it against
     // SIZE_MAX), so these sizes fit size_t on 32-bit targets too.
     const auto padded = static_cast<size_t>(s.particles) + kPad;
-    std::memset(order_, 0, padded * sizeof(uint32_t));
-    for (float* a : sorted_)
+    std::memset(state->order, 0, padded * sizeof(uint32_t));
+    for (float* a : state->sorted)
         if (a != nullptr) std::memset(a, 0, padded * sizeof(float));
-    std::memset(sorted_radius_, 0, padded * sizeof(float));
-    std::memset(particle_cell_, 0, padded * sizeof(uint32_t));
-    std::memset(cell_start_, 0, (static_cast<size_t>(s.cells) + 1) * sizeof(uint32_t));
-    count_ = 0;
-    cell_count_ = 0;
-    built_ = false;
-    has_radius_ = false;
-    table_needs_full_clear_ = true;
+    std::memset(state->sorted_radius, 0, padded * sizeof(float));
+    std::memset(state->particle_cell, 0, padded * sizeof(uint32_t));
+    std::memset(state->cell_start, 0, (static_cast<size_t>(s.cells) + 1) * sizeof(uint32_t));
+
+    config_ = config;
+    state_ = state;
     initialized_ = true;
     release_owned(owned_memory_, memory);
     return {};
@@ -213,17 +182,36 @@ Status Grid::init_allocate(const GridConfig& config) {
 
 CellTableView Grid::cells() const {
     CellTableView v;
-    if (!built_) return v;
-    v.cell_count = cell_count_;
-    v.start = cell_start_;
+    if (state_ == nullptr || !state_->built) return v;
+    v.cell_count = state_->cell_count;
+    v.start = state_->cell_start;
     if (config_.world == World::unbounded) {
-        v.key = cell_key_;
-        v.slot_count = slot_count_;
-        v.slot_key = slot_key_;
-        v.slot_cell = slot_cell_;
-        v.wrapped = wrapped_;
+        v.key = state_->cell_key;
+        v.slot_count = state_->slot_count;
+        v.slot_key = state_->slot_key;
+        v.slot_cell = state_->slot_cell;
+        v.wrapped = state_->wrapped;
     }
     return v;
+}
+
+uint32_t Grid::particle_count() const { return state_ != nullptr ? state_->count : 0; }
+const uint32_t* Grid::sorted_to_original() const { return state_ != nullptr ? state_->order : nullptr; }
+const float* Grid::sorted_x() const { return state_ != nullptr ? state_->sorted[0] : nullptr; }
+const float* Grid::sorted_y() const { return state_ != nullptr ? state_->sorted[1] : nullptr; }
+const float* Grid::sorted_z() const { return state_ != nullptr ? state_->sorted[2] : nullptr; }
+const float* Grid::sorted_radius() const {
+    return state_ != nullptr && state_->has_radius ? state_->sorted_radius : nullptr;
+}
+uint32_t Grid::table_slots() const { return state_ != nullptr ? state_->slot_count : 0; }
+
+const RebuildTimings& Grid::last_rebuild_timings() const {
+    static const RebuildTimings kNone{};
+    return state_ != nullptr ? state_->rebuild_timings : kNone;
+}
+const PairTimings& Grid::last_pair_timings() const {
+    static const PairTimings kNone{};
+    return state_ != nullptr ? state_->pair_timings : kNone;
 }
 
 } // namespace hashgrid

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "grid_internal.h"
+#include "grid_state.h"
 
 namespace hashgrid {
 
@@ -28,10 +29,10 @@ struct Grid::Impl {
 
     /// Slot holding `key`, or kNone. Linear probing from the key's home slot.
     static uint32_t find_slot(const Grid& g, uint64_t key) {
-        const uint32_t mask = g.slot_count_ - 1;
-        uint32_t s = static_cast<uint32_t>(hash_key(key) >> g.slot_shift_);
+        const uint32_t mask = g.state_->slot_count - 1;
+        uint32_t s = static_cast<uint32_t>(hash_key(key) >> g.state_->slot_shift);
         for (;;) {
-            const uint64_t k = g.slot_key_[s];
+            const uint64_t k = g.state_->slot_key[s];
             if (k == key) return s;
             if (k == kEmptyKey) return detail::kNone;
             s = (s + 1) & mask;
@@ -40,7 +41,7 @@ struct Grid::Impl {
     /// Cell index of `key`, or kNone.
     static uint32_t find_cell(const Grid& g, uint64_t key) {
         const uint32_t s = find_slot(g, key);
-        return s == detail::kNone ? detail::kNone : g.slot_cell_[s];
+        return s == detail::kNone ? detail::kNone : g.state_->slot_cell[s];
     }
 };
 

@@ -18,7 +18,8 @@ constexpr uint32_t kPairItems = 65536;
 Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets, uint64_t offsets_capacity,
                             uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& b) {
     HASHGRID_ASSERT(pairs != nullptr || pair_count == 0, "neighbor_lists: null pairs with nonzero count");
-    if (!built_) return {StatusCode::not_built, 0, 0, 0, "neighbor_lists before a successful rebuild"};
+    if (state_ == nullptr || !state_->built)
+        return {StatusCode::not_built, 0, 0, 0, "neighbor_lists before a successful rebuild"};
     if (pairs == nullptr && pair_count > 0)
         return {StatusCode::invalid_argument, 0, 0, 0, "neighbor_lists: null pairs with a nonzero pair_count"};
     HASHGRID_ASSERT((offsets != nullptr || offsets_capacity == 0) && (indices != nullptr || indices_capacity == 0),
@@ -26,7 +27,7 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
     if ((offsets == nullptr && offsets_capacity > 0) || (indices == nullptr && indices_capacity > 0))
         return {StatusCode::invalid_argument, 0, 0, 0,
                 "neighbor_lists: null offsets or indices with a nonzero capacity"};
-    const uint32_t n = count_;
+    const uint32_t n = state_->count;
     if (offsets == nullptr || offsets_capacity < uint64_t{n} + 1)
         return {StatusCode::output_too_small, uint64_t{n} + 1, 0, 0, "offsets needs particle_count() + 1 entries"};
     const uint64_t total = 2 * pair_count;
@@ -35,7 +36,7 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
     if (pair_count > 0xffffffffu) return {StatusCode::output_too_small, total, 0, 0, "too many pairs"};
     const auto pairs_n = static_cast<uint32_t>(pair_count);
 
-    uint32_t* degree = particle_cell_; // scratch: degrees, then fill cursors
+    uint32_t* degree = state_->particle_cell; // scratch: degrees, then fill cursors
     fill_u32(b, degree, n, 0);
     // A pair that is not {a < b < particle_count()} would make the fill write
     // outside offsets/indices. The check is one compare per pair, next to two
@@ -62,7 +63,7 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
         return {StatusCode::invalid_argument, 0, static_cast<uint32_t>(first_bad), 0,
                 "neighbor_lists: a pair is not {a < b < particle_count()}; index = lowest such pair"};
     }
-    exclusive_scan(b, degree, n, offsets, degree, chunk_scratch_);
+    exclusive_scan(b, degree, n, offsets, degree, state_->chunk_scratch);
     if (total > 0 && (indices == nullptr || indices_capacity < total))
         return {StatusCode::output_too_small, total, 0, 0, "indices needs 2 * pair_count entries"};
     parallel_chunks(b, pairs_n, kPairItems, [&](uint32_t begin, uint32_t end, uint32_t) {

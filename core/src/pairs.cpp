@@ -226,7 +226,7 @@ PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& b
 PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b) {
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
-    if (!g.built_) {
+    if (g.state_ == nullptr || !g.state_->built) {
         result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
         return result;
     }
@@ -236,28 +236,28 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     }
     const GridConfig& c = g.config_;
     SweepData s{};
-    s.x = g.sorted_[0];
-    s.y = g.sorted_[1];
-    s.z = g.sorted_[2];
-    s.radius = g.sorted_radius_;
-    s.order = g.order_;
-    s.start = g.cell_start_;
-    s.cell_count = g.cell_count_;
+    s.x = g.state_->sorted[0];
+    s.y = g.state_->sorted[1];
+    s.z = g.state_->sorted[2];
+    s.radius = g.state_->sorted_radius;
+    s.order = g.state_->order;
+    s.start = g.state_->cell_start;
+    s.cell_count = g.state_->cell_count;
     s.bounded = c.world == World::bounded;
     for (uint32_t d = 0; d < 3; ++d)
         s.counts[d] = c.cell_counts[d];
-    s.key = g.cell_key_;
-    s.slot_key = g.slot_key_;
-    s.slot_cell = g.slot_cell_;
-    s.slot_mask = g.slot_count_ - 1;
-    s.slot_shift = g.slot_shift_;
+    s.key = g.state_->cell_key;
+    s.slot_key = g.state_->slot_key;
+    s.slot_cell = g.state_->slot_cell;
+    s.slot_mask = g.state_->slot_count - 1;
+    s.slot_shift = g.state_->slot_shift;
     s.r2 = c.interaction_distance * c.interaction_distance;
 
     const uint64_t t_begin = clock_ns();
-    const uint32_t n = g.count_;
+    const uint32_t n = g.state_->count;
     const uint32_t chunks = chunk_count(n, kPairGrain);
-    Pool pool{g.pair_pool_, g.block_next_, g.block_count_, 0};
-    const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.has_radius_);
+    Pool pool{g.state_->pair_pool, g.state_->block_next, g.state_->block_count, 0};
+    const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.state_->has_radius);
     // Chunks are published in chunk order as soon as all earlier ones are
     // done, by whichever thread finishes the last missing one: the copy reads
     // pool blocks that are still in cache and overlaps the other threads'
@@ -265,21 +265,21 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     // Publishing stops for good at the first chunk that overflowed the pool
     // or would end past max_pairs; what was published is then a prefix of the
     // canonical order. Chunk states: 0 pending, 1 swept, 2 overflowed.
-    std::memset(g.chunk_overflow_, 0, chunks);
+    std::memset(g.state_->chunk_overflow, 0, chunks);
     constexpr uint64_t kOffsetMask = (uint64_t{1} << 40) - 1;
     const uint64_t max_pairs = c.max_pairs;
     uint64_t frontier = 0;
     auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count) {
         const uint64_t last = offset + count < capacity ? offset + count : capacity;
         uint64_t pos = offset;
-        uint32_t block = g.chunk_first_block_[chunk];
+        uint32_t block = g.state_->chunk_first_block[chunk];
         while (pos < last) {
             const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
             // copy <= kPairBlock and the pool is addressable: size_t is enough.
-            std::memcpy(out + pos, g.pair_pool_ + static_cast<size_t>(block) * kPairBlock,
+            std::memcpy(out + pos, g.state_->pair_pool + static_cast<size_t>(block) * kPairBlock,
                         static_cast<size_t>(copy) * sizeof(Pair));
             pos += copy;
-            block = g.block_next_[block];
+            block = g.state_->block_next[block];
         }
     };
     auto advance = [&] {
@@ -289,9 +289,10 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
             const auto next = static_cast<uint32_t>(word >> 40);
             const uint64_t offset = word & kOffsetMask;
             if (next >= chunks) return;
-            const uint8_t state = std::atomic_ref<uint8_t>(g.chunk_overflow_[next]).load(std::memory_order_seq_cst);
+            const uint8_t state =
+                std::atomic_ref<uint8_t>(g.state_->chunk_overflow[next]).load(std::memory_order_seq_cst);
             if (state == 0) return; // its thread will continue from here
-            const uint64_t count = g.chunk_pair_count_[next];
+            const uint64_t count = g.state_->chunk_pair_count[next];
             const bool stop = state == 2 || offset + count > max_pairs;
             const uint64_t to =
                 stop ? (uint64_t{chunks} << 40) | offset : (uint64_t{next + 1} << 40) | (offset + count);
@@ -305,11 +306,12 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         sink.pool = &pool;
         sweep(s, begin, end, sink);
         const uint32_t chunk = begin / kPairGrain;
-        g.chunk_first_block_[chunk] = sink.first_block;
-        g.chunk_pair_count_[chunk] = sink.count;
+        g.state_->chunk_first_block[chunk] = sink.first_block;
+        g.state_->chunk_pair_count[chunk] = sink.count;
         // seq_cst store, then seq_cst load of the frontier in advance(): of a
         // finishing thread and one stopped at this chunk, one sees the other.
-        std::atomic_ref<uint8_t>(g.chunk_overflow_[chunk]).store(sink.overflow ? 2 : 1, std::memory_order_seq_cst);
+        std::atomic_ref<uint8_t>(g.state_->chunk_overflow[chunk])
+            .store(sink.overflow ? 2 : 1, std::memory_order_seq_cst);
         advance();
     });
 
@@ -322,8 +324,8 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         uint32_t first = chunks; // first chunk not (fully) published
         uint32_t last = 0;       // one past the last chunk below target
         for (uint32_t ch = 0; ch < chunks; ++ch) {
-            const uint64_t count = g.chunk_pair_count_[ch];
-            g.chunk_pair_count_[ch] = offset;
+            const uint64_t count = g.state_->chunk_pair_count[ch];
+            g.state_->chunk_pair_count[ch] = offset;
             if (offset + count > published && first == chunks) first = ch;
             if (offset < target) last = ch + 1;
             offset += count;
@@ -334,17 +336,18 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         parallel_chunks(b, last - first, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t i = begin; i < end; ++i) {
                 const uint32_t ch = first + i;
-                const uint64_t at = g.chunk_pair_count_[ch];
-                const uint64_t next = ch + 1 < chunks ? g.chunk_pair_count_[ch + 1] : offset;
+                const uint64_t at = g.state_->chunk_pair_count[ch];
+                const uint64_t next = ch + 1 < chunks ? g.state_->chunk_pair_count[ch + 1] : offset;
                 const uint64_t stop = next < target ? next : target;
-                if (g.chunk_overflow_[ch] == 1) {
+                if (g.state_->chunk_overflow[ch] == 1) {
                     publish_chunk(ch, at, stop - at); // stop <= target <= capacity
                 } else {
                     Sink direct;
                     direct.cur = out + at;
                     direct.end = out + stop;
                     const uint32_t home_begin = ch * kPairGrain;
-                    const uint32_t home_end = g.count_ - home_begin < kPairGrain ? g.count_ : home_begin + kPairGrain;
+                    const uint32_t home_end =
+                        g.state_->count - home_begin < kPairGrain ? g.state_->count : home_begin + kPairGrain;
                     sweep(s, home_begin, home_end, direct);
                 }
             }
@@ -353,7 +356,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
 
     uint64_t total = 0;
     for (uint32_t ch = 0; ch < chunks; ++ch)
-        total += g.chunk_pair_count_[ch];
+        total += g.state_->chunk_pair_count[ch];
     const uint64_t published = frontier & kOffsetMask;
     result.pair_count = total;
     result.written = published < capacity ? published : capacity;
@@ -371,9 +374,9 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
     }
     const uint64_t t_end = clock_ns();
-    g.pair_timings_ = PairTimings{};
-    g.pair_timings_.sweep = t_end - t_begin; // publishing overlaps the sweep
-    g.pair_timings_.total = t_end - t_begin;
+    g.state_->pair_timings = PairTimings{};
+    g.state_->pair_timings.sweep = t_end - t_begin; // publishing overlaps the sweep
+    g.state_->pair_timings.total = t_end - t_begin;
     return result;
 }
 

@@ -521,56 +521,60 @@ Status cell_capacity(uint64_t distinct) {
 
 void Grid::Impl::table_from_cell_keys(Grid& g, uint32_t cells, const ThreadBackend& b) {
     uint32_t occupied = 0;
-    const uint32_t table_limit = g.slot_count_ / 4 * 3;
+    const uint32_t table_limit = g.state_->slot_count / 4 * 3;
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         FillShare fill(occupied, table_limit, 1);
         for (uint32_t i = begin; i < end; ++i) {
             // Keys are sorted, their home slots random: fetch ahead.
-            if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_), 1);
-            const bool inserted = insert_key(g.slot_key_, g.slot_count_ - 1, g.slot_shift_, g.cell_key_[i], fill);
+            if (i + 16 < end)
+                __builtin_prefetch(g.state_->slot_key + (hash_key(g.state_->cell_key[i + 16]) >> g.state_->slot_shift),
+                                   1);
+            const bool inserted = insert_key(g.state_->slot_key, g.state_->slot_count - 1, g.state_->slot_shift,
+                                             g.state_->cell_key[i], fill);
             HASHGRID_ASSERT(inserted, "table below max_cells cannot be full");
             (void)inserted;
         }
     });
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i) {
-            if (i + 16 < end) __builtin_prefetch(g.slot_key_ + (hash_key(g.cell_key_[i + 16]) >> g.slot_shift_));
-            const uint32_t slot = find_slot(g, g.cell_key_[i]);
-            g.cell_slot_[i] = slot;
-            g.slot_cell_[slot] = i;
+            if (i + 16 < end)
+                __builtin_prefetch(g.state_->slot_key + (hash_key(g.state_->cell_key[i + 16]) >> g.state_->slot_shift));
+            const uint32_t slot = find_slot(g, g.state_->cell_key[i]);
+            g.state_->cell_slot[i] = slot;
+            g.state_->slot_cell[slot] = i;
         }
     });
-    g.cell_count_ = cells;
-    g.table_needs_full_clear_ = false;
+    g.state_->cell_count = cells;
+    g.state_->table_needs_full_clear = false;
 }
 
 void Grid::Impl::restore_previous_table(Grid& g, const PreviousFrame& previous, const ThreadBackend& b) {
     // The table's layout is a function of its key set, so inserting last
     // frame's keys (still in cell_key_) again gives back the very same table.
-    parallel_chunks(b, g.slot_count_, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
-        std::memset(g.slot_key_ + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
+    parallel_chunks(b, g.state_->slot_count, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
+        std::memset(g.state_->slot_key + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
     });
     table_from_cell_keys(g, previous.built ? previous.cell_count : 0, b);
-    g.count_ = previous.count;
-    g.cell_count_ = previous.cell_count;
-    g.built_ = previous.built;
+    g.state_->count = previous.count;
+    g.state_->cell_count = previous.cell_count;
+    g.state_->built = previous.built;
 }
 
 uint64_t Grid::Impl::count_occupied(Grid& g, uint32_t n, uint32_t box_cells, const ThreadBackend& b) {
     // dense_count_ is free until the counting sort: mark each particle's cell.
-    uint32_t* mark = g.dense_count_;
+    uint32_t* mark = g.state_->dense_count;
     fill_u32(b, mark, box_cells, 0);
     parallel_chunks(b, n, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i)
-            std::atomic_ref<uint32_t>(mark[g.particle_cell_[i]]).store(1, std::memory_order_relaxed);
+            std::atomic_ref<uint32_t>(mark[g.state_->particle_cell[i]]).store(1, std::memory_order_relaxed);
     });
     parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t marked = 0;
         for (uint32_t v = begin; v < end; ++v)
             marked += mark[v];
-        g.chunk_scratch_[begin / kCellGrain] = marked;
+        g.state_->chunk_scratch[begin / kCellGrain] = marked;
     });
-    return scan_chunk_sums(g.chunk_scratch_, chunk_count(box_cells, kCellGrain));
+    return scan_chunk_sums(g.state_->chunk_scratch, chunk_count(box_cells, kCellGrain));
 }
 
 Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& b) {
@@ -617,9 +621,9 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     };
 
     // 1. Keys. Only scratch is written until validation has passed.
-    const uint32_t grain = g.sort_grain_;
+    const uint32_t grain = g.state_->sort_grain;
     const uint32_t chunks = chunk_count(n, grain);
-    const uint32_t buckets_max = g.bucket_capacity_;
+    const uint32_t buckets_max = g.state_->bucket_capacity;
     uint32_t cells = 0;
     uint32_t shift = 0;
     if (bounded) {
@@ -627,21 +631,21 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             static_cast<uint32_t>(uint64_t{c.cell_counts[0]} * c.cell_counts[1] * (dims == 3 ? c.cell_counts[2] : 1u));
         shift = bucket_shift(cells, buckets_max);
     }
-    auto* bad = static_cast<BadParticle*>(g.bad_);
+    auto* bad = static_cast<BadParticle*>(g.state_->bad);
     if (dims == 3) {
         if (bounded)
-            key_pass_for<3, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
-                                  buckets_max, shift, bad);
+            key_pass_for<3, true>(k, n, grain, b, g.state_->particle_cell, g.state_->particle_key, g.state_->chunk_box,
+                                  g.state_->bucket_hist, buckets_max, shift, bad);
         else
-            key_pass_for<3, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
-                                   buckets_max, shift, bad);
+            key_pass_for<3, false>(k, n, grain, b, g.state_->particle_cell, g.state_->particle_key, g.state_->chunk_box,
+                                   g.state_->bucket_hist, buckets_max, shift, bad);
     } else {
         if (bounded)
-            key_pass_for<2, true>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
-                                  buckets_max, shift, bad);
+            key_pass_for<2, true>(k, n, grain, b, g.state_->particle_cell, g.state_->particle_key, g.state_->chunk_box,
+                                  g.state_->bucket_hist, buckets_max, shift, bad);
         else
-            key_pass_for<2, false>(k, n, grain, b, g.particle_cell_, g.particle_key_, g.chunk_box_, g.bucket_hist_,
-                                   buckets_max, shift, bad);
+            key_pass_for<2, false>(k, n, grain, b, g.state_->particle_cell, g.state_->particle_key, g.state_->chunk_box,
+                                   g.state_->bucket_hist, buckets_max, shift, bad);
     }
     const Status invalid = first_bad(bad, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
@@ -664,8 +668,8 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         int32_t hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
         for (uint32_t ch = 0; ch < chunks; ++ch)
             for (uint32_t d = 0; d < 3; ++d) {
-                lo[d] = std::min(lo[d], g.chunk_box_[ch * 6 + d]);
-                hi[d] = std::max(hi[d], g.chunk_box_[ch * 6 + 3 + d]);
+                lo[d] = std::min(lo[d], g.state_->chunk_box[ch * 6 + d]);
+                hi[d] = std::max(hi[d], g.state_->chunk_box[ch * 6 + 3 + d]);
             }
         // Wrapped 2D coordinates span up to 2^32 cells per axis: the product
         // is formed only while it stays within the dense capacity.
@@ -673,36 +677,36 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         for (uint32_t d = 0; d < 3; ++d) {
             box_lo[d] = lo[d];
             const auto e = static_cast<uint64_t>(int64_t{hi[d]} - lo[d] + 1);
-            extent[d] = e <= g.dense_capacity_ ? static_cast<uint32_t>(e) : 0u;
-            const uint64_t capacity = g.dense_capacity_;
+            extent[d] = e <= g.state_->dense_capacity ? static_cast<uint32_t>(e) : 0u;
+            const uint64_t capacity = g.state_->dense_capacity;
             volume = volume <= capacity && e <= capacity && volume * e <= capacity ? volume * e : capacity + 1;
         }
-        dense = volume <= g.dense_capacity_;
+        dense = volume <= g.state_->dense_capacity;
         if (dense) cells = static_cast<uint32_t>(volume);
     }
     // A rejected frame keeps the previous one. Only the unbounded table is
     // written before cell_capacity can be known; everything else of the frame
     // (sorted order, positions, cell starts and keys) is written after it.
-    const PreviousFrame previous{g.count_, g.cell_count_, g.built_};
+    const PreviousFrame previous{g.state_->count, g.state_->cell_count, g.state_->built};
     if (!bounded) {
-        const uint32_t mask = g.slot_count_ - 1;
+        const uint32_t mask = g.state_->slot_count - 1;
         // Clearing every slot is a streaming write; clearing last frame's
         // cells is one random write each. Pick the cheaper (about 16 slots
         // stream in the time of one random write).
-        if (g.table_needs_full_clear_ || g.slot_count_ <= 16 * uint64_t{g.cell_count_}) {
-            parallel_chunks(b, g.slot_count_, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
-                std::memset(g.slot_key_ + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
+        if (g.state_->table_needs_full_clear || g.state_->slot_count <= 16 * uint64_t{g.state_->cell_count}) {
+            parallel_chunks(b, g.state_->slot_count, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
+                std::memset(g.state_->slot_key + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
             });
         } else {
-            parallel_chunks(b, g.cell_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            parallel_chunks(b, g.state_->cell_count, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
                 for (uint32_t i = begin; i < end; ++i)
-                    g.slot_key_[g.cell_slot_[i]] = kEmptyKey;
+                    g.state_->slot_key[g.state_->cell_slot[i]] = kEmptyKey;
             });
         }
-        g.table_needs_full_clear_ = true; // until this frame's cells are recorded
-        g.built_ = false;
-        g.count_ = 0;
-        g.cell_count_ = 0;
+        g.state_->table_needs_full_clear = true; // until this frame's cells are recorded
+        g.state_->built = false;
+        g.state_->count = 0;
+        g.state_->cell_count = 0;
 
         if (dense) {
             // Dense index within the box, per particle, and the bucket counts.
@@ -712,15 +716,15 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 for (uint32_t i = begin; i < end; ++i) {
                     int32_t x, y, z = 0;
                     if (dims == 3)
-                        unpack_key3(g.particle_key_[i], x, y, z);
+                        unpack_key3(g.state_->particle_key[i], x, y, z);
                     else
-                        unpack_key2(g.particle_key_[i], x, y);
-                    g.particle_cell_[i] = static_cast<uint32_t>(x - box_lo[0]) +
-                                          ex * static_cast<uint32_t>(y - box_lo[1]) +
-                                          exy * static_cast<uint32_t>(z - box_lo[2]);
+                        unpack_key2(g.state_->particle_key[i], x, y);
+                    g.state_->particle_cell[i] = static_cast<uint32_t>(x - box_lo[0]) +
+                                                 ex * static_cast<uint32_t>(y - box_lo[1]) +
+                                                 exy * static_cast<uint32_t>(z - box_lo[2]);
                 }
-                count_buckets(g.particle_cell_, begin, end, shift,
-                              g.bucket_hist_ + uint64_t{begin / grain} * buckets_max, buckets_max);
+                count_buckets(g.state_->particle_cell, begin, end, shift,
+                              g.state_->bucket_hist + uint64_t{begin / grain} * buckets_max, buckets_max);
             });
             // A box of at most max_cells cells cannot hold more occupied ones.
             // A larger box may: count them now, before the sort overwrites
@@ -738,7 +742,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             // The fill limit keeps the table below 3/4 load, so probes always end;
             // reservations are small enough that it is never reached spuriously
             // below max_cells (<= 1/2 load).
-            const uint32_t table_limit = g.slot_count_ / 4 * 3;
+            const uint32_t table_limit = g.state_->slot_count / 4 * 3;
             const uint32_t workers = b.worker_count > 0 ? b.worker_count : 1;
             uint32_t block = table_limit / (8 * workers);
             block = block < 1 ? 1 : (block > 64 ? 64 : block);
@@ -746,11 +750,12 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 FillShare fill(occupied, table_limit, block);
                 uint64_t last = kEmptyKey;
                 for (uint32_t i = begin; i < end; ++i) {
-                    const uint64_t key = g.particle_key_[i];
+                    const uint64_t key = g.state_->particle_key[i];
                     if (key == last) continue; // runs of one cell (sorted input) insert once
                     if (i + 8 < end)           // the home slot of a key a few inserts ahead
-                        __builtin_prefetch(g.slot_key_ + (hash_key(g.particle_key_[i + 8]) >> g.slot_shift_));
-                    if (!insert_key(g.slot_key_, mask, g.slot_shift_, key, fill)) {
+                        __builtin_prefetch(g.state_->slot_key +
+                                           (hash_key(g.state_->particle_key[i + 8]) >> g.state_->slot_shift));
+                    if (!insert_key(g.state_->slot_key, mask, g.state_->slot_shift, key, fill)) {
                         std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
                         return;
                     }
@@ -760,79 +765,80 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
             if (failed != 0 || occupied > c.max_cells) {
                 // Only the table was written: put the previous frame's back.
                 restore_previous_table(g, previous, b);
-                return cell_capacity(count_distinct(g.particle_key_, n));
+                return cell_capacity(count_distinct(g.state_->particle_key, n));
             }
             cells = occupied;
 
             // Compact the occupied slots (slot order: deterministic), then sort them.
-            const uint32_t slot_chunks = chunk_count(g.slot_count_, kCellGrain);
-            parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            const uint32_t slot_chunks = chunk_count(g.state_->slot_count, kCellGrain);
+            parallel_chunks(b, g.state_->slot_count, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
                 uint64_t filled = 0;
                 for (uint32_t s = begin; s < end; ++s)
-                    filled += g.slot_key_[s] != kEmptyKey ? 1 : 0;
-                g.chunk_scratch_[begin / kCellGrain] = filled;
+                    filled += g.state_->slot_key[s] != kEmptyKey ? 1 : 0;
+                g.state_->chunk_scratch[begin / kCellGrain] = filled;
             });
-            const uint64_t filled_slots = scan_chunk_sums(g.chunk_scratch_, slot_chunks);
+            const uint64_t filled_slots = scan_chunk_sums(g.state_->chunk_scratch, slot_chunks);
             HASHGRID_ASSERT(filled_slots == cells, "occupied slot count mismatch");
             (void)filled_slots;
-            parallel_chunks(b, g.slot_count_, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-                uint64_t out = g.chunk_scratch_[begin / kCellGrain];
+            parallel_chunks(b, g.state_->slot_count, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+                uint64_t out = g.state_->chunk_scratch[begin / kCellGrain];
                 for (uint32_t s = begin; s < end; ++s)
-                    if (g.slot_key_[s] != kEmptyKey) {
-                        g.cell_key_[out] = g.slot_key_[s];
-                        g.cell_slot_[out] = s;
+                    if (g.state_->slot_key[s] != kEmptyKey) {
+                        g.state_->cell_key[out] = g.state_->slot_key[s];
+                        g.state_->cell_slot[out] = s;
                         ++out;
                     }
             });
             // Sort (key, slot) by key; cell_cursor_ is free until the counting sort.
-            radix_sort(b, g.cell_key_, g.cell_slot_, g.key_tmp_, g.cell_cursor_, cells, g.radix_hist_,
-                       g.chunk_scratch_);
+            radix_sort(b, g.state_->cell_key, g.state_->cell_slot, g.state_->key_tmp, g.state_->cell_cursor, cells,
+                       g.state_->radix_hist, g.state_->chunk_scratch);
             parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
                 for (uint32_t i = begin; i < end; ++i)
-                    g.slot_cell_[g.cell_slot_[i]] = i;
+                    g.state_->slot_cell[g.state_->cell_slot[i]] = i;
             });
-            g.cell_count_ = cells;
-            g.table_needs_full_clear_ = false;
+            g.state_->cell_count = cells;
+            g.state_->table_needs_full_clear = false;
 
             shift = bucket_shift(cells, buckets_max);
             parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-                uint32_t* h = g.bucket_hist_ + uint64_t{begin / grain} * buckets_max;
+                uint32_t* h = g.state_->bucket_hist + uint64_t{begin / grain} * buckets_max;
                 uint64_t last = kEmptyKey;
                 uint32_t last_cell = 0;
                 for (uint32_t i = begin; i < end; ++i) {
-                    const uint64_t key = g.particle_key_[i];
+                    const uint64_t key = g.state_->particle_key[i];
                     if (key != last) {
                         last = key;
                         // Input in last frame's order walks the cells forward.
-                        last_cell = last_cell + 1 < cells && g.cell_key_[last_cell + 1] == key ? last_cell + 1
-                                                                                               : find_cell(g, key);
+                        last_cell = last_cell + 1 < cells && g.state_->cell_key[last_cell + 1] == key
+                                        ? last_cell + 1
+                                        : find_cell(g, key);
                     }
-                    g.particle_cell_[i] = last_cell;
+                    g.state_->particle_cell[i] = last_cell;
                 }
-                count_buckets(g.particle_cell_, begin, end, shift, h, buckets_max);
+                count_buckets(g.state_->particle_cell, begin, end, shift, h, buckets_max);
             });
         }
         lap(timing.table);
     }
 
     // 3. Two-level counting sort (over the dense box for the dense path).
-    uint32_t* const starts = dense ? g.dense_start_ : g.cell_start_;
-    uint32_t* const counts = dense ? g.dense_count_ : g.cell_cursor_;
+    uint32_t* const starts = dense ? g.state_->dense_start : g.state_->cell_start;
+    uint32_t* const counts = dense ? g.state_->dense_count : g.state_->cell_cursor;
     // Bucket offsets in (bucket, chunk) order:
     // every chunk owns one output range per bucket, so the scatter is stable.
     const uint32_t buckets = cells == 0 ? 0 : ((cells - 1) >> shift) + 1;
     {
         uint32_t running = 0;
         for (uint32_t bucket = 0; bucket < buckets; ++bucket) {
-            g.bucket_start_[bucket] = running;
+            g.state_->bucket_start[bucket] = running;
             for (uint32_t ch = 0; ch < chunks; ++ch) {
-                uint32_t& h = g.bucket_hist_[uint64_t{ch} * buckets_max + bucket];
+                uint32_t& h = g.state_->bucket_hist[uint64_t{ch} * buckets_max + bucket];
                 const uint32_t v = h;
                 h = running;
                 running += v;
             }
         }
-        g.bucket_start_[buckets] = running;
+        g.state_->bucket_start[buckets] = running;
         HASHGRID_ASSERT(running == n, "bucket counts do not add up");
     }
     lap(timing.scan);
@@ -841,22 +847,22 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     // last (sorted input): back-to-back increments of one memory counter
     // would serialise on store forwarding.
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint32_t* h = g.bucket_hist_ + uint64_t{begin / grain} * buckets_max;
-        uint32_t current = begin < end ? g.particle_cell_[begin] >> shift : 0;
+        uint32_t* h = g.state_->bucket_hist + uint64_t{begin / grain} * buckets_max;
+        uint32_t current = begin < end ? g.state_->particle_cell[begin] >> shift : 0;
         uint32_t at = h[current];
         for (uint32_t i = begin; i < end; ++i) {
-            const uint32_t cell = g.particle_cell_[i];
+            const uint32_t cell = g.state_->particle_cell[i];
             const uint32_t bucket = cell >> shift;
             if (bucket != current) {
                 h[current] = at;
                 current = bucket;
                 at = h[bucket];
             }
-            g.stage_cell_[at] = cell;
-            g.stage_index_[at] = i;
+            g.state_->stage_cell[at] = cell;
+            g.state_->stage_index[at] = i;
             for (uint32_t d = 0; d < dims; ++d)
-                g.stage_pos_[d][at] = k.coord[d][i];
-            if (radius) g.stage_radius_[at] = p.radius[i];
+                g.state_->stage_pos[d][at] = k.coord[d][i];
+            if (radius) g.state_->stage_radius[at] = p.radius[i];
             ++at;
         }
     });
@@ -865,12 +871,12 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         for (uint32_t bucket = begin; bucket < end; ++bucket) {
             const uint32_t first_cell = bucket << shift;
             const uint32_t last_cell = (uint64_t{bucket + 1} << shift) < cells ? (bucket + 1) << shift : cells;
-            const uint32_t first = g.bucket_start_[bucket];
-            const uint32_t last = g.bucket_start_[bucket + 1];
+            const uint32_t first = g.state_->bucket_start[bucket];
+            const uint32_t last = g.state_->bucket_start[bucket + 1];
             uint32_t* count = counts;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell)
                 count[cell] = 0;
-            add_counts(g.stage_cell_, first, last, 0, count);
+            add_counts(g.state_->stage_cell, first, last, 0, count);
             uint32_t running = first;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell) {
                 starts[cell] = running;
@@ -879,19 +885,19 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
                 running += v;
             }
             if (first == last) continue;
-            uint32_t current = g.stage_cell_[first];
+            uint32_t current = g.state_->stage_cell[first];
             uint32_t to = count[current];
             for (uint32_t at = first; at < last; ++at) {
-                const uint32_t cell = g.stage_cell_[at];
+                const uint32_t cell = g.state_->stage_cell[at];
                 if (cell != current) {
                     count[current] = to;
                     current = cell;
                     to = count[cell];
                 }
-                g.order_[to] = g.stage_index_[at];
+                g.state_->order[to] = g.state_->stage_index[at];
                 for (uint32_t d = 0; d < dims; ++d)
-                    g.sorted_[d][to] = g.stage_pos_[d][at];
-                if (radius) g.sorted_radius_[to] = g.stage_radius_[at];
+                    g.state_->sorted[d][to] = g.state_->stage_pos[d][at];
+                if (radius) g.state_->sorted_radius[to] = g.state_->stage_radius[at];
                 ++to;
             }
         }
@@ -907,37 +913,37 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             uint64_t filled = 0;
             for (uint32_t v = begin; v < end; ++v)
-                filled += g.dense_start_[v + 1] != g.dense_start_[v] ? 1 : 0;
-            g.chunk_scratch_[begin / kCellGrain] = filled;
+                filled += g.state_->dense_start[v + 1] != g.state_->dense_start[v] ? 1 : 0;
+            g.state_->chunk_scratch[begin / kCellGrain] = filled;
         });
-        const uint64_t distinct = scan_chunk_sums(g.chunk_scratch_, box_chunks);
+        const uint64_t distinct = scan_chunk_sums(g.state_->chunk_scratch, box_chunks);
         HASHGRID_ASSERT(distinct <= c.max_cells, "cell_capacity is checked before the sort");
         parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint64_t out = g.chunk_scratch_[begin / kCellGrain];
+            uint64_t out = g.state_->chunk_scratch[begin / kCellGrain];
             for (uint32_t v = begin; v < end; ++v) {
-                if (g.dense_start_[v + 1] == g.dense_start_[v]) continue;
+                if (g.state_->dense_start[v + 1] == g.state_->dense_start[v]) continue;
                 const auto x = static_cast<int32_t>(v % ex) + box_lo[0];
                 const auto y = static_cast<int32_t>((v / ex) % ey) + box_lo[1];
                 const auto z = static_cast<int32_t>(v / (ex * ey)) + box_lo[2];
-                g.cell_key_[out] = dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
-                g.cell_start_[out] = g.dense_start_[v];
+                g.state_->cell_key[out] = dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
+                g.state_->cell_start[out] = g.state_->dense_start[v];
                 ++out;
             }
         });
         cells = static_cast<uint32_t>(distinct);
-        g.cell_start_[cells] = n;
+        g.state_->cell_start[cells] = n;
         // The table gets the distinct keys only.
         table_from_cell_keys(g, cells, b);
         lap(timing.table);
     }
 
     timing.total = t_mark - t_begin;
-    g.rebuild_timings_ = timing;
-    g.count_ = n;
-    g.cell_count_ = cells;
-    g.has_radius_ = radius;
-    g.wrapped_ = wrapped;
-    g.built_ = true;
+    g.state_->rebuild_timings = timing;
+    g.state_->count = n;
+    g.state_->cell_count = cells;
+    g.state_->has_radius = radius;
+    g.state_->wrapped = wrapped;
+    g.state_->built = true;
     return {};
 }
 

@@ -45,6 +45,10 @@
 
 namespace hashgrid {
 
+namespace detail {
+struct GridState;
+} // namespace detail
+
 /// Input positions as structure-of-arrays. Pointers must stay valid during the
 /// call only; the grid copies what it keeps.
 struct ParticleSpans {
@@ -175,86 +179,33 @@ public:
                           uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& backend);
 
     /// Particles in the last successful rebuild.
-    [[nodiscard]] uint32_t particle_count() const { return count_; }
+    [[nodiscard]] uint32_t particle_count() const;
     /// sorted_to_original()[k] is the original index of the particle at sorted position k.
-    [[nodiscard]] const uint32_t* sorted_to_original() const { return order_; }
+    [[nodiscard]] const uint32_t* sorted_to_original() const;
     /// Positions (and radii, when given) copied in sorted order.
-    [[nodiscard]] const float* sorted_x() const { return sorted_[0]; }
-    [[nodiscard]] const float* sorted_y() const { return sorted_[1]; }
-    [[nodiscard]] const float* sorted_z() const { return sorted_[2]; }
-    [[nodiscard]] const float* sorted_radius() const { return has_radius_ ? sorted_radius_ : nullptr; }
+    [[nodiscard]] const float* sorted_x() const;
+    [[nodiscard]] const float* sorted_y() const;
+    [[nodiscard]] const float* sorted_z() const;
+    [[nodiscard]] const float* sorted_radius() const;
     [[nodiscard]] CellTableView cells() const;
     /// Phase timings of the last rebuild() / find_pairs() (zeros before the first).
-    [[nodiscard]] const RebuildTimings& last_rebuild_timings() const { return rebuild_timings_; }
-    [[nodiscard]] const PairTimings& last_pair_timings() const { return pair_timings_; }
+    [[nodiscard]] const RebuildTimings& last_rebuild_timings() const;
+    [[nodiscard]] const PairTimings& last_pair_timings() const;
     [[nodiscard]] const GridConfig& config() const { return config_; }
     [[nodiscard]] bool initialized() const { return initialized_; }
     /// Slots of the unbounded cell table (0 when bounded).
-    [[nodiscard]] uint32_t table_slots() const { return slot_count_; }
+    [[nodiscard]] uint32_t table_slots() const;
 
 private:
     struct Impl;
     friend struct Impl;
 
     GridConfig config_{};
-    RebuildTimings rebuild_timings_{};
-    PairTimings pair_timings_{};
     bool initialized_ = false;
-    bool built_ = false;
-    bool has_radius_ = false;
-    bool wrapped_ = false; // unbounded frame with cells beyond the wrap range
-    bool table_needs_full_clear_ = true;
     void* owned_memory_ = nullptr;
-
-    // Frame state (valid after a successful rebuild).
-    uint32_t count_ = 0;
-    uint32_t cell_count_ = 0; // unbounded: distinct cells; bounded: total cells
-    uint32_t* order_ = nullptr;
-    float* sorted_[3] = {nullptr, nullptr, nullptr};
-    float* sorted_radius_ = nullptr;
-    uint32_t* cell_start_ = nullptr; // cell_count_ + 1
-    uint64_t* cell_key_ = nullptr;   // unbounded: sorted distinct keys
-    uint32_t* cell_slot_ = nullptr;  // unbounded: table slot of each cell
-
-    // Unbounded table (power-of-two slots, linear probing, priority-ordered).
-    uint32_t slot_count_ = 0;
-    uint32_t slot_shift_ = 0; // slot = hash >> slot_shift_
-    uint64_t* slot_key_ = nullptr;
-    uint32_t* slot_cell_ = nullptr;
-
-    // Scratch, reused every frame.
-    uint64_t* particle_key_ = nullptr;  // unbounded: key of each input particle
-    uint32_t* particle_cell_ = nullptr; // cell of each input particle; neighbor_lists cursors
-    uint32_t* cell_cursor_ = nullptr;   // per-bucket counting-sort cursors
-    // Two-level counting sort: particles are first scattered (stably, with
-    // their positions) into buckets of consecutive cells, then each bucket is
-    // counting-sorted on its own, cache-resident.
-    uint32_t sort_grain_ = 0;          // particles per chunk of the bucket passes
-    uint32_t bucket_capacity_ = 0;     // most buckets per frame (power of two)
-    uint32_t* bucket_hist_ = nullptr;  // [chunk][bucket] counts, then offsets
-    uint32_t* bucket_start_ = nullptr; // bucket_capacity_ + 1
-    uint32_t* stage_cell_ = nullptr;   // bucket-ordered copies of the particles
-    uint32_t* stage_index_ = nullptr;
-    float* stage_pos_[3] = {nullptr, nullptr, nullptr};
-    float* stage_radius_ = nullptr;
-    // Unbounded worlds whose occupied cells fit a small box are counting-sorted
-    // over that dense box (no per-particle hashing), then compacted.
-    uint32_t dense_capacity_ = 0;       // most cells of that box
-    uint32_t* dense_start_ = nullptr;   // dense_capacity_ + 1
-    uint32_t* dense_count_ = nullptr;   // dense_capacity_ + 1
-    int32_t* chunk_box_ = nullptr;      // per key chunk: min x, y, z, max x, y, z
-    uint64_t* key_tmp_ = nullptr;       // unbounded: radix-sort ping-pong
-    uint32_t* radix_hist_ = nullptr;    // per-chunk digit histograms
-    uint64_t* chunk_scratch_ = nullptr; // per-chunk sums and flags
-    void* bad_ = nullptr;               // per-chunk validation records
-
-    // Pair pool: blocks of pairs linked per sweep chunk.
-    Pair* pair_pool_ = nullptr;
-    uint32_t* block_next_ = nullptr;
-    uint32_t block_count_ = 0;
-    uint32_t* chunk_first_block_ = nullptr;
-    uint64_t* chunk_pair_count_ = nullptr;
-    uint8_t* chunk_overflow_ = nullptr;
+    /// Everything else (frame, table, scratch) lives in the memory block as
+    /// one named struct (core/src/grid_state.h).
+    detail::GridState* state_ = nullptr;
 };
 
 /// Pair-test kernels. All give bit-identical results (same IEEE operations in
