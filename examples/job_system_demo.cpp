@@ -22,6 +22,8 @@
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid_support/args.h"
+#include "hashgrid_support/random.h"
 
 #include <algorithm>
 #include <array>
@@ -190,25 +192,11 @@ struct Options {
     uint32_t workers = 0; ///< 0: hardware threads.
 };
 
-bool parse_u32(const char* text, uint32_t& value) {
-    char* end = nullptr;
-    const unsigned long long parsed = std::strtoull(text, &end, 10);
-    if (end == text || *end != '\0' || parsed > 0x7fffffffull) return false;
-    value = static_cast<uint32_t>(parsed);
-    return true;
-}
-
 bool parse_options(int argc, char** argv, Options& options) {
-    for (int i = 1; i < argc; i += 2) {
-        uint32_t* target = nullptr;
-        if (std::strcmp(argv[i], "--frames") == 0) target = &options.frames;
-        if (std::strcmp(argv[i], "--particles") == 0) target = &options.particles;
-        if (std::strcmp(argv[i], "--workers") == 0) target = &options.workers;
-        if (target == nullptr || i + 1 >= argc || !parse_u32(argv[i + 1], *target)) {
-            std::fprintf(stderr, "usage: %s [--frames N] [--particles N] [--workers N]\n", argv[0]);
-            return false;
-        }
-    }
+    if (!hashgrid_support::parse_count_options(
+            argc, argv,
+            {{"--frames", &options.frames}, {"--particles", &options.particles}, {"--workers", &options.workers}}))
+        return false;
     if (options.frames == 0 || options.particles < 2 || options.workers > 256) {
         std::fprintf(stderr, "need --frames >= 1, --particles >= 2, --workers <= 256\n");
         return false;
@@ -217,21 +205,8 @@ bool parse_options(int argc, char** argv, Options& options) {
     return true;
 }
 
-/// splitmix64 with a 24-bit float mapping.
-class Rng {
-public:
-    explicit Rng(uint64_t seed) : state_(seed) {}
-    uint64_t next() {
-        uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    float uniform(float lo, float hi) { return lo + (hi - lo) * (static_cast<float>(next() >> 40) * 0x1.0p-24f); }
-
-private:
-    uint64_t state_;
-};
+/// The shared splitmix64 of the examples and tests (support/).
+using Rng = hashgrid_support::SplitMix64;
 
 /// One grid with its memory block and output buffers, all sized once.
 struct GridSlot {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "hashgrid/platform/job_system_backend.h"
+#include "hashgrid_support/random.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -129,11 +130,8 @@ private:
     static constexpr uint32_t kRecords = 8;
     static constexpr uint32_t kQueueCapacity = 4096;
 
-    uint64_t next_random() { // splitmix64, called only by the enqueueing thread
-        uint64_t z = (rng_state_ += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
+    uint64_t next_random() { // splitmix64 (support/), called only by the enqueueing thread
+        return hashgrid_support::mix64(rng_state_ += hashgrid_support::kSplitMixGamma);
     }
     uint32_t below(uint32_t n) {
         return static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(next_random())} * n) >> 32);
