@@ -259,7 +259,16 @@ TEST_CASE("soak: 100,000 frames, exact, allocation-free, flat memory, golden") {
     CHECK(g_allocations.load() == 0);
 #endif
     INFO("VmRSS after warm-up " << rss_after_warmup << " KiB, at the end " << rss_end << " KiB");
-    CHECK(rss_end <= rss_after_warmup + 2048); // the brute-force checks' own vectors may stay mapped
+    // The brute-force checks' own vectors may stay mapped; under
+    // AddressSanitizer its quarantine also holds their freed blocks for a
+    // while (3 MiB seen on a loaded machine). A per-frame leak over 100,000
+    // frames would be far larger either way.
+#if defined(__SANITIZE_ADDRESS__)
+    constexpr uint64_t kSlackKib = 8192;
+#else
+    constexpr uint64_t kSlackKib = 2048;
+#endif
+    CHECK(rss_end <= rss_after_warmup + kSlackKib);
     if (std::getenv("HASHGRID_PRINT_GOLDEN") != nullptr)
         std::printf("constexpr uint64_t kSoakGolden = 0x%016llxull;\n", static_cast<unsigned long long>(hash.value()));
     CHECK(hash.value() == kSoakGolden);
