@@ -19,17 +19,17 @@ struct FarScene {
     bool wraps; ///< Some cell lies beyond the wrap range (CellTableView::wrapped).
 };
 
-/// Corners at +-`far` on the far axes; floats there are coarse (1/16 at 1e6),
+/// Corners at +-`distance` on the far axes; floats there are coarse (1/16 at 1e6),
 /// so particles pair when they share the coarse coordinates and are close on
 /// the last axis, which stays near 0 where floats are fine.
-inline Scene far_corners(Rng& rng, uint32_t dims, uint32_t n, float far, float step, float fine) {
+inline Scene far_corners(Rng& rng, uint32_t dims, uint32_t n, float distance, float step, float fine) {
     Scene s;
     s.dims = dims;
     for (uint32_t i = 0; i < n; ++i) {
         const uint32_t corner = rng.below(1u << (dims - 1));
         float c[3] = {0.0f, 0.0f, 0.0f};
         for (uint32_t a = 0; a + 1 < dims; ++a) {
-            const float base = ((corner >> a) & 1u) != 0 ? far : -far;
+            const float base = ((corner >> a) & 1u) != 0 ? distance : -distance;
             c[a] = base + rounded_mul(step, static_cast<float>(rng.between(0, 3)));
         }
         c[dims - 1] = rng.uniform(0.0f, fine);

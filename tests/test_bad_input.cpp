@@ -241,19 +241,19 @@ TEST_CASE("unbounded: every finite coordinate is accepted, far ones included, an
         for (uint32_t axis = 0; axis < dims; ++axis) {
             for (float value : {beyond, -beyond, 1.0e30f, -3.0e38f, std::numeric_limits<float>::max()}) {
                 INFO("dims " << dims << " axis " << axis << " value " << value);
-                Scene far = f.scene;
-                for (uint32_t i : offenders(far.size()))
-                    set_coord(far, axis, i, value);
+                Scene moved = f.scene;
+                for (uint32_t i : offenders(moved.size()))
+                    set_coord(moved, axis, i, value);
                 hashgrid::Grid& g = **f.grid;
-                REQUIRE(g.rebuild(far.spans(), serial).ok());
+                REQUIRE(g.rebuild(moved.spans(), serial).ok());
                 CHECK(g.cells().wrapped);
                 std::vector<Pair> pairs(f.config.max_pairs);
                 const hashgrid::PairResult pr = g.find_pairs(pairs.data(), pairs.size(), serial);
                 REQUIRE(pr.status.ok());
                 const std::vector<Pair> expected =
-                    in_documented_order(brute_force_pairs(far, 1.0f), expected_order(far, f.config));
+                    in_documented_order(brute_force_pairs(moved, 1.0f), expected_order(moved, f.config));
                 CHECK(diff_pairs(expected, pairs.data(), pr.written) == "");
-                CHECK(check_sorted_state(g, far, f.config) == "");
+                CHECK(check_sorted_state(g, moved, f.config) == "");
             }
         }
     }

@@ -75,7 +75,7 @@ TEST_CASE("any finite coordinate: the cell is the exact floor, kept modulo the p
                 const uint32_t* order = (**grid).sorted_to_original();
                 const uint32_t bits = dims == 3 ? 21u : 31u;
                 const int64_t period = int64_t{1} << bits;
-                uint32_t mismatches = 0, near_integers = 0, far = 0;
+                uint32_t mismatches = 0, near_integers = 0, far_cells = 0;
                 std::string first;
                 for (uint32_t k = 0; k < s.size(); ++k)
                     for (uint32_t a = 0; a < dims; ++a) {
@@ -88,7 +88,7 @@ TEST_CASE("any finite coordinate: the cell is the exact floor, kept modulo the p
                         const int64_t exact = exact_wrapped_cell(p, origin, hashgrid::key_scale(cell), bits,
                                                                  near_integer, fast ? 20u : 46u);
                         const int64_t expected = fast ? wrapped_cell(p, origin, cell, dims) : exact;
-                        far += fast ? 0u : 1u;
+                        far_cells += fast ? 0u : 1u;
                         const int64_t got = cells[k][a];
                         int64_t diff = ((got - expected) % period + period) % period;
                         if (diff > period / 2) diff -= period;
@@ -101,7 +101,7 @@ TEST_CASE("any finite coordinate: the cell is the exact floor, kept modulo the p
                 INFO("dims " << dims << " cell " << cell << " origin " << origin);
                 CHECK_MESSAGE(mismatches == 0, first);
                 decided += s.size() * dims - near_integers;
-                far_total += far;
+                far_total += far_cells;
             }
         }
     }
@@ -144,7 +144,7 @@ TEST_CASE("far and wrapping scenes: pairs, order and cell table match the oracle
 TEST_CASE("a wrapping frame after an ordinary one and back: each frame is exact") {
     const std::vector<FarScene> scenes = far_scenes(scaled_count(1500));
     Rng rng(5);
-    const Scene near = uniform_scene(rng, 3, scaled_count(1500), -8.0f, 16.0f);
+    const Scene around_origin = uniform_scene(rng, 3, scaled_count(1500), -8.0f, 16.0f);
     const FarScene& seam = scenes[7]; // "seam 3D": same config shape, origin 2^20 cells away
     REQUIRE(std::string(seam.name) == "seam 3D");
     auto grid = make_grid(seam.config);
@@ -152,7 +152,7 @@ TEST_CASE("a wrapping frame after an ordinary one and back: each frame is exact"
     ParallelBackend parallel(3);
     // The same grid sees a scene whose cells wrap, then one that sits entirely
     // inside the wrap range of the same origin, then the first again.
-    Scene inside = near;
+    Scene inside = around_origin;
     for (std::vector<float>* axis : {&inside.x, &inside.y, &inside.z})
         for (float& v : *axis)
             v = v - 2048.0f;
