@@ -7,7 +7,7 @@
 // exact distance test tells them apart. Close particles are never more than
 // one cell apart (cell_key.h), and one step on the true lattice is one step
 // modulo the wrap, so the stencil that walks neighbouring keys still sees
-// every pair once. Within [kWrapMin, kWrapMax] per axis nothing wraps: the
+// every pair once. Within [wrap_min, wrap_max] per axis nothing wraps: the
 // wrapped coordinate is the cell coordinate and keys are what they always were.
 //
 // Computing the cell: the key formula of cell_key.h, floor((p - origin) *
