@@ -301,6 +301,9 @@ struct AxisSpan {
     }
 };
 
+/// An axis a 2D grid does not use: coordinate 0 only.
+constexpr AxisSpan kUnusedAxis{{0, 0}, {0, -1}, 1};
+
 /// The span of `length` consecutive cells starting at wrapped coordinate
 /// `first` (the whole axis when length reaches the period).
 AxisSpan wrapped_span(const View& v, int64_t first, double length) {
@@ -418,27 +421,24 @@ template <typename Sink>
 void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
     const double tr = static_cast<double>(radius) * v.scale;
     const float r2 = radius * radius;
+    auto test = [&](uint32_t b, uint32_t e) {
+        for (uint32_t k = b; k < e; ++k)
+            if (distance2(v, k, c) < r2) sink(k);
+    };
     if (v.wrapped) {
         // Cells are known modulo the period: the centre's cell +- the reach.
         // A particle that passes the float test is within r * (1 + 2^-22) of
         // the centre; each cell is the floor of a value within 2^-22 of the
         // exact one, hence two more cells.
-        AxisSpan span[3];
-        for (uint32_t d = 0; d < 3; ++d) {
-            if (d >= v.dims) {
-                span[d] = AxisSpan{{0, 0}, {0, -1}, 1};
-                continue;
-            }
+        const double reach = std::ceil(tr * (1.0 + 0x1p-20)) + 2.0;
+        const auto back = static_cast<int64_t>(reach < 0x1p40 ? reach : 0x1p40);
+        AxisSpan span[3] = {kUnusedAxis, kUnusedAxis, kUnusedAxis};
+        for (uint32_t d = 0; d < v.dims; ++d) {
             bool unused = false;
             const int64_t centre = unbounded_cell(c[d], v.origin_f[d], v.scale, v.dims, unused);
-            const double reach = std::ceil(tr * (1.0 + 0x1p-20)) + 2.0;
-            span[d] = wrapped_span(v, wrap_cell(centre - static_cast<int64_t>(reach < 0x1p40 ? reach : 0x1p40), v.dims),
-                                   2.0 * reach + 1.0);
+            span[d] = wrapped_span(v, wrap_cell(centre - back, v.dims), 2.0 * reach + 1.0);
         }
-        visit_spans(v, span, [&](uint32_t b, uint32_t e) {
-            for (uint32_t k = b; k < e; ++k)
-                if (distance2(v, k, c) < r2) sink(k);
-        });
+        visit_spans(v, span, test);
         return;
     }
     int64_t lo[3], hi[3];
@@ -449,10 +449,7 @@ void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
         hi[d] = floor_cell(tc + tr + margin);
     }
     if (!clip_range(v, lo, hi)) return;
-    visit_box(v, lo, hi, [&](uint32_t b, uint32_t e) {
-        for (uint32_t k = b; k < e; ++k)
-            if (distance2(v, k, c) < r2) sink(k);
-    });
+    visit_box(v, lo, hi, test);
 }
 
 uint64_t radius_collect(const View& v, const float* c, float radius, uint32_t* out, uint64_t capacity) {
@@ -482,12 +479,9 @@ uint64_t box_collect(const View& v, const ParticleQueryBox& box, uint32_t* out, 
     if (v.wrapped) {
         // Far cells come from far_cell(), within a cell of the fast formula:
         // one more cell on each side. Infinite bounds cover the whole axis.
-        AxisSpan span[3];
-        for (uint32_t d = 0; d < 3; ++d) {
-            if (d >= v.dims) {
-                span[d] = AxisSpan{{0, 0}, {0, -1}, 1};
-                continue;
-            }
+        const int64_t period = wrap_period(v.dims);
+        AxisSpan span[3] = {kUnusedAxis, kUnusedAxis, kUnusedAxis};
+        for (uint32_t d = 0; d < v.dims; ++d) {
             const double length = (static_cast<double>(box.max[d]) - static_cast<double>(box.min[d])) * v.scale + 4.0;
             if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]) || !(length < 0x1p40)) {
                 span[d] = wrapped_span(v, 0, INFINITY);
@@ -496,7 +490,6 @@ uint64_t box_collect(const View& v, const ParticleQueryBox& box, uint32_t* out, 
             bool unused = false;
             const int64_t first = unbounded_cell(box.min[d], v.origin_f[d], v.scale, v.dims, unused) - 1;
             const int64_t last = unbounded_cell(box.max[d], v.origin_f[d], v.scale, v.dims, unused) + 1;
-            const int64_t period = wrap_period(v.dims);
             const int64_t cells = ((last - first) % period + period) % period + 1;
             span[d] = wrapped_span(v, wrap_cell(first, v.dims),
                                    length < static_cast<double>(period) ? static_cast<double>(cells) : INFINITY);
