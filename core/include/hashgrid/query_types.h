@@ -1,0 +1,157 @@
+// The query vocabulary shared by particle grids (particle_queries.h) and box
+// grids (box_queries.h): what a query asks (a point, a sphere, a box, a
+// frustum, k nearest), what it answers (QueryResult, Pair, NearestHit,
+// RayHit), and the two callback hooks (QueryVisitor for queries, PairFilter
+// for pair finding). A call on one grid kind reads the same as on the other:
+//
+//   query_radius(particle_grid, sphere, out, capacity);
+//   query_radius(box_query_grid, sphere, layer_mask, out, capacity);
+//
+// Names are verb first everywhere: query_<shape> for one query,
+// query_<shape>_batch for many, find_pairs / find_pairs_with for pairs.
+//
+// Output contract, every buffer form: the caller passes a buffer and its
+// capacity in elements (the buffer may be null when the capacity is 0, e.g.
+// to count). `total` is always the exact number of results; the first
+// `written` = min(total, capacity) results of the documented order are
+// written (a valid prefix), and the status is output_too_small with needed =
+// total when they did not all fit.
+//
+// Batch contract, every query_*_batch: queries[0 .. count) run in parallel
+// through a ThreadBackend in fixed chunks (the chunking depends on the count
+// only). offsets needs count + 1 entries: the results of query q are
+// out[offsets[q] .. offsets[q + 1]), in the single query's order, so the
+// output equals the concatenation of the single queries' outputs for any
+// thread count. With a too-small `out`, offsets are still complete and exact
+// and out holds the first `capacity` results of the concatenation
+// (output_too_small, needed = total). An invalid query makes the whole batch
+// invalid_query (Status::index = lowest offending query, count = how many);
+// out and offsets then hold unspecified partial results.
+//
+// Visitor form, every set query (point, radius, box, frustum, potential
+// collisions): instead of a buffer, a plain function pointer and a context
+// are called once per result, in the documented result order, on the calling
+// thread. Returning false stops the query at once. The result's total is the
+// number of calls made (written is 0); status is ok, also after an early stop.
+#pragma once
+
+#include "hashgrid/status.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace hashgrid {
+
+/// One pair of indices. For find_pairs() both are indices of the same set and
+/// a < b; for find_pairs_with() a indexes the caller's set and b the grid's.
+struct Pair {
+    uint32_t a;
+    uint32_t b;
+};
+static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
+
+/// Outcome of every query, batch and pair search.
+struct QueryResult {
+    /// ok; output_too_small (needed = total, the prefix is written);
+    /// invalid_query (batches: index = lowest offending query, count = how
+    /// many); not_built; stale_view (box grids); invalid_argument (null
+    /// pointers); pair_capacity (pair searches over their configured limit).
+    Status status;
+    /// Exact number of results, even when they did not all fit.
+    uint64_t total = 0;
+    /// Results written: min(total, capacity), a prefix of the full order.
+    uint64_t written = 0;
+};
+
+/// find_pairs() answers with the same result type as every query.
+using PairResult = QueryResult;
+
+/// A layer mask that accepts every category (box grids).
+inline constexpr uint32_t kAllLayers = 0xffffffffu;
+/// "No particle or object" (RayHit::index of a ray that hit nothing).
+inline constexpr uint32_t kNoIndex = 0xffffffffu;
+
+/// A point (z ignored in 2D).
+struct QueryPoint {
+    float position[3] = {0.0f, 0.0f, 0.0f};
+};
+
+/// A sphere in 3D, a circle in 2D (center[2] ignored). Each grid kind states
+/// its distance test in its header: particles use the pair test d < radius,
+/// box objects the closed test distance-to-box <= radius.
+struct QuerySphere {
+    float center[3] = {0.0f, 0.0f, 0.0f};
+    float radius = 0.0f;
+};
+
+/// A closed axis-aligned box [min, max] (z ignored in 2D). Infinite bounds are
+/// allowed (a half-space or all space); NaN or min > max is invalid_query.
+struct QueryBox {
+    float min[3] = {0.0f, 0.0f, 0.0f};
+    float max[3] = {0.0f, 0.0f, 0.0f};
+};
+
+/// A half-space: a point p is inside when ((nx * px + ny * py) + nz * pz) + d
+/// >= 0 in float, in that order, without FMA (2D: (nx * px + ny * py) + d; nz
+/// ignored). Normals need not be unit length.
+struct Plane {
+    float normal[3] = {0.0f, 0.0f, 0.0f};
+    float d = 0.0f;
+};
+
+/// Most planes a Frustum holds.
+inline constexpr uint32_t kMaxFrustumPlanes = 16;
+
+/// A convex region: the intersection of planes[0 .. plane_count) (usually six
+/// for a camera, four in 2D). 1..kMaxFrustumPlanes finite planes, else
+/// invalid_query. An inside-out or empty intersection simply has no results.
+struct Frustum {
+    Plane planes[kMaxFrustumPlanes] = {};
+    uint32_t plane_count = 0;
+};
+
+/// The k nearest particles or objects of `center` within max_distance
+/// (+inf: no limit). k >= 1, center finite, max_distance >= 0.
+struct QueryNearest {
+    float center[3] = {0.0f, 0.0f, 0.0f};
+    uint32_t k = 1;
+    float max_distance = std::numeric_limits<float>::infinity();
+};
+
+/// One nearest-neighbour result: an index and its squared distance as the
+/// grid kind's distance test computes it in float.
+struct NearestHit {
+    uint32_t index = kNoIndex;
+    float distance_squared = 0.0f;
+};
+static_assert(sizeof(NearestHit) == 8, "NearestHit is an index and a float");
+
+/// One ray hit (box grids): the object and its entry parameter t (0 when the
+/// ray starts inside).
+struct RayHit {
+    uint32_t index = kNoIndex;
+    float t = 0.0f;
+};
+
+/// Visitor form of a set query: visit(context, index) is called once per
+/// result in the query's documented order, on the calling thread; return
+/// false to stop the query.
+struct QueryVisitor {
+    bool (*visit)(void* context, uint32_t index) = nullptr;
+    void* context = nullptr;
+};
+
+/// Custom filter for pair finding: accept(context, a, b) decides whether a
+/// candidate pair (one that already passed the distance or overlap test and,
+/// for box grids, the layer rule) is reported, with a and b as they would be
+/// written. It runs on the backend's worker threads, concurrently and in any
+/// order, and may be called more than once for a pair (when a buffer
+/// overflows, part of the search is repeated): it must be thread-safe and
+/// give the same answer for the same pair, so the output stays deterministic.
+/// Counts and capacities (max_pairs) apply to accepted pairs only.
+struct PairFilter {
+    bool (*accept)(void* context, uint32_t a, uint32_t b) = nullptr;
+    void* context = nullptr;
+};
+
+} // namespace hashgrid

@@ -1,0 +1,123 @@
+// The one batch runner behind every query_*_batch (particle and box grids):
+// the batch contract of query_types.h, implemented once.
+#pragma once
+
+#include "grid_internal.h"
+
+#include "hashgrid/assert.h"
+#include "hashgrid/query_types.h"
+#include "hashgrid/thread_backend.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+namespace hashgrid::detail {
+
+/// What a batch's single-query step returns for a query whose parameters are
+/// invalid (valid totals are far below it).
+inline constexpr uint64_t kInvalidQuery = ~uint64_t{0};
+
+/// Queries per chunk: at least 16, and at most 1024 chunks. Depends on the
+/// query count only, like every chunking that decides where results go.
+inline uint32_t query_batch_grain(uint32_t count) {
+    constexpr uint32_t kMinGrain = 16;
+    constexpr uint32_t kMaxChunks = 1024;
+    const auto grain = static_cast<uint32_t>((uint64_t{count} + kMaxChunks - 1) / kMaxChunks);
+    return grain > kMinGrain ? grain : kMinGrain;
+}
+
+/// run(q, out, room) runs query q alone: it writes its first min(total, room)
+/// results to out (null when room is 0) in the single query's order and
+/// returns its exact total, or kInvalidQuery.
+///
+/// One pass of query work when `out` is roomy: chunk c writes its results at
+/// c * region (region = capacity / chunks) while counting; if every chunk
+/// fit, the chunks are then moved down into place in query order (each
+/// destination is at or below its source, so in-order moves never overwrite
+/// unread results). Otherwise the counts are exact anyway and a second pass
+/// writes at the final offsets.
+template <typename Out, typename Run>
+QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_capacity, Out* out, uint64_t capacity,
+                            const ThreadBackend& backend, Run&& run) {
+    QueryResult result;
+    HASHGRID_ASSERT(offsets != nullptr, "query batch: offsets is null");
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query batch: null output with capacity > 0");
+    if (offsets == nullptr) {
+        result.status = {StatusCode::invalid_argument, 0, 0, 0, "query batch: offsets is null"};
+        return result;
+    }
+    if (out == nullptr && capacity != 0) {
+        result.status = {StatusCode::invalid_argument, 0, 0, 0, "query batch: null output with capacity > 0"};
+        return result;
+    }
+    if (offsets_capacity < uint64_t{count} + 1) {
+        result.status = {StatusCode::output_too_small, uint64_t{count} + 1, 0, 0,
+                         "query batch: offsets need count + 1 entries"};
+        return result;
+    }
+    const uint32_t grain = query_batch_grain(count);
+    const uint32_t chunks = static_cast<uint32_t>((uint64_t{count} + grain - 1) / grain);
+    const uint64_t region = chunks != 0 ? capacity / chunks : 0;
+    std::atomic<bool> spilled{false};
+    parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const uint64_t base = uint64_t{begin / grain} * region;
+        uint64_t used = 0;
+        for (uint32_t q = begin; q < end; ++q) {
+            const uint64_t room = used < region ? region - used : 0;
+            Out* at = room != 0 ? out + static_cast<size_t>(base + used) : nullptr;
+            const uint64_t total = run(q, at, room);
+            offsets[q + 1] = total;
+            if (total != kInvalidQuery) used += total;
+        }
+        if (used > region) spilled.store(true, std::memory_order_relaxed);
+    });
+    uint64_t total = 0;
+    uint32_t bad = 0;
+    uint32_t first_bad = 0;
+    offsets[0] = 0;
+    for (uint32_t q = 0; q < count; ++q) {
+        if (offsets[q + 1] == kInvalidQuery) {
+            if (bad++ == 0) first_bad = q;
+            continue;
+        }
+        if (bad == 0) {
+            total += offsets[q + 1];
+            offsets[q + 1] = total;
+        }
+    }
+    if (bad != 0) {
+        result.status = {StatusCode::invalid_query, 0, first_bad, bad,
+                         "query batch: a query is invalid (NaN or infinite value, negative size, k == 0, ...)"};
+        return result;
+    }
+    if (!spilled.load(std::memory_order_relaxed)) {
+        for (uint32_t c = 0; c < chunks; ++c) {
+            const uint32_t q0 = c * grain;
+            const uint32_t q1 = std::min(count, q0 + grain);
+            const uint64_t length = offsets[q1] - offsets[q0];
+            const uint64_t from = uint64_t{c} * region;
+            if (length != 0 && from != offsets[q0])
+                std::memmove(out + static_cast<size_t>(offsets[q0]), out + static_cast<size_t>(from),
+                             static_cast<size_t>(length) * sizeof(Out));
+        }
+    } else {
+        parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t q = begin; q < end; ++q) {
+                const uint64_t at = offsets[q];
+                if (at >= capacity) break; // later queries start even further
+                const uint64_t room = std::min(offsets[q + 1] - at, capacity - at);
+                [[maybe_unused]] const uint64_t again = run(q, out + static_cast<size_t>(at), room);
+                HASHGRID_ASSERT(again == offsets[q + 1] - at, "query batch: count and write passes disagree");
+            }
+        });
+    }
+    result.total = total;
+    result.written = std::min(total, capacity);
+    if (total > capacity)
+        result.status = {StatusCode::output_too_small, total, 0, 0, "query batch: result buffer too small"};
+    return result;
+}
+
+} // namespace hashgrid::detail
