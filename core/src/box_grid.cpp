@@ -162,13 +162,13 @@ Status BoxGrid::rebuild(const BoxSpans& boxes, const ThreadBackend& backend) {
     return Impl::rebuild(*this, boxes, backend);
 }
 
-PairResult BoxGrid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend) {
-    return Impl::find_pairs(*this, out, capacity, backend);
+PairResult BoxGrid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
+    return Impl::find_pairs(*this, out, capacity, backend, filter);
 }
 
 PairResult BoxGrid::find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity,
-                                    const ThreadBackend& backend) {
-    return Impl::find_pairs_with(*this, queries, out, capacity, backend);
+                                    const ThreadBackend& backend, PairFilter filter) {
+    return Impl::find_pairs_with(*this, queries, out, capacity, backend, filter);
 }
 
 BoxGridView BoxGrid::view() const {

@@ -191,9 +191,10 @@ struct BoxGrid::Impl {
     // box_grid_rebuild.cpp
     static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& b);
     // box_grid_pairs.cpp
-    static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b);
+    static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b,
+                                 PairFilter filter);
     static PairResult find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
-                                      const ThreadBackend& b);
+                                      const ThreadBackend& b, PairFilter filter);
 };
 
 } // namespace hashgrid

@@ -43,9 +43,10 @@ namespace {
 /// Keeps a chunk's pairs in linked blocks of the pool.
 class PoolSink {
 public:
-    explicit PoolSink(BoxState& s) : s_(s) {}
+    PoolSink(BoxState& s, PairFilter filter) : s_(s), filter_(filter) {}
 
     void emit(uint32_t a, uint32_t b) {
+        if (filter_.accept != nullptr && !filter_.accept(filter_.context, a, b)) return;
         ++count_;
         if (overflow_) return;
         if (used_ == kBoxPairBlock) {
@@ -68,6 +69,7 @@ public:
 
 private:
     BoxState& s_;
+    PairFilter filter_;
     uint64_t count_ = 0;
     uint32_t first_ = kNone;
     uint32_t last_ = kNone;
@@ -78,8 +80,10 @@ private:
 /// Writes a chunk's pairs straight into the output, from its offset up to the limit.
 class DirectSink {
 public:
-    DirectSink(Pair* out, uint64_t at, uint64_t limit) : out_(out), at_(at), limit_(limit) {}
+    DirectSink(Pair* out, uint64_t at, uint64_t limit, PairFilter filter)
+        : out_(out), at_(at), limit_(limit), filter_(filter) {}
     void emit(uint32_t a, uint32_t b) {
+        if (filter_.accept != nullptr && !filter_.accept(filter_.context, a, b)) return;
         if (at_ < limit_) out_[at_] = Pair{a, b};
         ++at_;
     }
@@ -88,6 +92,7 @@ private:
     Pair* out_;
     uint64_t at_;
     uint64_t limit_;
+    PairFilter filter_;
 };
 
 inline bool layers_match(uint32_t category_a, uint32_t mask_a, uint32_t category_b, uint32_t mask_b) {
@@ -336,12 +341,12 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
 /// the pairs of one chunk in order, for PoolSink and DirectSink alike.
 template <typename Search>
 PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t capacity, uint64_t max_pairs,
-                              const ThreadBackend& b, const Search& search) {
+                              PairFilter filter, const ThreadBackend& b, const Search& search) {
     HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
     s.blocks_used = 0;
     parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t ch = begin; ch < end; ++ch) {
-            PoolSink sink(s);
+            PoolSink sink(s, filter);
             search(ch, sink);
             s.pair_chunk[ch] = sink.record();
         }
@@ -352,13 +357,13 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t 
         total += s.pair_chunk[ch].count;
     }
     PairResult result;
-    result.pair_count = total;
+    result.total = total;
     uint64_t limit = total;
     if (total > max_pairs) {
         result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than BoxGridConfig::max_pairs"};
         limit = max_pairs < capacity ? max_pairs : capacity;
     } else if (total > capacity) {
-        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
+        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
         limit = capacity;
     }
     parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -366,7 +371,7 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t 
             const PairChunk& chunk = s.pair_chunk[ch];
             if (chunk.count == 0 || chunk.offset >= limit) continue;
             if (chunk.overflow != 0) {
-                DirectSink sink(out, chunk.offset, limit);
+                DirectSink sink(out, chunk.offset, limit, filter);
                 search(ch, sink);
                 continue;
             }
@@ -397,7 +402,8 @@ Status bad_query(StatusCode code, uint32_t index, uint32_t count) {
 
 } // namespace
 
-PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b) {
+PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b,
+                                     PairFilter filter) {
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
     if (!g.initialized_ || !g.built_) {
@@ -432,11 +438,11 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         else
             sweep_large<2>(s, t, t_end, sink);
     };
-    return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, b, search);
+    return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, filter, b, search);
 }
 
 PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
-                                          const ThreadBackend& b) {
+                                          const ThreadBackend& b, PairFilter filter) {
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs_with: null buffer with nonzero capacity");
     PairResult result;
     if (!g.initialized_ || !g.built_) {
@@ -503,7 +509,7 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
             sweep_queries<2>(s, in, first, last, sink);
     };
     // max_pairs does not apply: the pool only caches, the caller's capacity is the limit.
-    return search_and_publish(s, chunks, out, capacity, UINT64_MAX, b, search);
+    return search_and_publish(s, chunks, out, capacity, UINT64_MAX, filter, b, search);
 }
 
 } // namespace hashgrid

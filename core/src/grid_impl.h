@@ -25,7 +25,7 @@ struct Grid::Impl {
     /// Occupied cells of the dense box (particle_cell_ holds box indices).
     static uint64_t count_occupied(Grid& g, uint32_t n, uint32_t box_cells, const ThreadBackend& b);
     // pairs.cpp
-    static PairResult find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b);
+    static PairResult find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b, PairFilter filter);
 
     /// Slot holding `key`, or kNone. Linear probing from the key's home slot.
     static uint32_t find_slot(const Grid& g, uint64_t key) {

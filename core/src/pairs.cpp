@@ -89,6 +89,7 @@ struct Sink {
     uint32_t last_block = kNone;
     bool overflow = false;
     Pool* pool = nullptr;
+    PairFilter filter;
 
     bool refill() {
         if (overflow || pool == nullptr) {
@@ -114,9 +115,12 @@ struct Sink {
     }
 
     inline void push(uint32_t a, uint32_t b) {
+        const Pair pair = a < b ? Pair{a, b} : Pair{b, a};
+        // Predicted perfectly: the same every call of a search.
+        if (filter.accept != nullptr && !filter.accept(filter.context, pair.a, pair.b)) return;
         ++count;
         if (cur == end && !refill()) return;
-        *cur++ = a < b ? Pair{a, b} : Pair{b, a};
+        *cur++ = pair;
     }
 };
 
@@ -219,11 +223,11 @@ PairKernel active_pair_kernel() {
     return k;
 }
 
-PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend) {
-    return Impl::find_pairs(*this, out, capacity, backend);
+PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
+    return Impl::find_pairs(*this, out, capacity, backend, filter);
 }
 
-PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b) {
+PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b, PairFilter filter) {
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
     if (g.state_ == nullptr || !g.state_->built) {
@@ -304,6 +308,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         Sink sink;
         sink.pool = &pool;
+        sink.filter = filter;
         sweep(s, begin, end, sink);
         const uint32_t chunk = begin / kPairGrain;
         g.state_->chunk_first_block[chunk] = sink.first_block;
@@ -345,6 +350,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                     Sink direct;
                     direct.cur = out + at;
                     direct.end = out + stop;
+                    direct.filter = filter;
                     const uint32_t home_begin = ch * kPairGrain;
                     const uint32_t home_end =
                         g.state_->count - home_begin < kPairGrain ? g.state_->count : home_begin + kPairGrain;
@@ -358,7 +364,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     for (uint32_t ch = 0; ch < chunks; ++ch)
         total += g.state_->chunk_pair_count[ch];
     const uint64_t published = frontier & kOffsetMask;
-    result.pair_count = total;
+    result.total = total;
     result.written = published < capacity ? published : capacity;
     if (published != total) {
         // Over max_pairs (a hard limit; the pool's per-chunk slack does not
@@ -371,7 +377,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         result.written = target;
         result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
     } else if (total > capacity) {
-        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than pair_count"};
+        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
     }
     const uint64_t t_end = clock_ns();
     g.state_->pair_timings = PairTimings{};

@@ -161,12 +161,13 @@ public:
     /// also keeps the previous frame.
     Status rebuild(const BoxSpans& boxes, const ThreadBackend& backend);
 
-    /// Every overlapping pair that passes the layer filter, once, in the order above.
-    /// `out` gets min(pair_count, capacity) pairs, always an exact prefix of
-    /// that order (output_too_small: needed = pair_count); more than max_pairs
-    /// pairs is pair_capacity (needed = pair_count) with the exact prefix of
+    /// Every overlapping pair that passes the layer filter (and the custom
+    /// filter, when given: PairFilter in query_types.h), once, in the order
+    /// above. `out` gets min(total, capacity) pairs, always an exact prefix of
+    /// that order (output_too_small: needed = total); more than max_pairs
+    /// pairs is pair_capacity (needed = total) with the exact prefix of
     /// min(capacity, max_pairs) pairs written. not_built before a rebuild.
-    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
+    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter = {});
 
     /// Two sets: every (query box, grid object) overlap that passes the layer
     /// filter, as Pair{a = index into `queries`, b = object index}; no
@@ -177,8 +178,10 @@ public:
     /// with the lowest query index; nothing written) but may reach outside the
     /// world. Limited by `capacity` only (output_too_small), not by max_pairs.
     /// A query covering many cells costs its occupied cells (found by a
-    /// galloping search over cell_key), never its volume.
-    PairResult find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend);
+    /// galloping search over cell_key), never its volume. The custom filter
+    /// sees (query index, object index).
+    PairResult find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend,
+                               PairFilter filter = {});
 
     [[nodiscard]] BoxGridView view() const;
     [[nodiscard]] uint32_t object_count() const;

@@ -5,7 +5,7 @@
 //   hashgrid::ParticleSpans in{x, y, z, nullptr, n};           // radius optional
 //   hashgrid::Status s = grid.rebuild(in, backend);             // O(N) counting sort
 //   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
-//   if (p.status.code == hashgrid::StatusCode::output_too_small) { ... p.pair_count is exact ... }
+//   if (p.status.code == hashgrid::StatusCode::output_too_small) { ... p.total is exact ... }
 //
 // Cells. Cell coordinates are floor((p - origin) * inv) with
 // inv = 1 / (cell_size * (1 + 2^-18)), computed in double precision (see
@@ -37,6 +37,7 @@
 #pragma once
 
 #include "hashgrid/config.h"
+#include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 
@@ -57,29 +58,6 @@ struct ParticleSpans {
     const float* z = nullptr;      ///< Ignored (may be null) in 2D.
     const float* radius = nullptr; ///< Optional per-particle radius; null means uniform mode.
     uint32_t count = 0;
-};
-
-/// One unordered pair of original particle indices, a < b.
-struct Pair {
-    uint32_t a;
-    uint32_t b;
-};
-static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
-
-/// Outcome of find_pairs().
-struct PairResult {
-    /// ok, output_too_small (needed = pair_count), pair_capacity (needed =
-    /// pair_count) or not_built. On pair_capacity, `written` is exactly
-    /// min(max_pairs, capacity) and the buffer holds that prefix of the
-    /// canonical order: the same bytes for any thread count or schedule, so
-    /// two machines that overflow in lockstep keep the same pairs. Completing
-    /// that prefix may search some chunks a second time (only on this path).
-    Status status;
-    /// Exact number of pairs in this frame, even when they did not all fit.
-    uint64_t pair_count = 0;
-    /// Pairs written to the caller's buffer: always a prefix of the full
-    /// deterministic order (all of it when status is ok).
-    uint64_t written = 0;
 };
 
 /// Wall time of each phase of the last rebuild(), in nanoseconds (steady clock).
@@ -158,7 +136,27 @@ public:
 
     /// Finds all pairs of the last rebuild and writes up to `capacity` of them to
     /// `out` (may be null when capacity is 0, e.g. to ask for the count).
-    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
+    /// Result: ok, output_too_small (needed = total), pair_capacity (needed =
+    /// total) or not_built. On pair_capacity, `written` is exactly
+    /// min(max_pairs, capacity) and the buffer holds that prefix of the
+    /// canonical order: the same bytes for any thread count or schedule, so
+    /// two machines that overflow in lockstep keep the same pairs. Completing
+    /// that prefix may search some chunks a second time (only on this path).
+    /// With a filter, only the pairs it accepts are counted and written (see
+    /// PairFilter in query_types.h).
+    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter = {});
+
+    /// Two sets: every (point, particle) pair with a an index into the
+    /// external `points` (their radius pointer must be null; z ignored in 2D)
+    /// and b a grid particle within the interaction distance (the radius
+    /// query's d2 < r * r), as Pair{a = point index, b = particle index} (not
+    /// a < b). Ordered by a, then by the grid's sorted order. The grid's
+    /// particles are never paired among themselves, nor the points. Runs in
+    /// parallel with the same output for any thread count. A NaN or infinite
+    /// point is invalid_query with index = lowest offending point (out may
+    /// then hold partial results); before a successful rebuild, not_built.
+    PairResult find_pairs_with(const ParticleSpans& points, Pair* out, uint64_t capacity,
+                               const ThreadBackend& backend) const;
 
     /// Per-particle neighbour lists (CSR, both directions) from a pair array
     /// (normally the one find_pairs() just wrote). offsets needs particle_count()

@@ -1,0 +1,586 @@
+// The particle queries' view of a built Grid and the cell walks every query
+// kind shares (internal to core; particle_queries.cpp and
+// particle_query_nearest.cpp include it). The arguments for which cells a
+// query must visit are at the top of particle_queries.cpp.
+#pragma once
+
+#include "lattice/wrapped_cells.h"
+#include "query_batch.h"
+
+#include "hashgrid/assert.h"
+#include "hashgrid/cell_key.h"
+#include "hashgrid/config.h"
+#include "hashgrid/particle_queries.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace hashgrid::particle_query {
+
+using namespace detail;
+
+constexpr uint32_t kNoCell = 0xffffffffu;
+/// Cell coordinates far outside any key range, for saturating conversions.
+constexpr double kFarCell = 0x1p40;
+
+/// The grid's arrays and key parameters, read once per query.
+struct View {
+    uint32_t dims = 3;
+    bool bounded = false;
+    bool clamp = false;
+    int64_t lo[3] = {0, 0, 0}; ///< Valid cell coordinates per axis (inclusive).
+    int64_t hi[3] = {0, 0, 0};
+    uint32_t n[3] = {1, 1, 1}; ///< Bounded: cells per axis.
+    float origin_f[3] = {0.0f, 0.0f, 0.0f};
+    double origin[3] = {0.0, 0.0, 0.0};
+    double scale = 1.0; ///< key_scale(cell_size)
+    double edge = 1.0;  ///< Guarded cell edge, cell_size * kCellGuard.
+    const float* p[3] = {nullptr, nullptr, nullptr};
+    const uint32_t* order = nullptr;
+    const uint32_t* start = nullptr;
+    uint32_t cell_count = 0;
+    uint32_t count = 0;
+    const uint64_t* key = nullptr;
+    const uint64_t* slot_key = nullptr;
+    const uint32_t* slot_cell = nullptr;
+    uint32_t slot_mask = 0;
+    uint32_t slot_shift = 64;
+    float interaction_distance = 1.0f;
+    /// Unbounded frame with cells beyond the wrap range: queries use the
+    /// wrap-aware paths (cell coordinates are then only known modulo the period).
+    bool wrapped = false;
+};
+
+/// False when the grid has no successful rebuild.
+inline bool make_view(const Grid& g, View& v) {
+    const CellTableView t = g.cells();
+    if (t.start == nullptr) return false;
+    const GridConfig& c = g.config();
+    v.dims = c.dimensions;
+    v.bounded = c.world == World::bounded;
+    v.clamp = v.bounded && c.out_of_bounds == OutOfBounds::clamp;
+    for (uint32_t d = 0; d < 3; ++d) {
+        const bool used = d < v.dims;
+        v.n[d] = v.bounded && used ? c.cell_counts[d] : 1u;
+        v.lo[d] = !used || v.bounded ? 0 : wrap_min(v.dims);
+        v.hi[d] = !used ? 0 : (v.bounded ? int64_t{c.cell_counts[d]} - 1 : wrap_max(v.dims));
+        v.origin_f[d] = c.origin[d];
+        v.origin[d] = c.origin[d];
+    }
+    v.scale = key_scale(c.cell_size);
+    v.edge = static_cast<double>(c.cell_size) * kCellGuard;
+    v.p[0] = g.sorted_x();
+    v.p[1] = g.sorted_y();
+    v.p[2] = v.dims == 3 ? g.sorted_z() : nullptr;
+    v.order = g.sorted_to_original();
+    v.start = t.start;
+    v.cell_count = t.cell_count;
+    v.count = g.particle_count();
+    v.key = t.key;
+    v.slot_key = t.slot_key;
+    v.slot_cell = t.slot_cell;
+    if (t.slot_count != 0) {
+        v.slot_mask = t.slot_count - 1;
+        v.slot_shift = 64;
+        for (uint32_t s = t.slot_count; s > 1; s >>= 1)
+            --v.slot_shift;
+    }
+    v.interaction_distance = c.interaction_distance;
+    v.wrapped = t.wrapped;
+    return true;
+}
+
+inline Status make_status(StatusCode code, const char* message) {
+    Status s;
+    s.code = code;
+    s.message = message;
+    return s;
+}
+
+inline QueryResult not_built_result() {
+    QueryResult r;
+    r.status = make_status(StatusCode::not_built, "particle query before a successful Grid::rebuild");
+    return r;
+}
+
+inline QueryResult argument_result(const char* message) {
+    QueryResult r;
+    r.status = make_status(StatusCode::invalid_argument, message);
+    return r;
+}
+
+// Programmer errors: asserted (debug and test builds stop there first), then
+// reported as invalid_argument in every build.
+#define HASHGRID_REQUIRE_ARGUMENT(cond, message)                                                                       \
+    do {                                                                                                               \
+        HASHGRID_ASSERT(cond, message);                                                                                \
+        if (!(cond)) return argument_result(message);                                                                  \
+    } while (0)
+
+inline QueryResult invalid_result(const char* message) {
+    QueryResult r;
+    r.status = make_status(StatusCode::invalid_query, message);
+    return r;
+}
+
+/// ok, or output_too_small with needed = total.
+inline QueryResult finish(uint64_t total, uint64_t capacity) {
+    QueryResult r;
+    r.total = total;
+    r.written = total < capacity ? total : capacity;
+    if (total > capacity) {
+        r.status = make_status(StatusCode::output_too_small, "query output buffer too small");
+        r.status.needed = total;
+    }
+    return r;
+}
+
+inline bool finite_point(const View& v, const float* c) {
+    for (uint32_t d = 0; d < v.dims; ++d)
+        if (!std::isfinite(c[d])) return false;
+    return true;
+}
+
+/// floor(t) saturated to +-2^40 (t may be infinite).
+inline int64_t floor_cell(double t) {
+    if (!(t > -kFarCell)) return -static_cast<int64_t>(kFarCell);
+    if (t > kFarCell) return static_cast<int64_t>(kFarCell);
+    return static_cast<int64_t>(std::floor(t));
+}
+
+inline int64_t clamp_i64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+/// Restricts an inclusive cell range to the grid's cells: clamped in clamp
+/// mode (border cells hold the clamped particles), intersected otherwise.
+/// False when nothing is left.
+inline bool clip_range(const View& v, int64_t lo[3], int64_t hi[3]) {
+    for (uint32_t d = 0; d < 3; ++d) {
+        if (d >= v.dims) {
+            lo[d] = hi[d] = 0;
+            continue;
+        }
+        if (v.clamp) {
+            lo[d] = clamp_i64(lo[d], v.lo[d], v.hi[d]);
+            hi[d] = clamp_i64(hi[d], v.lo[d], v.hi[d]);
+        } else {
+            lo[d] = lo[d] > v.lo[d] ? lo[d] : v.lo[d];
+            hi[d] = hi[d] < v.hi[d] ? hi[d] : v.hi[d];
+            if (lo[d] > hi[d]) return false;
+        }
+    }
+    return true;
+}
+
+inline uint64_t pack(const View& v, int64_t x, int64_t y, int64_t z) {
+    return v.dims == 3 ? pack_key3(static_cast<int32_t>(x), static_cast<int32_t>(y), static_cast<int32_t>(z))
+                       : pack_key2(static_cast<int32_t>(x), static_cast<int32_t>(y));
+}
+
+inline void unpack(const View& v, uint64_t key, int64_t c[3]) {
+    int32_t x = 0, y = 0, z = 0;
+    if (v.dims == 3)
+        unpack_key3(key, x, y, z);
+    else
+        unpack_key2(key, x, y);
+    c[0] = x;
+    c[1] = y;
+    c[2] = z;
+}
+
+/// Cell index of in-range cell coordinates, or kNoCell (unbounded: not occupied).
+inline uint32_t find_cell(const View& v, int64_t x, int64_t y, int64_t z) {
+    if (v.bounded) return static_cast<uint32_t>(x + int64_t{v.n[0]} * (y + int64_t{v.n[1]} * z));
+    const uint64_t key = pack(v, x, y, z);
+    uint32_t s = static_cast<uint32_t>(hash_key(key) >> v.slot_shift);
+    for (;;) {
+        const uint64_t k = v.slot_key[s];
+        if (k == key) return v.slot_cell[s];
+        if (k == kEmptyKey) return kNoCell;
+        s = (s + 1) & v.slot_mask;
+    }
+}
+
+/// First cell (unbounded, sorted keys) with key >= key.
+inline uint32_t lower_bound_key(const View& v, uint64_t key) {
+    uint32_t lo = 0, hi = v.cell_count;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (v.key[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+inline uint32_t log2_ceil(uint32_t x) {
+    uint32_t b = 0;
+    while (b < 32 && (uint64_t{1} << b) < x)
+        ++b;
+    return b;
+}
+
+/// Upper bound on the occupied cells: the distinct cells (unbounded) or the
+/// particle count (bounded worlds keep no list of their occupied cells).
+inline uint32_t occupied_bound(const View& v) {
+    if (!v.bounded) return v.cell_count;
+    return v.count < v.cell_count ? v.count : v.cell_count;
+}
+
+/// Calls cell_fn(cell coordinates, cell index) for every non-empty cell in
+/// ascending cell index (= sorted) order, until it returns false (then
+/// returns false). Unbounded: the distinct cells.
+/// Bounded: jumps from particle to particle through the cell starts (a binary
+/// search each), so the cost is O(occupied cells * log(cells)) however large
+/// and empty the world's box is.
+template <typename CellFn>
+inline bool for_each_occupied(const View& v, CellFn&& cell_fn) {
+    if (!v.bounded) {
+        for (uint32_t c = 0; c < v.cell_count; ++c) {
+            int64_t k[3];
+            unpack(v, v.key[c], k);
+            if (!cell_fn(k, c)) return false;
+        }
+        return true;
+    }
+    uint32_t at = 0; // sorted position of the next unvisited particle
+    while (at < v.count) {
+        // The cell holding position `at`: the last c with start[c] <= at.
+        uint32_t lo = 0, hi = v.cell_count; // start[lo] <= at < start[hi + 1] holds for the answer
+        while (lo < hi) {
+            const uint32_t mid = lo + (hi - lo + 1) / 2;
+            if (v.start[mid] <= at)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const uint32_t c = lo;
+        const int64_t k[3] = {c % v.n[0], (c / v.n[0]) % v.n[1], c / v.n[0] / v.n[1]};
+        if (!cell_fn(k, c)) return false;
+        at = v.start[c + 1];
+    }
+    return true;
+}
+
+/// Unbounded worlds: the wrapped cell coordinates an axis of a query covers,
+/// as one or two ascending inclusive intervals (two when the covered cells
+/// wrap around the seam; lattice/wrapped_cells.h).
+struct AxisSpan {
+    int64_t lo[2];
+    int64_t hi[2];
+    uint32_t count;
+
+    [[nodiscard]] bool contains(int64_t c) const {
+        return (c >= lo[0] && c <= hi[0]) || (count == 2 && c >= lo[1] && c <= hi[1]);
+    }
+    [[nodiscard]] double cells() const {
+        double n = static_cast<double>(hi[0] - lo[0] + 1);
+        if (count == 2) n += static_cast<double>(hi[1] - lo[1] + 1);
+        return n;
+    }
+};
+
+/// An axis a 2D grid does not use: coordinate 0 only.
+constexpr AxisSpan kUnusedAxis{{0, 0}, {0, -1}, 1};
+
+/// The span of `length` consecutive cells starting at wrapped coordinate
+/// `first` (the whole axis when length reaches the period).
+inline AxisSpan wrapped_span(const View& v, int64_t first, double length) {
+    const int64_t period = wrap_period(v.dims);
+    const int64_t lo = wrap_min(v.dims), hi = wrap_max(v.dims);
+    if (!(length < static_cast<double>(period))) return AxisSpan{{lo, 0}, {hi, -1}, 1};
+    const int64_t last = first + static_cast<int64_t>(length) - 1;
+    if (last <= hi) return AxisSpan{{first, 0}, {last, -1}, 1};
+    return AxisSpan{{lo, first}, {last - period, hi}, 2}; // ascending: the wrapped part first
+}
+
+/// Unbounded: calls range(begin, end) for every non-empty cell whose wrapped
+/// coordinates lie in the spans, in sorted (key) order, until it returns
+/// false (a visitor stopped the query): rows of the spans,
+/// each by hashing its cells when short or a binary search when long, or one
+/// walk over the distinct cells when that is cheaper.
+template <typename Range>
+inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
+    if (v.cell_count == 0) return;
+    const double rows = span[1].cells() * span[2].cells();
+    const uint32_t search = 2 + log2_ceil(v.cell_count);
+    const double row_length = span[0].cells();
+    const double per_row = row_length < search ? row_length : search;
+    if (rows * per_row > static_cast<double>(v.cell_count) + 16.0) {
+        for (uint32_t c = 0; c < v.cell_count; ++c) {
+            int64_t k[3];
+            unpack(v, v.key[c], k);
+            if (span[0].contains(k[0]) && span[1].contains(k[1]) && span[2].contains(k[2]) &&
+                !range(v.start[c], v.start[c + 1]))
+                return;
+        }
+        return;
+    }
+    for (uint32_t zi = 0; zi < span[2].count; ++zi)
+        for (int64_t z = span[2].lo[zi]; z <= span[2].hi[zi]; ++z)
+            for (uint32_t yi = 0; yi < span[1].count; ++yi)
+                for (int64_t y = span[1].lo[yi]; y <= span[1].hi[yi]; ++y)
+                    for (uint32_t xi = 0; xi < span[0].count; ++xi) {
+                        const int64_t x0 = span[0].lo[xi], x1 = span[0].hi[xi];
+                        if (x1 - x0 + 1 <= search) {
+                            for (int64_t x = x0; x <= x1; ++x) {
+                                const uint32_t c = find_cell(v, x, y, z);
+                                if (c != kNoCell && !range(v.start[c], v.start[c + 1])) return;
+                            }
+                            continue;
+                        }
+                        // A row's cells are consecutive in key order.
+                        const uint64_t last = pack(v, x1, y, z);
+                        const uint32_t first = lower_bound_key(v, pack(v, x0, y, z));
+                        uint32_t end = first;
+                        while (end < v.cell_count && v.key[end] <= last)
+                            ++end;
+                        if (end != first && !range(v.start[first], v.start[end])) return;
+                    }
+}
+
+/// Calls range(begin, end) with the sorted-position ranges of every non-empty
+/// cell in the inclusive (already clipped) cell box, in sorted order, until
+/// it returns false. Picks
+/// the cheaper of row lookups (bounded: two start reads per row; unbounded: a
+/// hash per cell for short rows, a binary search per long row) and one walk
+/// over the occupied cells, so the cost is O(min(rows of the box, occupied
+/// cells * log(cells))) whatever the box's size.
+template <typename Range>
+inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], Range&& range) {
+    const int64_t row_length = hi[0] - lo[0] + 1;
+    if (v.bounded) {
+        const double box_rows = static_cast<double>(hi[1] - lo[1] + 1) * static_cast<double>(hi[2] - lo[2] + 1);
+        if (box_rows > 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0) {
+            for_each_occupied(v, [&](const int64_t k[3], uint32_t c) {
+                const bool inside =
+                    k[0] >= lo[0] && k[0] <= hi[0] && k[1] >= lo[1] && k[1] <= hi[1] && k[2] >= lo[2] && k[2] <= hi[2];
+                return !inside || range(v.start[c], v.start[c + 1]);
+            });
+            return;
+        }
+        for (int64_t z = lo[2]; z <= hi[2]; ++z)
+            for (int64_t y = lo[1]; y <= hi[1]; ++y) {
+                const auto c0 = static_cast<uint32_t>(lo[0] + int64_t{v.n[0]} * (y + int64_t{v.n[1]} * z));
+                const uint32_t b = v.start[c0];
+                const uint32_t e = v.start[c0 + static_cast<uint32_t>(row_length)];
+                if (b != e && !range(b, e)) return;
+            }
+        return;
+    }
+    AxisSpan span[3];
+    for (uint32_t d = 0; d < 3; ++d)
+        span[d] = AxisSpan{{lo[d], 0}, {hi[d], -1}, 1};
+    visit_spans(v, span, range);
+}
+
+/// Squared float distance as in the grid's pair test: (dx*dx + dy*dy) + dz*dz.
+inline float distance2(const View& v, uint32_t k, const float* c) {
+    const float dx = v.p[0][k] - c[0];
+    const float dy = v.p[1][k] - c[1];
+    float d2 = dx * dx + dy * dy;
+    if (v.dims == 3) {
+        const float dz = v.p[2][k] - c[2];
+        d2 = d2 + dz * dz;
+    }
+    return d2;
+}
+
+/// Writes original indices up to the capacity and counts all of them.
+struct IndexSink {
+    const uint32_t* order;
+    uint32_t* out;
+    uint64_t capacity;
+    uint64_t total = 0;
+
+    bool operator()(uint32_t sorted_position) {
+        if (total < capacity) out[total] = order[sorted_position];
+        ++total;
+        return true;
+    }
+};
+
+/// Hands original indices to a visitor until it says stop; counts the calls.
+struct VisitorSink {
+    const uint32_t* order;
+    QueryVisitor visitor;
+    uint64_t total = 0;
+
+    bool operator()(uint32_t sorted_position) {
+        ++total;
+        return visitor.visit(visitor.context, order[sorted_position]);
+    }
+};
+
+/// Particles with d2 < fl(radius * radius), in sorted order.
+template <typename Sink>
+inline void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
+    const double tr = static_cast<double>(radius) * v.scale;
+    const float r2 = radius * radius;
+    auto test = [&](uint32_t b, uint32_t e) {
+        for (uint32_t k = b; k < e; ++k)
+            if (distance2(v, k, c) < r2 && !sink(k)) return false;
+        return true;
+    };
+    if (v.wrapped) {
+        // Cells are known modulo the period: the centre's cell +- the reach.
+        // A particle that passes the float test is within r * (1 + 2^-22) of
+        // the centre; each cell is the floor of a value within 2^-22 of the
+        // exact one, hence two more cells.
+        const double reach = std::ceil(tr * (1.0 + 0x1p-20)) + 2.0;
+        const auto back = static_cast<int64_t>(reach < 0x1p40 ? reach : 0x1p40);
+        AxisSpan span[3] = {kUnusedAxis, kUnusedAxis, kUnusedAxis};
+        for (uint32_t d = 0; d < v.dims; ++d) {
+            bool unused = false;
+            const int64_t centre = unbounded_cell(c[d], v.origin_f[d], v.scale, v.dims, unused);
+            span[d] = wrapped_span(v, wrap_cell(centre - back, v.dims), 2.0 * reach + 1.0);
+        }
+        visit_spans(v, span, test);
+        return;
+    }
+    int64_t lo[3], hi[3];
+    for (uint32_t d = 0; d < v.dims; ++d) {
+        const double tc = scaled_coordinate(c[d], v.origin_f[d], v.scale);
+        const double margin = (std::fabs(tc) + tr) * 0x1p-30 + 0x1p-30;
+        lo[d] = floor_cell(tc - tr - margin);
+        hi[d] = floor_cell(tc + tr + margin);
+    }
+    if (!clip_range(v, lo, hi)) return;
+    visit_box(v, lo, hi, test);
+}
+
+inline uint64_t radius_collect(const View& v, const float* c, float radius, uint32_t* out, uint64_t capacity) {
+    IndexSink sink{v.order, out, capacity};
+    radius_visit(v, c, radius, sink);
+    return sink.total;
+}
+
+inline bool valid_box(const View& v, const QueryBox& b) {
+    for (uint32_t d = 0; d < v.dims; ++d)
+        if (std::isnan(b.min[d]) || std::isnan(b.max[d]) || b.min[d] > b.max[d]) return false;
+    return true;
+}
+
+template <typename Sink>
+inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
+    auto test = [&](uint32_t b, uint32_t e) {
+        for (uint32_t k = b; k < e; ++k) {
+            bool inside = true;
+            for (uint32_t d = 0; d < v.dims; ++d) {
+                const float p = v.p[d][k];
+                inside = inside && p >= box.min[d] && p <= box.max[d];
+            }
+            if (inside && !sink(k)) return false;
+        }
+        return true;
+    };
+    if (v.wrapped) {
+        // Far cells come from far_cell(), within a cell of the fast formula:
+        // one more cell on each side. Infinite bounds cover the whole axis.
+        const int64_t period = wrap_period(v.dims);
+        AxisSpan span[3] = {kUnusedAxis, kUnusedAxis, kUnusedAxis};
+        for (uint32_t d = 0; d < v.dims; ++d) {
+            const double length = (static_cast<double>(box.max[d]) - static_cast<double>(box.min[d])) * v.scale + 4.0;
+            if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]) || !(length < 0x1p40)) {
+                span[d] = wrapped_span(v, 0, INFINITY);
+                continue;
+            }
+            bool unused = false;
+            const int64_t first = unbounded_cell(box.min[d], v.origin_f[d], v.scale, v.dims, unused) - 1;
+            const int64_t last = unbounded_cell(box.max[d], v.origin_f[d], v.scale, v.dims, unused) + 1;
+            const int64_t cells = ((last - first) % period + period) % period + 1;
+            span[d] = wrapped_span(v, wrap_cell(first, v.dims),
+                                   length < static_cast<double>(period) ? static_cast<double>(cells) : INFINITY);
+        }
+        visit_spans(v, span, test);
+        return;
+    }
+    int64_t lo[3], hi[3];
+    for (uint32_t d = 0; d < v.dims; ++d) {
+        // The grid's own key function: exact by monotonicity (no margin).
+        lo[d] = floor_cell(scaled_coordinate(box.min[d], v.origin_f[d], v.scale));
+        hi[d] = floor_cell(scaled_coordinate(box.max[d], v.origin_f[d], v.scale));
+    }
+    if (!clip_range(v, lo, hi)) return;
+    visit_box(v, lo, hi, test);
+}
+
+/// Cell boxes (frustum culling, nearest-neighbour pruning).
+/// World-space extent of cell coordinate i on axis d, enlarged by a margin
+/// that covers the rounding of the key computation. Clamp-mode border cells
+/// reach to infinity on their outer side.
+inline void cell_extent(const View& v, uint32_t d, int64_t i, double& lo, double& hi) {
+    const double a = v.origin[d] + static_cast<double>(i) * v.edge;
+    const double b = a + v.edge;
+    const double margin = (std::fabs(v.origin[d]) + std::fabs(a) + v.edge) * 0x1p-40 + v.edge * 0x1p-20;
+    lo = a - margin;
+    hi = b + margin;
+    if (v.clamp) {
+        if (i <= v.lo[d]) lo = -INFINITY;
+        if (i >= v.hi[d]) hi = INFINITY;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The forms every query kind comes in: buffer, visitor and batch.
+
+/// The buffer form: checks, then one run, then ok / output_too_small.
+template <typename Query, typename Run>
+inline QueryResult collect(const Grid& grid, const Query& query, uint32_t* out, uint64_t capacity, const char* invalid,
+                           Run&& run) {
+    View v;
+    if (!make_view(grid, v)) return not_built_result();
+    HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "particle query: null out with capacity > 0");
+    IndexSink sink{v.order, out, capacity};
+    const uint64_t total = run(v, query, sink);
+    if (total == kInvalidQuery) return invalid_result(invalid);
+    return finish(total, capacity);
+}
+
+/// The visitor form: the same run with a sink that calls the visitor.
+template <typename Query, typename Run>
+inline QueryResult visit_results(const Grid& grid, const Query& query, QueryVisitor visitor, const char* invalid,
+                                 Run&& run) {
+    View v;
+    if (!make_view(grid, v)) return not_built_result();
+    HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, "particle query: null visit function");
+    VisitorSink sink{v.order, visitor};
+    const uint64_t total = run(v, query, sink);
+    if (total == kInvalidQuery) return invalid_result(invalid);
+    QueryResult r;
+    r.total = total;
+    return r;
+}
+
+/// The batch form: detail::run_query_batch over the same run.
+template <typename Query, typename Out, typename Run>
+inline QueryResult run_batch_of(const Grid& grid, const Query* queries, uint32_t count, uint64_t* offsets,
+                                uint64_t offsets_capacity, Out* out, uint64_t capacity, const ThreadBackend& backend,
+                                Run&& run) {
+    View v;
+    if (!make_view(grid, v)) return not_built_result();
+    HASHGRID_REQUIRE_ARGUMENT(count == 0 || queries != nullptr, "particle query batch: null queries");
+    return run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                           [&](uint32_t q, Out* at, uint64_t room) { return run(v, queries[q], at, room); });
+}
+
+/// Adapts a sink-based run to the batch's (out, room) form.
+template <typename SinkRun>
+auto index_batch_run(SinkRun&& run) {
+    return [run](const View& v, const auto& query, uint32_t* at, uint64_t room) {
+        IndexSink sink{v.order, at, room};
+        return run(v, query, sink);
+    };
+}
+
+inline void load_point(const View& v, const ParticleSpans& s, uint32_t q, float* c) {
+    c[0] = s.x[q];
+    c[1] = s.y[q];
+    c[2] = v.dims == 3 ? s.z[q] : 0.0f;
+}
+
+inline bool spans_set(const View& v, const ParticleSpans& s) {
+    return s.count == 0 || (s.x != nullptr && s.y != nullptr && (v.dims == 2 || s.z != nullptr));
+}
+
+} // namespace hashgrid::particle_query
