@@ -11,6 +11,7 @@
 #include "hashgrid/box_queries.h"
 #include "hashgrid/grid.h"
 #include "hashgrid/particle_queries.h"
+#include "hashgrid_support/query_shapes.h"
 
 #include <type_traits>
 
@@ -18,6 +19,12 @@ namespace {
 
 using namespace hashgrid_fuzz;
 using hashgrid::StatusCode;
+using hashgrid_support::nearest_at;
+using hashgrid_support::nearests_of;
+using hashgrid_support::point_at;
+using hashgrid_support::six_plane_frustum;
+using hashgrid_support::sphere_at;
+using hashgrid_support::spheres_of;
 
 constexpr uint32_t kSentinel = 0xdeadbeefu;
 
@@ -58,7 +65,7 @@ std::vector<uint32_t> in_sorted_order(const Particles& s, std::vector<uint32_t> 
 
 /// Checks a single query's output contract against the full expected list.
 template <typename T>
-void check_output(const hashgrid::ParticleQueryResult& r, const std::vector<T>& expect, const std::vector<T>& out,
+void check_output(const hashgrid::QueryResult& r, const std::vector<T>& expect, const std::vector<T>& out,
                   uint64_t capacity, const char* what) {
     FUZZ_CHECK(r.total == expect.size(), what);
     FUZZ_CHECK(r.written == std::min<uint64_t>(capacity, expect.size()), what);
@@ -85,7 +92,7 @@ std::vector<uint32_t> radius_oracle(const Particles& s, const float c[3], float 
     return in_sorted_order(s, found);
 }
 
-std::vector<uint32_t> box_oracle(const Particles& s, const hashgrid::ParticleQueryBox& b) {
+std::vector<uint32_t> box_oracle(const Particles& s, const hashgrid::QueryBox& b) {
     std::vector<uint32_t> found;
     for (uint32_t i = 0; i < s.n; ++i) {
         bool inside = true;
@@ -96,8 +103,8 @@ std::vector<uint32_t> box_oracle(const Particles& s, const hashgrid::ParticleQue
     return in_sorted_order(s, found);
 }
 
-std::vector<hashgrid::ParticleDistance> nearest_oracle(const Particles& s, const float c[3], uint32_t k, float md) {
-    std::vector<hashgrid::ParticleDistance> found;
+std::vector<hashgrid::NearestHit> nearest_oracle(const Particles& s, const float c[3], uint32_t k, float md) {
+    std::vector<hashgrid::NearestHit> found;
     const float limit = md * md;
     for (uint32_t i = 0; i < s.n; ++i) {
         float p[3];
@@ -106,7 +113,7 @@ std::vector<hashgrid::ParticleDistance> nearest_oracle(const Particles& s, const
         // "+inf for no limit": every particle, even one whose d2 overflowed.
         if (d2 < limit || md == inf()) found.push_back({i, d2});
     }
-    std::sort(found.begin(), found.end(), [](const hashgrid::ParticleDistance& a, const hashgrid::ParticleDistance& b) {
+    std::sort(found.begin(), found.end(), [](const hashgrid::NearestHit& a, const hashgrid::NearestHit& b) {
         return a.distance_squared != b.distance_squared ? a.distance_squared < b.distance_squared : a.index < b.index;
     });
     if (found.size() > k) found.resize(k);
@@ -149,8 +156,8 @@ void particle_queries(Input& in) {
     {
         const float centre[3] = {0.0f, 0.0f, 0.0f};
         uint32_t none[1];
-        FUZZ_CHECK(hashgrid::radius_query(grids[0], centre, 1.0f, none, 1).status.code != StatusCode::ok,
-                   "radius_query on an uninitialised grid succeeded");
+        FUZZ_CHECK(query_radius(grids[0], sphere_at(centre, 1.0f), none, 1).status.code != StatusCode::ok,
+                   "query_radius on an uninitialised grid succeeded");
     }
     for (int b = 0; b < 2; ++b) {
         FUZZ_CHECK(grids[b].init_allocate(c).ok(), "query grid init failed");
@@ -173,17 +180,16 @@ void particle_queries(Input& in) {
         const uint8_t kind = in.byte() % 6;
         if (kind == 0 || kind == 1) { // radius / point
             const float radius = kind == 0 ? query_radius_value(in, c.cell_size) : c.interaction_distance;
-            const hashgrid::ParticleQueryResult r =
-                kind == 0 ? hashgrid::radius_query(g, centre, radius, out.data(), capacity)
-                          : hashgrid::point_query(g, centre, out.data(), capacity);
+            const hashgrid::QueryResult r = kind == 0 ? query_radius(g, sphere_at(centre, radius), out.data(), capacity)
+                                                      : query_point(g, point_at(centre), out.data(), capacity);
             if (!centre_ok || std::isnan(radius) || radius < 0.0f) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query && out[0] == kSentinel,
-                           "radius_query: bad centre/radius not invalid_query");
+                           "query_radius: bad centre/radius not invalid_query");
                 continue;
             }
-            check_output(r, radius_oracle(s, centre, radius), out, capacity, "radius_query differs from brute force");
+            check_output(r, radius_oracle(s, centre, radius), out, capacity, "query_radius differs from brute force");
         } else if (kind == 2) { // box
-            hashgrid::ParticleQueryBox box;
+            hashgrid::QueryBox box;
             bool ok = true;
             for (uint32_t d = 0; d < 3; ++d) {
                 box.min[d] = d < dims ? centre[d] : 0.0f;
@@ -191,28 +197,30 @@ void particle_queries(Input& in) {
                 if (d < dims && in.below(6) == 0) box.min[d] = -inf();
                 ok = ok && !std::isnan(box.min[d]) && !std::isnan(box.max[d]) && box.min[d] <= box.max[d];
             }
-            const hashgrid::ParticleQueryResult r = hashgrid::box_query(g, box, out.data(), capacity);
+            const hashgrid::QueryResult r = query_box(g, box, out.data(), capacity);
             if (!ok) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query && out[0] == kSentinel,
-                           "box_query: bad box not invalid_query");
+                           "query_box: bad box not invalid_query");
                 continue;
             }
-            check_output(r, box_oracle(s, box), out, capacity, "box_query differs from brute force");
+            check_output(r, box_oracle(s, box), out, capacity, "query_box differs from brute force");
         } else if (kind == 3) { // frustum
-            hashgrid::ParticleFrustum f;
+            hashgrid::Frustum f = six_plane_frustum();
             bool ok = true;
             static const float normals[] = {0.0f, 1.0f, -1.0f, 0.5f, -0.25f, 2.0f, -0.0f};
-            for (auto& plane : f.plane) {
+            for (uint32_t p = 0; p < f.plane_count; ++p) {
+                hashgrid::Plane& plane = f.planes[p];
                 if (in.below(3) == 0) continue; // {0,0,0,0}: always inside
                 for (uint32_t k = 0; k < 3; ++k)
-                    plane[k] = in.pick(normals);
-                plane[3] = query_float(in, 0.0f, c.cell_size * 4.0f);
-                for (uint32_t k = 0; k < 4; ++k)
-                    ok = ok && (std::isfinite(plane[k]) || (k == 2 && dims == 2));
+                    plane.normal[k] = in.pick(normals);
+                plane.d = query_float(in, 0.0f, c.cell_size * 4.0f);
+                for (uint32_t k = 0; k < 3; ++k)
+                    ok = ok && std::isfinite(plane.normal[k]);
+                ok = ok && std::isfinite(plane.d);
             }
-            const hashgrid::ParticleQueryResult r = hashgrid::frustum_query(g, f, out.data(), capacity);
+            const hashgrid::QueryResult r = query_frustum(g, f, out.data(), capacity);
             if (!ok) {
-                FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "frustum_query: non-finite plane accepted");
+                FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_frustum: non-finite plane accepted");
                 continue;
             }
             std::vector<uint32_t> found;
@@ -220,26 +228,27 @@ void particle_queries(Input& in) {
                 float p[3];
                 point_of(s, i, p);
                 bool inside = true;
-                for (const auto& pl : f.plane) {
-                    const float xy = pl[0] * p[0] + pl[1] * p[1];
-                    const float v = dims == 3 ? (xy + pl[2] * p[2]) + pl[3] : xy + pl[3];
+                for (uint32_t j = 0; j < f.plane_count; ++j) {
+                    const hashgrid::Plane& pl = f.planes[j];
+                    const float xy = pl.normal[0] * p[0] + pl.normal[1] * p[1];
+                    const float v = dims == 3 ? (xy + pl.normal[2] * p[2]) + pl.d : xy + pl.d;
                     inside = inside && v >= 0.0f;
                 }
                 if (inside) found.push_back(i);
             }
-            check_output(r, in_sorted_order(s, found), out, capacity, "frustum_query differs from brute force");
+            check_output(r, in_sorted_order(s, found), out, capacity, "query_frustum differs from brute force");
         } else if (kind == 4) { // nearest
             const uint32_t k = in.below(6) == 0 ? 0u : 1 + in.below(20);
             const float md = in.flag() ? inf() : query_radius_value(in, c.cell_size);
-            std::vector<hashgrid::ParticleDistance> hits(capacity + 1, {kSentinel, 0.0f});
-            const hashgrid::ParticleQueryResult r = hashgrid::nearest_query(g, centre, k, md, hits.data(), capacity);
+            std::vector<hashgrid::NearestHit> hits(capacity + 1, {kSentinel, 0.0f});
+            const hashgrid::QueryResult r = query_nearest(g, nearest_at(centre, k, md), hits.data(), capacity);
             if (!centre_ok || k == 0 || std::isnan(md) || md < 0.0f) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query && hits[0].index == kSentinel,
-                           "nearest_query: bad parameters not invalid_query");
+                           "query_nearest: bad parameters not invalid_query");
                 continue;
             }
-            check_output(r, nearest_oracle(s, centre, k, md), hits, capacity, "nearest_query differs from brute force");
-        } else { // point_set_pairs
+            check_output(r, nearest_oracle(s, centre, k, md), hits, capacity, "query_nearest differs from brute force");
+        } else { // find_pairs_with
             const uint32_t m = in.below(40);
             std::vector<float> pts[3];
             uint32_t bad = 0xffffffffu;
@@ -265,15 +274,14 @@ void particle_queries(Input& in) {
             std::vector<hashgrid::Pair> got[2];
             for (int b = 0; b < 2; ++b) {
                 got[b].assign(capacity + 1, {kSentinel, kSentinel});
-                const hashgrid::ParticleQueryResult r =
-                    hashgrid::point_set_pairs(grids[b], ps, got[b].data(), capacity, backends[b]);
+                const hashgrid::QueryResult r = grids[b].find_pairs_with(ps, got[b].data(), capacity, backends[b]);
                 if (bad != 0xffffffffu) {
                     FUZZ_CHECK(r.status.code == StatusCode::invalid_query && r.status.index == bad &&
                                    got[b][0].a == kSentinel,
-                               "point_set_pairs: bad point not invalid_query at the lowest index");
+                               "find_pairs_with: bad point not invalid_query at the lowest index");
                     continue;
                 }
-                check_output(r, expect, got[b], capacity, "point_set_pairs differs from brute force");
+                check_output(r, expect, got[b], capacity, "find_pairs_with differs from brute force");
             }
         }
     }
@@ -282,7 +290,7 @@ void particle_queries(Input& in) {
     const uint32_t count = in.below(40);
     std::vector<float> qc[3];
     std::vector<float> qr(count);
-    std::vector<hashgrid::ParticleQueryBox> boxes(count);
+    std::vector<hashgrid::QueryBox> boxes(count);
     for (uint32_t d = 0; d < 3; ++d)
         qc[d].assign(count, 0.0f);
     bool finite = true;
@@ -302,7 +310,7 @@ void particle_queries(Input& in) {
     const uint64_t capacity = in.flag() ? 100000 : in.below(64);
     for (int kind = 0; kind < 3; ++kind) {
         std::vector<uint32_t> single;
-        std::vector<hashgrid::ParticleDistance> single_near;
+        std::vector<hashgrid::NearestHit> single_near;
         std::vector<uint64_t> expect_offsets(1, 0);
         for (uint32_t q = 0; q < count; ++q) {
             const float centre[3] = {qc[0][q], qc[1][q], qc[2][q]};
@@ -321,20 +329,20 @@ void particle_queries(Input& in) {
         for (int b = 0; b < 2; ++b) {
             std::vector<uint64_t> offsets(count + 1, ~uint64_t{0});
             std::vector<uint32_t> out(capacity + 1, kSentinel);
-            std::vector<hashgrid::ParticleDistance> near_out(capacity + 1, {kSentinel, 0.0f});
-            hashgrid::ParticleQueryResult r;
+            std::vector<hashgrid::NearestHit> near_out(capacity + 1, {kSentinel, 0.0f});
+            hashgrid::QueryResult r;
             if (kind == 0)
-                r = hashgrid::radius_queries(grids[b], qs, offsets.data(), count + 1, out.data(), capacity,
-                                             backends[b]);
+                r = query_radius_batch(grids[b], spheres_of(qs).data(), (qs).count, offsets.data(), count + 1,
+                                       out.data(), capacity, backends[b]);
             if (kind == 1)
-                r = hashgrid::box_queries(grids[b], boxes.data(), count, offsets.data(), count + 1, out.data(),
-                                          capacity, backends[b]);
+                r = query_box_batch(grids[b], boxes.data(), count, offsets.data(), count + 1, out.data(), capacity,
+                                    backends[b]);
             if (kind == 2)
-                r = hashgrid::nearest_queries(grids[b], qs, k, md, offsets.data(), count + 1, near_out.data(), capacity,
-                                              backends[b]);
+                r = query_nearest_batch(grids[b], nearests_of(qs, k, md).data(), (qs).count, offsets.data(), count + 1,
+                                        near_out.data(), capacity, backends[b]);
             FUZZ_CHECK(offsets == expect_offsets, "batched query: offsets differ from the single queries");
             if (kind == 2)
-                check_output(r, single_near, near_out, capacity, "nearest_queries differs from the single queries");
+                check_output(r, single_near, near_out, capacity, "query_nearest_batch differs from the single queries");
             else
                 check_output(r, single, out, capacity, "batched query differs from the single queries");
         }
@@ -408,7 +416,7 @@ void check_query(const hashgrid::QueryResult& r, const std::vector<T>& expect, c
     }
 }
 
-void box_queries(Input& in) {
+void query_box_batch(Input& in) {
     BoxScene s;
     s.config = make_box_config(in);
     if (s.config.world == hashgrid::World::bounded) s.config.out_of_bounds = hashgrid::OutOfBounds::clamp;
@@ -733,7 +741,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     install_resume_hook();
     Input in(data, size);
     if (in.flag())
-        box_queries(in);
+        query_box_batch(in);
     else
         particle_queries(in);
     return 0;

@@ -56,13 +56,12 @@ int main(int argc, char** argv) {
             std::puts("rebuild failed");
             return 1;
         }
-        const float centre[3] = {2.0f, 0.5f, 5.0f};
-        hashgrid::ParticleDistance nearest[1];
+        const hashgrid::QueryNearest query{{2.0f, 0.5f, 5.0f}, 1, std::numeric_limits<float>::infinity()};
+        hashgrid::NearestHit nearest[1];
         double best_ms = 1e30;
         for (int rep = 0; rep < reps; ++rep) {
             const auto t0 = std::chrono::steady_clock::now();
-            const hashgrid::ParticleQueryResult r =
-                hashgrid::nearest_query(grid, centre, 1, std::numeric_limits<float>::infinity(), nearest, 1);
+            const hashgrid::QueryResult r = hashgrid::query_nearest(grid, query, nearest, 1);
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             if (!r.status.ok() || r.total != 1) {
                 std::puts("query failed");

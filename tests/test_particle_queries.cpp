@@ -59,7 +59,7 @@ std::vector<uint32_t> oracle_radius(const Scene& s, const std::vector<uint32_t>&
     return by_position(out, pos);
 }
 
-std::vector<uint32_t> oracle_box(const Scene& s, const std::vector<uint32_t>& pos, const ParticleQueryBox& b) {
+std::vector<uint32_t> oracle_box(const Scene& s, const std::vector<uint32_t>& pos, const QueryBox& b) {
     std::vector<uint32_t> out;
     for (uint32_t i = 0; i < s.size(); ++i) {
         bool inside = true;
@@ -70,14 +70,15 @@ std::vector<uint32_t> oracle_box(const Scene& s, const std::vector<uint32_t>& po
     return by_position(out, pos);
 }
 
-std::vector<uint32_t> oracle_frustum(const Scene& s, const std::vector<uint32_t>& pos, const ParticleFrustum& f) {
+std::vector<uint32_t> oracle_frustum(const Scene& s, const std::vector<uint32_t>& pos, const Frustum& f) {
     std::vector<uint32_t> out;
     for (uint32_t i = 0; i < s.size(); ++i) {
         bool inside = true;
-        for (const auto& pl : f.plane) {
-            float value = rounded_mul(pl[0], s.x[i]) + rounded_mul(pl[1], s.y[i]);
-            if (s.dims == 3) value = value + rounded_mul(pl[2], s.z[i]);
-            value = value + pl[3];
+        for (uint32_t p = 0; p < f.plane_count; ++p) {
+            const hashgrid::Plane& pl = f.planes[p];
+            float value = rounded_mul(pl.normal[0], s.x[i]) + rounded_mul(pl.normal[1], s.y[i]);
+            if (s.dims == 3) value = value + rounded_mul(pl.normal[2], s.z[i]);
+            value = value + pl.d;
             inside = inside && value >= 0.0f;
         }
         if (inside) out.push_back(i);
@@ -85,14 +86,14 @@ std::vector<uint32_t> oracle_frustum(const Scene& s, const std::vector<uint32_t>
     return by_position(out, pos);
 }
 
-std::vector<ParticleDistance> oracle_nearest(const Scene& s, const float* c, uint32_t k, float max_distance) {
+std::vector<NearestHit> oracle_nearest(const Scene& s, const float* c, uint32_t k, float max_distance) {
     const float max_r2 = rounded_mul(max_distance, max_distance);
-    std::vector<ParticleDistance> all;
+    std::vector<NearestHit> all;
     for (uint32_t i = 0; i < s.size(); ++i) {
         const float d2 = point_distance2(s, i, c);
         if (max_distance == kInf || d2 < max_r2) all.push_back({i, d2});
     }
-    std::sort(all.begin(), all.end(), [](const ParticleDistance& a, const ParticleDistance& b) {
+    std::sort(all.begin(), all.end(), [](const NearestHit& a, const NearestHit& b) {
         return a.distance_squared != b.distance_squared ? a.distance_squared < b.distance_squared : a.index < b.index;
     });
     if (all.size() > k) all.resize(k);
@@ -115,18 +116,18 @@ std::vector<Pair> oracle_point_set(const Scene& grid_scene, const std::vector<ui
 // that nothing past the written prefix was touched.
 
 bool same(uint32_t a, uint32_t b) { return a == b; }
-bool same(const ParticleDistance& a, const ParticleDistance& b) {
+bool same(const NearestHit& a, const NearestHit& b) {
     return a.index == b.index && float_bits(a.distance_squared) == float_bits(b.distance_squared);
 }
 bool same(const Pair& a, const Pair& b) { return a.a == b.a && a.b == b.b; }
 template <typename T>
 T sentinel() {
     T t;
-    std::memset(&t, 0xef, sizeof(T));
+    std::memset(static_cast<void*>(&t), 0xef, sizeof(T));
     return t;
 }
 std::string text(uint32_t v) { return std::to_string(v); }
-std::string text(const ParticleDistance& v) {
+std::string text(const NearestHit& v) {
     return "{" + std::to_string(v.index) + "," + std::to_string(v.distance_squared) + "}";
 }
 std::string text(const Pair& p) { return pair_text(p); }
@@ -147,7 +148,7 @@ template <typename T, typename Run>
 std::string check_output(const std::vector<T>& expected, Run&& run, bool every_capacity) {
     for (uint64_t cap : capacities_for(expected.size(), every_capacity)) {
         std::vector<T> buf(static_cast<size_t>(cap) + 4, sentinel<T>());
-        const ParticleQueryResult r = run(cap == 0 ? nullptr : buf.data(), cap);
+        const QueryResult r = run(cap == 0 ? nullptr : buf.data(), cap);
         const std::string at = " (capacity " + std::to_string(cap) + ")";
         if (r.total != expected.size())
             return "total " + std::to_string(r.total) + " expected " + std::to_string(expected.size()) + at;
@@ -302,8 +303,8 @@ float random_radius(Rng& rng, const GridConfig& c) {
     }
 }
 
-ParticleQueryBox random_box(Rng& rng, const Scene& s, const GridConfig& c, const Extent& e) {
-    ParticleQueryBox b;
+QueryBox random_box(Rng& rng, const Scene& s, const GridConfig& c, const Extent& e) {
+    QueryBox b;
     float centre[3];
     random_centre(rng, s, c, e, centre);
     const uint32_t kind = rng.below(6);
@@ -332,12 +333,13 @@ ParticleQueryBox random_box(Rng& rng, const Scene& s, const GridConfig& c, const
 
 /// Six planes around a random centre (so the frustum holds it), or special
 /// shapes: inside-out, a zero-thickness slab, huge, all-space, nothing.
-ParticleFrustum random_frustum(Rng& rng, const Scene& s, const GridConfig& c, const Extent& e) {
-    ParticleFrustum f;
+Frustum random_frustum(Rng& rng, const Scene& s, const GridConfig& c, const Extent& e) {
+    Frustum f = six_plane_frustum();
     float centre[3];
     random_centre(rng, s, c, e, centre);
     const uint32_t kind = rng.below(8);
-    for (auto& pl : f.plane) {
+    for (uint32_t p = 0; p < f.plane_count; ++p) {
+        hashgrid::Plane& pl = f.planes[p];
         const float nx = rng.uniform(-1.0f, 1.0f);
         const float ny = rng.uniform(-1.0f, 1.0f);
         const float nz = s.dims == 3 ? rng.uniform(-1.0f, 1.0f) : 0.0f;
@@ -345,15 +347,14 @@ ParticleFrustum random_frustum(Rng& rng, const Scene& s, const GridConfig& c, co
         if (kind == 5) w = rounded_mul(c.cell_size, 1e5f); // far larger than the world
         float dot = rounded_mul(nx, centre[0]) + rounded_mul(ny, centre[1]);
         dot = dot + rounded_mul(nz, centre[2]);
-        pl[0] = nx;
-        pl[1] = ny;
-        pl[2] = nz;
-        pl[3] = w - dot;
+        pl.normal[0] = nx;
+        pl.normal[1] = ny;
+        pl.normal[2] = nz;
+        pl.d = w - dot;
     }
     if (kind == 6) // inside-out: the complement half-spaces
-        for (auto& pl : f.plane)
-            for (float& v : pl)
-                v = -v;
+        for (uint32_t p = 0; p < f.plane_count; ++p)
+            f.planes[p] = {{-f.planes[p].normal[0], -f.planes[p].normal[1], -f.planes[p].normal[2]}, -f.planes[p].d};
     if (kind == 7) { // a zero-thickness slab through a particle (or the centre)
         const float* p = centre;
         float q[3] = {0, 0, 0};
@@ -364,19 +365,18 @@ ParticleFrustum random_frustum(Rng& rng, const Scene& s, const GridConfig& c, co
             q[2] = s.z[i];
             p = q;
         }
-        f.plane[0][0] = 0.0f;
-        f.plane[0][1] = 1.0f;
-        f.plane[0][2] = 0.0f;
-        f.plane[0][3] = -p[1];
-        f.plane[1][0] = 0.0f;
-        f.plane[1][1] = -1.0f;
-        f.plane[1][2] = 0.0f;
-        f.plane[1][3] = p[1];
+        f.planes[0].normal[0] = 0.0f;
+        f.planes[0].normal[1] = 1.0f;
+        f.planes[0].normal[2] = 0.0f;
+        f.planes[0].d = -p[1];
+        f.planes[1].normal[0] = 0.0f;
+        f.planes[1].normal[1] = -1.0f;
+        f.planes[1].normal[2] = 0.0f;
+        f.planes[1].d = p[1];
     }
     if (kind == 4 && rng.coin()) // all planes always true
-        for (auto& pl : f.plane)
-            for (float& v : pl)
-                v = 0.0f;
+        for (uint32_t p = 0; p < f.plane_count; ++p)
+            f.planes[p] = hashgrid::Plane{};
     return f;
 }
 
@@ -443,26 +443,29 @@ void check_scene(const std::string& name, const Scene& s, const GridConfig& conf
         float c[3];
         random_centre(rng, s, config, e, c);
         const float r = random_radius(rng, config);
-        f.add("radius", check_output(
-                            tally(0, oracle_radius(s, b.pos, c, r)),
-                            [&](uint32_t* out, uint64_t cap) { return radius_query(grid, c, r, out, cap); }, every));
-        f.add("point", check_output(
-                           tally(1, oracle_radius(s, b.pos, c, distance)),
-                           [&](uint32_t* out, uint64_t cap) { return point_query(grid, c, out, cap); }, every));
-        const ParticleQueryBox box = random_box(rng, s, config, e);
+        f.add("radius",
+              check_output(
+                  tally(0, oracle_radius(s, b.pos, c, r)),
+                  [&](uint32_t* out, uint64_t cap) { return query_radius(grid, sphere_at(c, r), out, cap); }, every));
+        f.add("point",
+              check_output(
+                  tally(1, oracle_radius(s, b.pos, c, distance)),
+                  [&](uint32_t* out, uint64_t cap) { return query_point(grid, point_at(c), out, cap); }, every));
+        const QueryBox box = random_box(rng, s, config, e);
         f.add("box", check_output(
                          tally(2, oracle_box(s, b.pos, box)),
-                         [&](uint32_t* out, uint64_t cap) { return box_query(grid, box, out, cap); }, every));
-        const ParticleFrustum fr = random_frustum(rng, s, config, e);
+                         [&](uint32_t* out, uint64_t cap) { return query_box(grid, box, out, cap); }, every));
+        const Frustum fr = random_frustum(rng, s, config, e);
         f.add("frustum", check_output(
                              tally(3, oracle_frustum(s, b.pos, fr)),
-                             [&](uint32_t* out, uint64_t cap) { return frustum_query(grid, fr, out, cap); }, every));
+                             [&](uint32_t* out, uint64_t cap) { return query_frustum(grid, fr, out, cap); }, every));
         const uint32_t k = random_k(rng, s);
         const float md = random_max_distance(rng, config);
         f.add("nearest k=" + std::to_string(k),
               check_output(
                   tally(4, oracle_nearest(s, c, k, md)),
-                  [&](ParticleDistance* out, uint64_t cap) { return nearest_query(grid, c, k, md, out, cap); }, every));
+                  [&](NearestHit* out, uint64_t cap) { return query_nearest(grid, nearest_at(c, k, md), out, cap); },
+                  every));
         if (f.count != 0 && f.first.find("query") == std::string::npos)
             f.first += " [query " + std::to_string(q) + " c=(" + std::to_string(c[0]) + "," + std::to_string(c[1]) +
                        "," + std::to_string(c[2]) + ")]";
@@ -547,34 +550,37 @@ TEST_CASE("unbounded worlds far from the origin and across the wrap seam: every 
             const float c[3] = {fs.scene.x[i], fs.scene.y[i], fs.scene.z[i]};
             const float radii[4] = {0.5f, 2.0f, 1.0e30f, kInf};
             const float r = radii[rng.below(4)];
-            f.add("radius", check_output(
-                                oracle_radius(fs.scene, b.pos, c, r),
-                                [&](uint32_t* out, uint64_t cap) { return radius_query(grid, c, r, out, cap); }, true));
-            ParticleQueryBox box;
+            f.add("radius",
+                  check_output(
+                      oracle_radius(fs.scene, b.pos, c, r),
+                      [&](uint32_t* out, uint64_t cap) { return query_radius(grid, sphere_at(c, r), out, cap); },
+                      true));
+            QueryBox box;
             for (uint32_t a = 0; a < 3; ++a) {
                 box.min[a] = rng.coin() ? c[a] : -kInf;
                 box.max[a] = rng.coin() ? c[a] : kInf;
             }
             f.add("box", check_output(
                              oracle_box(fs.scene, b.pos, box),
-                             [&](uint32_t* out, uint64_t cap) { return box_query(grid, box, out, cap); }, true));
+                             [&](uint32_t* out, uint64_t cap) { return query_box(grid, box, out, cap); }, true));
             const uint32_t k = 1 + rng.below(6);
             const float md = rng.coin() ? kInf : 1.0f;
-            f.add("nearest",
-                  check_output(
-                      oracle_nearest(fs.scene, c, k, md),
-                      [&](ParticleDistance* out, uint64_t cap) { return nearest_query(grid, c, k, md, out, cap); },
-                      true));
-            ParticleFrustum fr; // two slabs through the particle: x = c.x and y = c.y
-            fr.plane[0][0] = 1.0f;
-            fr.plane[0][3] = -c[0];
-            fr.plane[1][0] = -1.0f;
-            fr.plane[1][3] = c[0];
-            fr.plane[2][1] = 1.0f;
-            fr.plane[2][3] = -c[1];
+            f.add("nearest", check_output(
+                                 oracle_nearest(fs.scene, c, k, md),
+                                 [&](NearestHit* out, uint64_t cap) {
+                                     return query_nearest(grid, nearest_at(c, k, md), out, cap);
+                                 },
+                                 true));
+            Frustum fr = six_plane_frustum(); // two slabs through the particle: x = c.x and y = c.y
+            fr.planes[0].normal[0] = 1.0f;
+            fr.planes[0].d = -c[0];
+            fr.planes[1].normal[0] = -1.0f;
+            fr.planes[1].d = c[0];
+            fr.planes[2].normal[1] = 1.0f;
+            fr.planes[2].d = -c[1];
             f.add("frustum", check_output(
                                  oracle_frustum(fs.scene, b.pos, fr),
-                                 [&](uint32_t* out, uint64_t cap) { return frustum_query(grid, fr, out, cap); }, true));
+                                 [&](uint32_t* out, uint64_t cap) { return query_frustum(grid, fr, out, cap); }, true));
         }
         CHECK_MESSAGE(f.count == 0, name, ": ", f.count, " failures, first: ", f.first);
     }
@@ -592,13 +598,14 @@ TEST_CASE("radius spanning many cells, and centres far outside the occupied cell
             for (float r : radii) {
                 const std::string d = check_output(
                     oracle_radius(s, b.pos, c, r),
-                    [&](uint32_t* out, uint64_t cap) { return radius_query(**b.grid, c, r, out, cap); }, false);
+                    [&](uint32_t* out, uint64_t cap) { return query_radius(**b.grid, sphere_at(c, r), out, cap); },
+                    false);
                 CHECK_MESSAGE(d.empty(), world_name(w), " r=", r, ": ", d);
                 for (uint32_t k : {1u, 7u, 400u, 1000u}) {
                     const std::string dn = check_output(
                         oracle_nearest(s, c, k, kInf),
-                        [&](ParticleDistance* out, uint64_t cap) {
-                            return nearest_query(**b.grid, c, k, kInf, out, cap);
+                        [&](NearestHit* out, uint64_t cap) {
+                            return query_nearest(**b.grid, nearest_at(c, k, kInf), out, cap);
                         },
                         false);
                     CHECK_MESSAGE(dn.empty(), world_name(w), " k=", k, ": ", dn);
@@ -608,7 +615,7 @@ TEST_CASE("radius spanning many cells, and centres far outside the occupied cell
 }
 
 // A long, nearly empty bounded world (a million cells along y, a few
-// particles at the far end): nearest_query used to scan every shell through
+// particles at the far end): query_nearest used to scan every shell through
 // its whole clipped interior, O(shells^2) cell visits (minutes here); it now
 // scans only shell faces and walks the occupied cells once the shells would
 // look at more cells than that. A regression shows as a CTest timeout; the
@@ -639,32 +646,33 @@ TEST_CASE("nearest and wide queries in a long empty bounded world cost the occup
                     for (float md : {kInf, 1.5e6f, 10.0f}) {
                         const std::string d = check_output(
                             oracle_nearest(s, c, k, md),
-                            [&](ParticleDistance* out, uint64_t cap) {
-                                return nearest_query(**b.grid, c, k, md, out, cap);
+                            [&](NearestHit* out, uint64_t cap) {
+                                return query_nearest(**b.grid, nearest_at(c, k, md), out, cap);
                             },
                             true);
                         CHECK_MESSAGE(d.empty(), "dims ", dims, " k=", k, " max=", md, ": ", d);
                     }
                 const std::string dr = check_output(
                     oracle_radius(s, b.pos, c, 3.0e6f),
-                    [&](uint32_t* out, uint64_t cap) { return radius_query(**b.grid, c, 3.0e6f, out, cap); }, true);
+                    [&](uint32_t* out, uint64_t cap) { return query_radius(**b.grid, sphere_at(c, 3.0e6f), out, cap); },
+                    true);
                 CHECK_MESSAGE(dr.empty(), "radius: ", dr);
             }
-            ParticleQueryBox box;
+            QueryBox box;
             for (uint32_t a = 0; a < 3; ++a) {
                 box.min[a] = -kInf;
                 box.max[a] = kInf;
             }
             const std::string db = check_output(
                 oracle_box(s, b.pos, box),
-                [&](uint32_t* out, uint64_t cap) { return box_query(**b.grid, box, out, cap); }, true);
+                [&](uint32_t* out, uint64_t cap) { return query_box(**b.grid, box, out, cap); }, true);
             CHECK_MESSAGE(db.empty(), "box: ", db);
-            ParticleFrustum f; // y >= 1000 only
-            f.plane[0][1] = 1.0f;
-            f.plane[0][3] = -1000.0f;
+            Frustum f = six_plane_frustum(); // y >= 1000 only
+            f.planes[0].normal[1] = 1.0f;
+            f.planes[0].d = -1000.0f;
             const std::string df = check_output(
                 oracle_frustum(s, b.pos, f),
-                [&](uint32_t* out, uint64_t cap) { return frustum_query(**b.grid, f, out, cap); }, true);
+                [&](uint32_t* out, uint64_t cap) { return query_frustum(**b.grid, f, out, cap); }, true);
             CHECK_MESSAGE(df.empty(), "frustum: ", df);
         }
 }
@@ -681,20 +689,19 @@ TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") 
             const std::string d = check_output(
                 expected,
                 [&](Pair* out, uint64_t cap) {
-                    return point_set_pairs(**b.grid, points.spans(), out, cap, serial_backend());
+                    return (**b.grid).find_pairs_with(points.spans(), out, cap, serial_backend());
                 },
                 false);
             CHECK_MESSAGE(d.empty(), dims, "D ", world_name(w), ": ", d);
             for (uint32_t threads : {1u, 2u, 4u, 8u}) {
                 ParallelBackend pb(threads);
                 std::vector<Pair> got(expected.size() + 1);
-                const ParticleQueryResult r =
-                    point_set_pairs(**b.grid, points.spans(), got.data(), got.size(), pb.backend());
+                const QueryResult r = (**b.grid).find_pairs_with(points.spans(), got.data(), got.size(), pb.backend());
                 CHECK(r.status.ok());
                 CHECK(diff_pairs(expected, got.data(), r.written).empty());
                 // A too-small buffer gets the same prefix with any thread count.
                 const uint64_t half = expected.size() / 2;
-                const ParticleQueryResult h = point_set_pairs(**b.grid, points.spans(), got.data(), half, pb.backend());
+                const QueryResult h = (**b.grid).find_pairs_with(points.spans(), got.data(), half, pb.backend());
                 CHECK(h.status.code == StatusCode::output_too_small);
                 CHECK(h.status.needed == expected.size());
                 CHECK(diff_pairs(std::vector<Pair>(expected.begin(), expected.begin() + static_cast<long>(half)),
@@ -716,7 +723,7 @@ TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") 
     const Built b = build(s, config);
     const std::string d = check_output(
         oracle_point_set(s, b.pos, points, 1.0f),
-        [&](Pair* out, uint64_t cap) { return point_set_pairs(**b.grid, points.spans(), out, cap, serial_backend()); },
+        [&](Pair* out, uint64_t cap) { return (**b.grid).find_pairs_with(points.spans(), out, cap, serial_backend()); },
         true);
     CHECK_MESSAGE(d.empty(), d);
 }
@@ -724,10 +731,10 @@ TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") 
 namespace {
 
 struct BatchOut {
-    ParticleQueryResult result;
+    QueryResult result;
     std::vector<uint64_t> offsets;
     std::vector<uint32_t> indices;
-    std::vector<ParticleDistance> neighbors;
+    std::vector<NearestHit> neighbors;
 };
 
 bool same_batch(const BatchOut& a, const BatchOut& b) {
@@ -753,7 +760,7 @@ TEST_CASE("batched queries equal the single queries, for every backend and too-s
             Scene centres;
             centres.dims = dims;
             std::vector<float> radii(q);
-            std::vector<ParticleQueryBox> boxes(q);
+            std::vector<QueryBox> boxes(q);
             for (uint32_t i = 0; i < q; ++i) {
                 float c[3];
                 random_centre(rng, s, config, e, c);
@@ -772,16 +779,16 @@ TEST_CASE("batched queries equal the single queries, for every backend and too-s
             for (uint32_t i = 0; i < q; ++i) {
                 const float c[3] = {centres.x[i], centres.y[i], centres.z[i]};
                 std::vector<uint32_t> buf(s.size() + 1);
-                ParticleQueryResult r = radius_query(grid, c, radii[i], buf.data(), buf.size());
+                QueryResult r = query_radius(grid, sphere_at(c, radii[i]), buf.data(), buf.size());
                 single[0].indices.insert(single[0].indices.end(), buf.begin(),
                                          buf.begin() + static_cast<long>(r.written));
                 single[0].offsets.push_back(single[0].indices.size());
-                r = box_query(grid, boxes[i], buf.data(), buf.size());
+                r = query_box(grid, boxes[i], buf.data(), buf.size());
                 single[1].indices.insert(single[1].indices.end(), buf.begin(),
                                          buf.begin() + static_cast<long>(r.written));
                 single[1].offsets.push_back(single[1].indices.size());
-                std::vector<ParticleDistance> nb(k);
-                r = nearest_query(grid, c, k, md, nb.data(), k);
+                std::vector<NearestHit> nb(k);
+                r = query_nearest(grid, nearest_at(c, k, md), nb.data(), k);
                 single[2].neighbors.insert(single[2].neighbors.end(), nb.begin(),
                                            nb.begin() + static_cast<long>(r.written));
                 single[2].offsets.push_back(single[2].neighbors.size());
@@ -796,16 +803,18 @@ TEST_CASE("batched queries equal the single queries, for every backend and too-s
                     const uint64_t cap = total * capacity_fraction_num / den;
                     out[kind].offsets.assign(q + 1, ~uint64_t{0});
                     if (kind == 2) {
-                        out[kind].neighbors.assign(cap, ParticleDistance{0, 0.0f});
-                        out[kind].result = nearest_queries(grid, centres.spans(), k, md, out[kind].offsets.data(),
-                                                           q + 1, out[kind].neighbors.data(), cap, backend);
+                        out[kind].neighbors.assign(cap, NearestHit{0, 0.0f});
+                        out[kind].result = query_nearest_batch(grid, nearests_of(centres.spans(), k, md).data(),
+                                                               (centres.spans()).count, out[kind].offsets.data(), q + 1,
+                                                               out[kind].neighbors.data(), cap, backend);
                         out[kind].neighbors.resize(out[kind].result.written);
                     } else {
                         out[kind].indices.assign(cap, 0);
-                        out[kind].result = kind == 0 ? radius_queries(grid, rq, out[kind].offsets.data(), q + 1,
-                                                                      out[kind].indices.data(), cap, backend)
-                                                     : box_queries(grid, boxes.data(), q, out[kind].offsets.data(),
-                                                                   q + 1, out[kind].indices.data(), cap, backend);
+                        out[kind].result = kind == 0 ? query_radius_batch(grid, spheres_of(rq).data(), (rq).count,
+                                                                          out[kind].offsets.data(), q + 1,
+                                                                          out[kind].indices.data(), cap, backend)
+                                                     : query_box_batch(grid, boxes.data(), q, out[kind].offsets.data(),
+                                                                       q + 1, out[kind].indices.data(), cap, backend);
                         out[kind].indices.resize(out[kind].result.written);
                     }
                     const bool fits = cap >= total;
@@ -848,19 +857,19 @@ TEST_CASE("bad input and unbuilt grids") {
     Grid& grid = **owned;
     const float c[3] = {1, 1, 1};
     uint32_t out[8];
-    ParticleDistance nb[8];
+    NearestHit nb[8];
     Pair pairs[8];
     uint64_t offsets[4];
-    ParticleQueryBox box;
-    ParticleFrustum fr;
+    QueryBox box;
+    Frustum fr = six_plane_frustum();
     box.max[0] = box.max[1] = box.max[2] = 5.0f;
     auto all_codes = [&](StatusCode code, uint64_t cap) {
-        CHECK(radius_query(grid, c, 1.0f, out, cap).status.code == code);
-        CHECK(point_query(grid, c, out, cap).status.code == code);
-        CHECK(box_query(grid, box, out, cap).status.code == code);
-        CHECK(frustum_query(grid, fr, out, cap).status.code == code);
-        CHECK(nearest_query(grid, c, 3, kInf, nb, cap).status.code == code);
-        CHECK(point_set_pairs(grid, s.spans(), pairs, cap, serial_backend()).status.code == code);
+        CHECK(query_radius(grid, sphere_at(c, 1.0f), out, cap).status.code == code);
+        CHECK(query_point(grid, point_at(c), out, cap).status.code == code);
+        CHECK(query_box(grid, box, out, cap).status.code == code);
+        CHECK(query_frustum(grid, fr, out, cap).status.code == code);
+        CHECK(query_nearest(grid, nearest_at(c, 3, kInf), nb, cap).status.code == code);
+        CHECK(grid.find_pairs_with(s.spans(), pairs, cap, serial_backend()).status.code == code);
     };
     all_codes(StatusCode::not_built, 8); // initialised, never rebuilt
     REQUIRE(grid.rebuild(s.spans(), serial_backend()).ok());
@@ -869,29 +878,29 @@ TEST_CASE("bad input and unbuilt grids") {
     const float nan_c[3] = {1, kNaN, 1};
     const float inf_c[3] = {kInf, 1, 1};
     for (const float* bad : {nan_c, inf_c}) {
-        CHECK(radius_query(grid, bad, 1.0f, out, 8).status.code == StatusCode::invalid_query);
-        CHECK(point_query(grid, bad, out, 8).status.code == StatusCode::invalid_query);
-        CHECK(nearest_query(grid, bad, 3, kInf, nb, 8).status.code == StatusCode::invalid_query);
+        CHECK(query_radius(grid, sphere_at(bad, 1.0f), out, 8).status.code == StatusCode::invalid_query);
+        CHECK(query_point(grid, point_at(bad), out, 8).status.code == StatusCode::invalid_query);
+        CHECK(query_nearest(grid, nearest_at(bad, 3, kInf), nb, 8).status.code == StatusCode::invalid_query);
     }
-    CHECK(radius_query(grid, c, -1.0f, out, 8).status.code == StatusCode::invalid_query);
-    CHECK(radius_query(grid, c, kNaN, out, 8).status.code == StatusCode::invalid_query);
-    CHECK(radius_query(grid, c, 0.0f, out, 8).status.ok());
-    CHECK(nearest_query(grid, c, 0, kInf, nb, 8).status.code == StatusCode::invalid_query);
-    CHECK(nearest_query(grid, c, 3, kNaN, nb, 8).status.code == StatusCode::invalid_query);
-    CHECK(nearest_query(grid, c, 3, -0.5f, nb, 8).status.code == StatusCode::invalid_query);
-    ParticleQueryBox inverted;
+    CHECK(query_radius(grid, sphere_at(c, -1.0f), out, 8).status.code == StatusCode::invalid_query);
+    CHECK(query_radius(grid, sphere_at(c, kNaN), out, 8).status.code == StatusCode::invalid_query);
+    CHECK(query_radius(grid, sphere_at(c, 0.0f), out, 8).status.ok());
+    CHECK(query_nearest(grid, nearest_at(c, 0, kInf), nb, 8).status.code == StatusCode::invalid_query);
+    CHECK(query_nearest(grid, nearest_at(c, 3, kNaN), nb, 8).status.code == StatusCode::invalid_query);
+    CHECK(query_nearest(grid, nearest_at(c, 3, -0.5f), nb, 8).status.code == StatusCode::invalid_query);
+    QueryBox inverted;
     inverted.min[1] = 2.0f;
     inverted.max[1] = 1.0f;
-    CHECK(box_query(grid, inverted, out, 8).status.code == StatusCode::invalid_query);
-    ParticleQueryBox nan_box;
+    CHECK(query_box(grid, inverted, out, 8).status.code == StatusCode::invalid_query);
+    QueryBox nan_box;
     nan_box.max[2] = kNaN;
-    CHECK(box_query(grid, nan_box, out, 8).status.code == StatusCode::invalid_query);
-    ParticleFrustum nan_fr;
-    nan_fr.plane[4][3] = kNaN;
-    CHECK(frustum_query(grid, nan_fr, out, 8).status.code == StatusCode::invalid_query);
-    ParticleFrustum inf_fr;
-    inf_fr.plane[2][0] = kInf;
-    CHECK(frustum_query(grid, inf_fr, out, 8).status.code == StatusCode::invalid_query);
+    CHECK(query_box(grid, nan_box, out, 8).status.code == StatusCode::invalid_query);
+    Frustum nan_fr = six_plane_frustum();
+    nan_fr.planes[4].d = kNaN;
+    CHECK(query_frustum(grid, nan_fr, out, 8).status.code == StatusCode::invalid_query);
+    Frustum inf_fr = six_plane_frustum();
+    inf_fr.planes[2].normal[0] = kInf;
+    CHECK(query_frustum(grid, inf_fr, out, 8).status.code == StatusCode::invalid_query);
 
     // Batches: lowest offending query, nothing written to out.
     Scene pts;
@@ -905,47 +914,50 @@ TEST_CASE("bad input and unbuilt grids") {
     rq.radius = radii.data();
     std::vector<uint64_t> offs(5);
     std::fill(std::begin(out), std::end(out), kSentinel);
-    ParticleQueryResult r = radius_queries(grid, rq, offs.data(), 5, out, 8, serial_backend());
+    QueryResult r =
+        query_radius_batch(grid, spheres_of(rq).data(), (rq).count, offs.data(), 5, out, 8, serial_backend());
     CHECK(r.status.code == StatusCode::invalid_query);
     CHECK(r.status.index == 1);
     CHECK(r.status.count == 3);
     CHECK(out[0] == kSentinel);
-    r = nearest_queries(grid, pts.spans(), 2, kInf, offs.data(), 5, nb, 8, serial_backend());
+    r = query_nearest_batch(grid, nearests_of(pts.spans(), 2, kInf).data(), (pts.spans()).count, offs.data(), 5, nb, 8,
+                            serial_backend());
     CHECK(r.status.code == StatusCode::invalid_query);
     CHECK(r.status.index == 1);
-    CHECK(nearest_queries(grid, pts.spans(), 0, kInf, offs.data(), 5, nb, 8, serial_backend()).status.code ==
-          StatusCode::invalid_query);
-    r = point_set_pairs(grid, pts.spans(), pairs, 8, serial_backend());
+    CHECK(query_nearest_batch(grid, nearests_of(pts.spans(), 0, kInf).data(), (pts.spans()).count, offs.data(), 5, nb,
+                              8, serial_backend())
+              .status.code == StatusCode::invalid_query);
+    r = grid.find_pairs_with(pts.spans(), pairs, 8, serial_backend());
     CHECK(r.status.code == StatusCode::invalid_query);
     CHECK(r.status.index == 1);
     CHECK(r.status.count == 2);
-    ParticleQueryBox boxes[3];
+    QueryBox boxes[3];
     boxes[2] = inverted;
-    r = box_queries(grid, boxes, 3, offsets, 4, out, 8, serial_backend());
+    r = query_box_batch(grid, boxes, 3, offsets, 4, out, 8, serial_backend());
     CHECK(r.status.code == StatusCode::invalid_query);
     CHECK(r.status.index == 2);
     // Offsets too small: needed = count + 1, nothing written.
-    r = box_queries(grid, boxes, 3, offsets, 3, out, 8, serial_backend());
+    r = query_box_batch(grid, boxes, 3, offsets, 3, out, 8, serial_backend());
     CHECK(r.status.code == StatusCode::output_too_small);
     CHECK(r.status.needed == 4);
     // Empty batches.
-    r = box_queries(grid, boxes, 0, offsets, 1, nullptr, 0, serial_backend());
+    r = query_box_batch(grid, boxes, 0, offsets, 1, nullptr, 0, serial_backend());
     CHECK(r.status.ok());
     CHECK(offsets[0] == 0);
 
     // A rejected frame keeps the previous one queryable; a cell_capacity
     // failure leaves the grid unbuilt.
-    const uint64_t before = radius_query(grid, c, 2.0f, nullptr, 0).total;
+    const uint64_t before = query_radius(grid, sphere_at(c, 2.0f), nullptr, 0).total;
     Scene bad = s;
     bad.x[5] = kNaN;
     CHECK(grid.rebuild(bad.spans(), serial_backend()).code == StatusCode::invalid_position);
-    CHECK(radius_query(grid, c, 2.0f, nullptr, 0).total == before);
+    CHECK(query_radius(grid, sphere_at(c, 2.0f), nullptr, 0).total == before);
     GridConfig tiny = config;
     tiny.max_cells = 2;
     auto small = make_grid(tiny);
     REQUIRE(small->init_status.ok());
     CHECK((*small)->rebuild(s.spans(), serial_backend()).code == StatusCode::cell_capacity);
-    CHECK(radius_query(**small, c, 1.0f, out, 8).status.code == StatusCode::not_built);
+    CHECK(query_radius(**small, sphere_at(c, 1.0f), out, 8).status.code == StatusCode::not_built);
 }
 
 // ---------------------------------------------------------------------------
@@ -982,24 +994,24 @@ uint64_t golden_hash(uint32_t which, const ThreadBackend& backend) {
     const Extent e = extent_of(s);
     Fnv1a h;
     std::vector<uint32_t> buf(s.size() + 1);
-    std::vector<ParticleDistance> nb(64);
+    std::vector<NearestHit> nb(64);
     for (uint32_t q = 0; q < 40; ++q) {
         float c[3];
         random_centre(rng, s, config, e, c);
         const float r = rounded_mul(cell, rng.uniform(0.0f, 3.0f));
-        ParticleQueryResult res = radius_query(grid, c, r, buf.data(), buf.size());
+        QueryResult res = query_radius(grid, sphere_at(c, r), buf.data(), buf.size());
         h.u64(res.total);
         for (uint64_t i = 0; i < res.written; ++i)
             h.u32(buf[i]);
-        res = box_query(grid, random_box(rng, s, config, e), buf.data(), buf.size());
+        res = query_box(grid, random_box(rng, s, config, e), buf.data(), buf.size());
         h.u64(res.total);
         for (uint64_t i = 0; i < res.written; ++i)
             h.u32(buf[i]);
-        res = frustum_query(grid, random_frustum(rng, s, config, e), buf.data(), buf.size());
+        res = query_frustum(grid, random_frustum(rng, s, config, e), buf.data(), buf.size());
         h.u64(res.total);
         for (uint64_t i = 0; i < res.written; ++i)
             h.u32(buf[i]);
-        res = nearest_query(grid, c, 1 + q % 20, q % 3 == 0 ? 2.0f * cell : kInf, nb.data(), nb.size());
+        res = query_nearest(grid, nearest_at(c, 1 + q % 20, q % 3 == 0 ? 2.0f * cell : kInf), nb.data(), nb.size());
         h.u64(res.total);
         for (uint64_t i = 0; i < res.written; ++i) {
             h.u32(nb[i].index);
@@ -1008,12 +1020,13 @@ uint64_t golden_hash(uint32_t which, const ThreadBackend& backend) {
     }
     const Scene points = uniform_scene(rng, s.dims, 500, e.lo[0], e.hi[0]);
     std::vector<Pair> pairs(s.size() * 64);
-    const ParticleQueryResult pr = point_set_pairs(grid, points.spans(), pairs.data(), pairs.size(), backend);
+    const QueryResult pr = grid.find_pairs_with(points.spans(), pairs.data(), pairs.size(), backend);
     h.u64(hash_pairs(pairs.data(), pr.written));
     std::vector<uint64_t> offsets(points.size() + 1);
-    std::vector<ParticleDistance> knn(points.size() * 5);
-    const ParticleQueryResult kr =
-        nearest_queries(grid, points.spans(), 5, kInf, offsets.data(), offsets.size(), knn.data(), knn.size(), backend);
+    std::vector<NearestHit> knn(points.size() * 5);
+    const QueryResult kr =
+        query_nearest_batch(grid, nearests_of(points.spans(), 5, kInf).data(), (points.spans()).count, offsets.data(),
+                            offsets.size(), knn.data(), knn.size(), backend);
     for (uint64_t o : offsets)
         h.u64(o);
     for (uint64_t i = 0; i < kr.written; ++i) {

@@ -133,9 +133,9 @@ Scene particle_scene(const Kind& k, Rng& rng, uint32_t n) {
     return s;
 }
 
-std::vector<uint32_t> run_indices(uint64_t total, const std::function<ParticleQueryResult(uint32_t*, uint64_t)>& q) {
+std::vector<uint32_t> run_indices(uint64_t total, const std::function<QueryResult(uint32_t*, uint64_t)>& q) {
     std::vector<uint32_t> out(static_cast<size_t>(total) + 1);
-    const ParticleQueryResult r = q(out.data(), out.size());
+    const QueryResult r = q(out.data(), out.size());
     REQUIRE(r.status.ok());
     out.resize(static_cast<size_t>(r.written));
     return sorted(out);
@@ -163,11 +163,11 @@ TEST_CASE("particle queries follow their documented float rule at the extremes")
             for (uint32_t i = 0; i < n; ++i)
                 if (particle_d2(s, i, c) < r2) want.push_back(i);
             const auto got =
-                run_indices(n, [&](uint32_t* o, uint64_t cap) { return radius_query(grid, c, r, o, cap); });
+                run_indices(n, [&](uint32_t* o, uint64_t cap) { return query_radius(grid, sphere_at(c, r), o, cap); });
             CHECK_MESSAGE(diff(want, got).empty(), k.name, " radius ", r, ": ", diff(want, got));
 
             // Box: min <= p <= max per axis, infinite bounds allowed.
-            ParticleQueryBox box;
+            QueryBox box;
             for (uint32_t a = 0; a < 3; ++a) {
                 float lo = pick(rng, values), hi = pick(rng, values);
                 if (rng.below(4) == 0) lo = -kInf;
@@ -184,50 +184,51 @@ TEST_CASE("particle queries follow their documented float rule at the extremes")
                 if (inside) want.push_back(i);
             }
             const auto got_box =
-                run_indices(n, [&](uint32_t* o, uint64_t cap) { return box_query(grid, box, o, cap); });
+                run_indices(n, [&](uint32_t* o, uint64_t cap) { return query_box(grid, box, o, cap); });
             CHECK_MESSAGE(diff(want, got_box).empty(), k.name, " box: ", diff(want, got_box));
 
             // Frustum: ((nx*x + ny*y) + nz*z) + d >= 0 in float; NaN (inf - inf) is outside.
-            ParticleFrustum f;
+            Frustum f = six_plane_frustum();
             const std::vector<float> normals = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 1e-38f, 1e20f, -1e20f, FLT_MAX};
             const uint32_t planes = 1 + rng.below(3);
             for (uint32_t p = 0; p < planes; ++p) {
                 for (uint32_t a = 0; a < 3; ++a)
-                    f.plane[p][a] = pick(rng, normals);
-                f.plane[p][3] = pick(rng, values);
+                    f.planes[p].normal[a] = pick(rng, normals);
+                f.planes[p].d = pick(rng, values);
             }
             want.clear();
             for (uint32_t i = 0; i < n; ++i) {
                 bool inside = true;
-                for (const auto& pl : f.plane) {
-                    float value = rounded_mul(pl[0], s.x[i]) + rounded_mul(pl[1], s.y[i]);
-                    if (k.dims == 3) value = value + rounded_mul(pl[2], s.z[i]);
-                    value = value + pl[3];
+                for (uint32_t p = 0; p < f.plane_count; ++p) {
+                    const Plane& pl = f.planes[p];
+                    float value = rounded_mul(pl.normal[0], s.x[i]) + rounded_mul(pl.normal[1], s.y[i]);
+                    if (k.dims == 3) value = value + rounded_mul(pl.normal[2], s.z[i]);
+                    value = value + pl.d;
                     inside = inside && value >= 0.0f;
                 }
                 if (inside) want.push_back(i);
             }
             const auto got_f =
-                run_indices(n, [&](uint32_t* o, uint64_t cap) { return frustum_query(grid, f, o, cap); });
+                run_indices(n, [&](uint32_t* o, uint64_t cap) { return query_frustum(grid, f, o, cap); });
             CHECK_MESSAGE(diff(want, got_f).empty(), k.name, " frustum: ", diff(want, got_f));
 
             // Nearest: max_distance +inf is no limit (d2 = +inf included),
             // otherwise d2 < fl(max_distance^2); ordered by (d2, index).
             const float md = pick(rng, kRadii);
             const uint32_t kk = 1 + rng.below(n + 4);
-            std::vector<ParticleDistance> all;
+            std::vector<NearestHit> all;
             const float md2 = rounded_mul(md, md);
             for (uint32_t i = 0; i < n; ++i) {
                 const float d2 = particle_d2(s, i, c);
                 if (md == kInf || d2 < md2) all.push_back({i, d2});
             }
-            std::sort(all.begin(), all.end(), [](const ParticleDistance& a, const ParticleDistance& b) {
+            std::sort(all.begin(), all.end(), [](const NearestHit& a, const NearestHit& b) {
                 return a.distance_squared != b.distance_squared ? a.distance_squared < b.distance_squared
                                                                 : a.index < b.index;
             });
             if (all.size() > kk) all.resize(kk);
-            std::vector<ParticleDistance> got_n(kk);
-            const ParticleQueryResult rn = nearest_query(grid, c, kk, md, got_n.data(), kk);
+            std::vector<NearestHit> got_n(kk);
+            const QueryResult rn = query_nearest(grid, nearest_at(c, kk, md), got_n.data(), kk);
             REQUIRE(rn.status.ok());
             bool same = rn.total == all.size();
             for (size_t i = 0; same && i < all.size(); ++i)
@@ -497,31 +498,32 @@ TEST_CASE("NaN and infinite parameters are invalid_query; +inf sizes are allowed
     REQUIRE((*g)->rebuild(s.spans(), serial_backend()).ok());
     const Grid& grid = **g;
     uint32_t out[4];
-    ParticleDistance nearest_out[4];
+    NearestHit nearest_out[4];
     for (float bad : {kNaN, kInf, -kInf}) {
         const float c[3] = {0.0f, bad, 0.0f};
         const float ok[3] = {0.0f, 0.0f, 0.0f};
-        CHECK(radius_query(grid, c, 1.0f, out, 4).status.code == StatusCode::invalid_query);
-        CHECK(point_query(grid, c, out, 4).status.code == StatusCode::invalid_query);
-        CHECK(nearest_query(grid, c, 1, kInf, nearest_out, 4).status.code == StatusCode::invalid_query);
-        ParticleFrustum f;
-        f.plane[2][1] = bad;
-        CHECK(frustum_query(grid, f, out, 4).status.code == StatusCode::invalid_query);
-        ParticleQueryBox box;
+        CHECK(query_radius(grid, sphere_at(c, 1.0f), out, 4).status.code == StatusCode::invalid_query);
+        CHECK(query_point(grid, point_at(c), out, 4).status.code == StatusCode::invalid_query);
+        CHECK(query_nearest(grid, nearest_at(c, 1, kInf), nearest_out, 4).status.code == StatusCode::invalid_query);
+        Frustum f = six_plane_frustum();
+        f.planes[2].normal[1] = bad;
+        CHECK(query_frustum(grid, f, out, 4).status.code == StatusCode::invalid_query);
+        QueryBox box;
         box.min[1] = kNaN;
-        CHECK(box_query(grid, box, out, 4).status.code == StatusCode::invalid_query);
-        CHECK((radius_query(grid, ok, bad, out, 4).status.code == StatusCode::invalid_query) == (bad != kInf));
-        CHECK((nearest_query(grid, ok, 1, bad, nearest_out, 4).status.code == StatusCode::invalid_query) ==
+        CHECK(query_box(grid, box, out, 4).status.code == StatusCode::invalid_query);
+        CHECK((query_radius(grid, sphere_at(ok, bad), out, 4).status.code == StatusCode::invalid_query) ==
+              (bad != kInf));
+        CHECK((query_nearest(grid, nearest_at(ok, 1, bad), nearest_out, 4).status.code == StatusCode::invalid_query) ==
               (bad != kInf));
     }
     const float particle[3] = {1.0f, 2.0f, 3.0f};
-    CHECK(radius_query(grid, particle, -0.0f, out, 4).status.ok()); // -0.0 is a radius of zero
-    ParticleQueryBox all;
+    CHECK(query_radius(grid, sphere_at(particle, -0.0f), out, 4).status.ok()); // -0.0 is a radius of zero
+    QueryBox all;
     for (uint32_t a = 0; a < 3; ++a) {
         all.min[a] = -kInf;
         all.max[a] = kInf;
     }
-    CHECK(box_query(grid, all, out, 4).total == 1);
+    CHECK(query_box(grid, all, out, 4).total == 1);
 
     BuiltBoxes b;
     Rng rng(5);
@@ -587,7 +589,7 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
     Scene radius_queries_scene = centres;
     for (uint32_t i = 0; i < centres.size(); ++i)
         radius_queries_scene.radius.push_back(rng.uniform(0.0f, 2.5f));
-    std::vector<ParticleQueryBox> pboxes(scaled_count(600));
+    std::vector<QueryBox> pboxes(scaled_count(600));
     for (auto& bx : pboxes)
         for (uint32_t a = 0; a < 3; ++a) {
             bx.min[a] = rng.uniform(-1.0f, 20.0f);
@@ -628,20 +630,22 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
         Output o;
         const uint32_t count = which == 1 ? static_cast<uint32_t>(pboxes.size()) : centres.size();
         o.offsets.assign(count + 1, 0x5555555555555555ull);
-        const size_t element = which == 2 ? sizeof(ParticleDistance) : (which == 3 ? sizeof(Pair) : sizeof(uint32_t));
+        const size_t element = which == 2 ? sizeof(NearestHit) : (which == 3 ? sizeof(Pair) : sizeof(uint32_t));
         o.bytes.assign(static_cast<size_t>(capacity) * element + 8, 0xAB);
-        ParticleQueryResult r;
+        QueryResult r;
         if (which == 0)
-            r = radius_queries(grid, radius_queries_scene.spans(), o.offsets.data(), o.offsets.size(),
-                               reinterpret_cast<uint32_t*>(o.bytes.data()), capacity, be);
+            r = query_radius_batch(grid, spheres_of(radius_queries_scene.spans()).data(),
+                                   (radius_queries_scene.spans()).count, o.offsets.data(), o.offsets.size(),
+                                   reinterpret_cast<uint32_t*>(o.bytes.data()), capacity, be);
         else if (which == 1)
-            r = box_queries(grid, pboxes.data(), count, o.offsets.data(), o.offsets.size(),
-                            reinterpret_cast<uint32_t*>(o.bytes.data()), capacity, be);
+            r = query_box_batch(grid, pboxes.data(), count, o.offsets.data(), o.offsets.size(),
+                                reinterpret_cast<uint32_t*>(o.bytes.data()), capacity, be);
         else if (which == 2)
-            r = nearest_queries(grid, centres.spans(), 9, 1.5f, o.offsets.data(), o.offsets.size(),
-                                reinterpret_cast<ParticleDistance*>(o.bytes.data()), capacity, be);
+            r = query_nearest_batch(grid, nearests_of(centres.spans(), 9, 1.5f).data(), (centres.spans()).count,
+                                    o.offsets.data(), o.offsets.size(), reinterpret_cast<NearestHit*>(o.bytes.data()),
+                                    capacity, be);
         else
-            r = point_set_pairs(grid, centres.spans(), reinterpret_cast<Pair*>(o.bytes.data()), capacity, be);
+            r = grid.find_pairs_with(centres.spans(), reinterpret_cast<Pair*>(o.bytes.data()), capacity, be);
         o.status = r.status;
         o.total = r.total;
         return o;
@@ -731,28 +735,31 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
     ParticleSpans with_r = q;
     const float radius = 1.0f;
     with_r.radius = &radius;
-    ParticleQueryBox box;
-    std::vector<ParticleQueryResult> results = {
-        radius_query(grid, nullptr, 1.0f, out, 4),
-        radius_query(grid, c, 1.0f, nullptr, 4),
-        point_query(grid, nullptr, out, 4),
-        point_query(grid, c, nullptr, 4),
-        box_query(grid, box, nullptr, 1),
-        frustum_query(grid, ParticleFrustum{}, nullptr, 1),
-        nearest_query(grid, nullptr, 1, kInf, nullptr, 0),
-        nearest_query(grid, c, 1, kInf, nullptr, 1),
-        point_set_pairs(grid, no_x, nullptr, 0, be),
-        point_set_pairs(grid, with_r, nullptr, 0, be),
-        point_set_pairs(grid, q, nullptr, 1, be),
-        radius_queries(grid, q, offsets, 4, out, 4, be), // q.radius is null
-        radius_queries(grid, with_r, nullptr, 4, out, 4, be),
-        radius_queries(grid, with_r, offsets, 4, nullptr, 4, be),
-        box_queries(grid, nullptr, 1, offsets, 4, out, 4, be),
-        box_queries(grid, &box, 1, offsets, 4, nullptr, 4, be),
-        box_queries(grid, &box, 1, nullptr, 4, out, 4, be),
-        nearest_queries(grid, no_x, 1, kInf, offsets, 4, nullptr, 0, be),
-        nearest_queries(grid, q, 1, kInf, offsets, 4, nullptr, 4, be),
-        nearest_queries(grid, q, 1, kInf, nullptr, 4, nullptr, 0, be),
+    QueryBox box;
+    const QuerySphere sphere = sphere_at(c, 1.0f);
+    const QueryNearest nearest = nearest_at(c, 1, kInf);
+    std::vector<QueryResult> results = {
+        query_radius(grid, sphere, nullptr, 4),
+        query_point(grid, point_at(c), nullptr, 4),
+        query_box(grid, box, nullptr, 1),
+        query_frustum(grid, Frustum{}, nullptr, 1),
+        query_nearest(grid, nearest, nullptr, 1),
+        query_radius(grid, sphere, QueryVisitor{}), // no visit function
+        query_point(grid, point_at(c), QueryVisitor{}),
+        query_box(grid, box, QueryVisitor{}),
+        query_frustum(grid, Frustum{}, QueryVisitor{}),
+        grid.find_pairs_with(no_x, nullptr, 0, be),
+        grid.find_pairs_with(with_r, nullptr, 0, be),
+        grid.find_pairs_with(q, nullptr, 1, be),
+        query_radius_batch(grid, nullptr, 1, offsets, 4, out, 4, be),
+        query_radius_batch(grid, &sphere, 1, nullptr, 4, out, 4, be),
+        query_radius_batch(grid, &sphere, 1, offsets, 4, nullptr, 4, be),
+        query_box_batch(grid, nullptr, 1, offsets, 4, out, 4, be),
+        query_box_batch(grid, &box, 1, offsets, 4, nullptr, 4, be),
+        query_box_batch(grid, &box, 1, nullptr, 4, out, 4, be),
+        query_nearest_batch(grid, nullptr, 1, offsets, 4, nullptr, 0, be),
+        query_nearest_batch(grid, &nearest, 1, offsets, 4, nullptr, 4, be),
+        query_nearest_batch(grid, &nearest, 1, nullptr, 4, nullptr, 0, be),
     };
     for (size_t i = 0; i < results.size(); ++i)
         CHECK_MESSAGE(results[i].status.code == StatusCode::invalid_argument, "particle call ", i, ": ",
@@ -813,8 +820,10 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
     // serially, as the grids' rebuilds do, with the same results.
     uint64_t serial_offsets[4];
     uint32_t serial_out[4];
-    const ParticleQueryResult with_serial = radius_queries(grid, with_r, serial_offsets, 4, serial_out, 4, be);
-    const ParticleQueryResult without = radius_queries(grid, with_r, offsets, 4, out, 4, no_backend);
+    const QueryResult with_serial =
+        query_radius_batch(grid, spheres_of(with_r).data(), (with_r).count, serial_offsets, 4, serial_out, 4, be);
+    const QueryResult without =
+        query_radius_batch(grid, spheres_of(with_r).data(), (with_r).count, offsets, 4, out, 4, no_backend);
     REQUIRE(with_serial.status.ok());
     REQUIRE(without.status.ok());
     CHECK(without.total == with_serial.total);

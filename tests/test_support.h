@@ -18,6 +18,7 @@
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 #include "hashgrid_support/exact_float.h"
+#include "hashgrid_support/query_shapes.h"
 #include "hashgrid_support/random.h"
 #if defined(HASHGRID_HAS_TBB)
 #include "hashgrid/platform/tbb_backend.h"
@@ -464,6 +465,13 @@ inline std::vector<Pair> in_documented_order(std::vector<Pair> pairs, const std:
 
 // ---------------------------------------------------------------------------
 // Diffs: "" when equal, else a description of the first difference.
+
+using hashgrid_support::nearest_at;
+using hashgrid_support::nearests_of;
+using hashgrid_support::point_at;
+using hashgrid_support::six_plane_frustum;
+using hashgrid_support::sphere_at;
+using hashgrid_support::spheres_of;
 
 inline std::string pair_text(const Pair& p) { return "{" + std::to_string(p.a) + "," + std::to_string(p.b) + "}"; }
 

@@ -10,7 +10,7 @@
 // oneTBB at 1, 2 and 4 threads: BoxGrid rebuild + find_pairs +
 // find_pairs_with with boxes moving every frame (3D and 2D, bounded and
 // unbounded, with large objects), prepare_box_queries and every single and
-// batched box query, every particle query and point_set_pairs after a Grid
+// batched box query, every particle query and Grid::find_pairs_with after a Grid
 // rebuild, and ObjectStore / ProximityIndex churn (add, move, remove,
 // update_index or a lazy rebuild, find_near, find_near_radius, find_pairs).
 // Each group of calls is counted on its own, so a failure names the call.
@@ -601,14 +601,6 @@ uint64_t feed(Fnv1a& hash, uint64_t count, const hashgrid::RayHit* out, uint64_t
 uint64_t feed(Fnv1a& hash, uint64_t count, const hashgrid::NearestHit* out, uint64_t written) {
     hash.u64(count);
     for (uint64_t i = 0; i < written; ++i) {
-        hash.u32(out[i].object);
-        hash.f32(out[i].distance2);
-    }
-    return written;
-}
-uint64_t feed(Fnv1a& hash, uint64_t count, const hashgrid::ParticleDistance* out, uint64_t written) {
-    hash.u64(count);
-    for (uint64_t i = 0; i < written; ++i) {
         hash.u32(out[i].index);
         hash.f32(out[i].distance_squared);
     }
@@ -959,20 +951,23 @@ struct ParticleWorkload {
     GridConfig config;
     std::unique_ptr<OwnedGrid> grid;
     std::vector<uint32_t> out;
-    std::vector<hashgrid::ParticleDistance> nearest_out;
+    std::vector<hashgrid::NearestHit> nearest_out;
     std::vector<float> qx, qy, qz, qr; ///< Centres and radii of the queries.
-    std::vector<hashgrid::ParticleQueryBox> boxes;
+    std::vector<hashgrid::QueryBox> boxes;
+    std::vector<hashgrid::QuerySphere> spheres; ///< The same centres and radii as batch queries.
+    std::vector<hashgrid::QueryNearest> nearests;
     std::vector<uint64_t> offsets;
     std::vector<uint32_t> batch_out;
-    std::vector<hashgrid::ParticleDistance> batch_nearest;
-    Scene points; ///< The external point set of point_set_pairs() (no radii).
+    std::vector<hashgrid::NearestHit> batch_nearest;
+    Scene points; ///< The external point set of find_pairs_with() (no radii).
     std::vector<Pair> point_pairs;
     uint32_t frame = 0;
 
     ParticleWorkload(const char* scene_name, uint32_t dims, World world, uint32_t n, float box, uint64_t seed)
         : name(scene_name), particles(n, box, seed, dims), config(unbounded_config(dims, 1.0f, 1.0f, n, 1)), out(n),
-          nearest_out(kNearest), qx(kBatch), qy(kBatch), qz(kBatch), qr(kBatch), boxes(kBatch), offsets(kBatch + 1),
-          batch_out(kBatch * 1024), batch_nearest(kBatch * kNearest), point_pairs(512 * 64) {
+          nearest_out(kNearest), qx(kBatch), qy(kBatch), qz(kBatch), qr(kBatch), boxes(kBatch), spheres(kBatch),
+          nearests(kBatch), offsets(kBatch + 1), batch_out(kBatch * 1024), batch_nearest(kBatch * kNearest),
+          point_pairs(512 * 64) {
         if (world == World::bounded) {
             config.world = world;
             for (uint32_t d = 0; d < 3; ++d)
@@ -981,16 +976,6 @@ struct ParticleWorkload {
         grid = make_grid(config);
         Rng rng(seed + 1);
         points = uniform_scene(rng, dims, 512, 0.0f, box);
-    }
-
-    [[nodiscard]] hashgrid::ParticleSpans query_spans(bool with_radius) const {
-        hashgrid::ParticleSpans s;
-        s.x = qx.data();
-        s.y = qy.data();
-        s.z = particles.scene.dims == 3 ? qz.data() : nullptr;
-        s.radius = with_radius ? qr.data() : nullptr;
-        s.count = kBatch;
-        return s;
     }
 
     void make_queries() {
@@ -1002,12 +987,14 @@ struct ParticleWorkload {
             qy[q] = rng.uniform(-1.0f, hi + 1.0f);
             qz[q] = dims == 3 ? rng.uniform(-1.0f, hi + 1.0f) : 0.0f;
             qr[q] = rng.uniform(0.0f, 3.0f);
-            hashgrid::ParticleQueryBox& b = boxes[q];
+            hashgrid::QueryBox& b = boxes[q];
             b.min[0] = qx[q];
             b.min[1] = qy[q];
             b.min[2] = qz[q];
             for (uint32_t d = 0; d < dims; ++d)
                 b.max[d] = b.min[d] + rng.uniform(0.0f, 3.0f);
+            spheres[q] = {{qx[q], qy[q], qz[q]}, qr[q]};
+            nearests[q] = {{qx[q], qy[q], qz[q]}, kNearest, kInf};
         }
         boxes[1].max[1] = kInf;                        // a half-open box
         for (uint32_t i = 0; i < points.size(); ++i) { // the external points move too
@@ -1026,90 +1013,90 @@ struct ParticleWorkload {
             part.note(g.rebuild(particles.scene.spans(), backend));
             return uint64_t{g.particle_count()};
         });
-        log.measure(name, "radius_query", [&](Part& part) {
+        log.measure(name, "query_radius", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 const float c[3] = {qx[q], qy[q], qz[q]};
-                const hashgrid::ParticleQueryResult r = hashgrid::radius_query(g, c, qr[q], out.data(), out.size());
+                const hashgrid::QueryResult r = query_radius(g, sphere_at(c, qr[q]), out.data(), out.size());
                 part.note(r.status);
                 results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
-        log.measure(name, "point_query", [&](Part& part) {
+        log.measure(name, "query_point", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 const float c[3] = {qx[q], qy[q], qz[q]};
-                const hashgrid::ParticleQueryResult r = hashgrid::point_query(g, c, out.data(), out.size());
+                const hashgrid::QueryResult r = query_point(g, point_at(c), out.data(), out.size());
                 part.note(r.status);
                 results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
-        log.measure(name, "box_query", [&](Part& part) {
+        log.measure(name, "query_box", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
-                const hashgrid::ParticleQueryResult r = hashgrid::box_query(g, boxes[q], out.data(), out.size());
+                const hashgrid::QueryResult r = query_box(g, boxes[q], out.data(), out.size());
                 part.note(r.status);
                 results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
-        log.measure(name, "frustum_query", [&](Part& part) {
+        log.measure(name, "query_frustum", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 // The box [c - h, c + h] (z planes all-inside in 2D) as six half-spaces.
                 const float c[3] = {qx[q], qy[q], qz[q]};
                 const float h = 1.0f + static_cast<float>(q % 4);
-                hashgrid::ParticleFrustum f;
+                hashgrid::Frustum f = six_plane_frustum();
                 for (uint32_t d = 0; d < particles.scene.dims; ++d) {
-                    f.plane[2 * d][d] = 1.0f;
-                    f.plane[2 * d][3] = h - c[d];
-                    f.plane[2 * d + 1][d] = -1.0f;
-                    f.plane[2 * d + 1][3] = c[d] + h;
+                    f.planes[2 * d].normal[d] = 1.0f;
+                    f.planes[2 * d].d = h - c[d];
+                    f.planes[2 * d + 1].normal[d] = -1.0f;
+                    f.planes[2 * d + 1].d = c[d] + h;
                 }
-                const hashgrid::ParticleQueryResult r = hashgrid::frustum_query(g, f, out.data(), out.size());
+                const hashgrid::QueryResult r = query_frustum(g, f, out.data(), out.size());
                 part.note(r.status);
                 results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
-        log.measure(name, "nearest_query", [&](Part& part) {
+        log.measure(name, "query_nearest", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 const float c[3] = {qx[q], qy[q], qz[q]};
                 const float max_distance = q % 3 == 0 ? 2.0f : kInf;
-                const hashgrid::ParticleQueryResult r =
-                    hashgrid::nearest_query(g, c, kNearest, max_distance, nearest_out.data(), nearest_out.size());
+                const hashgrid::QueryResult r =
+                    query_nearest(g, nearest_at(c, kNearest, max_distance), nearest_out.data(), nearest_out.size());
                 part.note(r.status);
                 results += feed(hash, r.total, nearest_out.data(), r.written);
             }
             return results;
         });
-        log.measure(name, "radius_queries", [&](Part& part) {
-            const hashgrid::ParticleQueryResult r = hashgrid::radius_queries(
-                g, query_spans(true), offsets.data(), offsets.size(), batch_out.data(), batch_out.size(), backend);
+        log.measure(name, "query_radius_batch", [&](Part& part) {
+            const hashgrid::QueryResult r = query_radius_batch(
+                g, spheres.data(), kBatch, offsets.data(), offsets.size(), batch_out.data(), batch_out.size(), backend);
             part.note(r.status);
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_out.data(), r.written);
         });
-        log.measure(name, "box_queries", [&](Part& part) {
-            const hashgrid::ParticleQueryResult r = hashgrid::box_queries(
-                g, boxes.data(), kBatch, offsets.data(), offsets.size(), batch_out.data(), batch_out.size(), backend);
+        log.measure(name, "query_box_batch", [&](Part& part) {
+            const hashgrid::QueryResult r = query_box_batch(g, boxes.data(), kBatch, offsets.data(), offsets.size(),
+                                                            batch_out.data(), batch_out.size(), backend);
             part.note(r.status);
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_out.data(), r.written);
         });
-        log.measure(name, "nearest_queries", [&](Part& part) {
-            const hashgrid::ParticleQueryResult r =
-                hashgrid::nearest_queries(g, query_spans(false), kNearest, kInf, offsets.data(), offsets.size(),
-                                          batch_nearest.data(), batch_nearest.size(), backend);
+        log.measure(name, "query_nearest_batch", [&](Part& part) {
+            const hashgrid::QueryResult r =
+                query_nearest_batch(g, nearests.data(), kBatch, offsets.data(), offsets.size(), batch_nearest.data(),
+                                    batch_nearest.size(), backend);
             part.note(r.status);
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_nearest.data(), r.written);
         });
-        log.measure(name, "point_set_pairs", [&](Part& part) {
-            const hashgrid::ParticleQueryResult r =
+        log.measure(name, "find_pairs_with", [&](Part& part) {
+            const hashgrid::QueryResult r =
                 hashgrid::point_set_pairs(g, points.spans(), point_pairs.data(), point_pairs.size(), backend);
             part.note(r.status);
             hash.u64(hash_pairs(point_pairs.data(), r.written));
