@@ -422,6 +422,37 @@ struct Failures {
     }
 };
 
+/// The visitor form against the expected (buffer-form) results: every
+/// result once, in order; then a visitor that stops after `stop_after`
+/// results is called exactly that often, with the same prefix.
+template <typename Query>
+std::string check_visitor(const std::vector<uint32_t>& expected, uint64_t stop_after, Query&& query) {
+    struct Recorder {
+        std::vector<uint32_t> seen;
+        uint64_t stop_after = ~uint64_t{0};
+        static bool visit(void* context, uint32_t index) {
+            auto* self = static_cast<Recorder*>(context);
+            self->seen.push_back(index);
+            return self->seen.size() < self->stop_after;
+        }
+    };
+    Recorder all;
+    const QueryResult r = query(QueryVisitor{&Recorder::visit, &all});
+    if (!r.status.ok() || r.written != 0 || r.total != expected.size() || all.seen != expected)
+        return "visitor: " + std::to_string(all.seen.size()) + " calls, total " + std::to_string(r.total) +
+               ", expected " + std::to_string(expected.size());
+    if (expected.empty()) return "";
+    Recorder some;
+    some.stop_after = stop_after < 1 ? 1 : stop_after;
+    const QueryResult rs = query(QueryVisitor{&Recorder::visit, &some});
+    const uint64_t want = std::min<uint64_t>(some.stop_after, expected.size());
+    if (!rs.status.ok() || rs.total != want || some.seen.size() != want ||
+        !std::equal(some.seen.begin(), some.seen.end(), expected.begin()))
+        return "visitor stopping after " + std::to_string(some.stop_after) + ": " + std::to_string(some.seen.size()) +
+               " calls, total " + std::to_string(rs.total);
+    return "";
+}
+
 void check_scene(const std::string& name, const Scene& s, const GridConfig& config, WorldKind w, uint64_t seed,
                  uint32_t queries) {
     const float distance = config.interaction_distance;
@@ -443,22 +474,34 @@ void check_scene(const std::string& name, const Scene& s, const GridConfig& conf
         float c[3];
         random_centre(rng, s, config, e, c);
         const float r = random_radius(rng, config);
+        const std::vector<uint32_t> in_radius = oracle_radius(s, b.pos, c, r);
         f.add("radius",
               check_output(
-                  tally(0, oracle_radius(s, b.pos, c, r)),
+                  tally(0, in_radius),
                   [&](uint32_t* out, uint64_t cap) { return query_radius(grid, sphere_at(c, r), out, cap); }, every));
+        const std::vector<uint32_t> near_point = oracle_radius(s, b.pos, c, distance);
         f.add("point",
               check_output(
-                  tally(1, oracle_radius(s, b.pos, c, distance)),
+                  tally(1, near_point),
                   [&](uint32_t* out, uint64_t cap) { return query_point(grid, point_at(c), out, cap); }, every));
         const QueryBox box = random_box(rng, s, config, e);
+        const std::vector<uint32_t> in_box = oracle_box(s, b.pos, box);
         f.add("box", check_output(
-                         tally(2, oracle_box(s, b.pos, box)),
-                         [&](uint32_t* out, uint64_t cap) { return query_box(grid, box, out, cap); }, every));
+                         tally(2, in_box), [&](uint32_t* out, uint64_t cap) { return query_box(grid, box, out, cap); },
+                         every));
         const Frustum fr = random_frustum(rng, s, config, e);
+        const std::vector<uint32_t> in_frustum = oracle_frustum(s, b.pos, fr);
         f.add("frustum", check_output(
-                             tally(3, oracle_frustum(s, b.pos, fr)),
+                             tally(3, in_frustum),
                              [&](uint32_t* out, uint64_t cap) { return query_frustum(grid, fr, out, cap); }, every));
+        const uint64_t stop = rng.below(8) == 0 ? 1 : rng.below(40);
+        f.add("radius visitor",
+              check_visitor(in_radius, stop, [&](QueryVisitor v) { return query_radius(grid, sphere_at(c, r), v); }));
+        f.add("point visitor",
+              check_visitor(near_point, stop, [&](QueryVisitor v) { return query_point(grid, point_at(c), v); }));
+        f.add("box visitor", check_visitor(in_box, stop, [&](QueryVisitor v) { return query_box(grid, box, v); }));
+        f.add("frustum visitor",
+              check_visitor(in_frustum, stop, [&](QueryVisitor v) { return query_frustum(grid, fr, v); }));
         const uint32_t k = random_k(rng, s);
         const float md = random_max_distance(rng, config);
         f.add("nearest k=" + std::to_string(k),
@@ -761,19 +804,24 @@ TEST_CASE("batched queries equal the single queries, for every backend and too-s
             centres.dims = dims;
             std::vector<float> radii(q);
             std::vector<QueryBox> boxes(q);
+            std::vector<QueryPoint> points(q);
+            std::vector<Frustum> frusta(q);
             for (uint32_t i = 0; i < q; ++i) {
                 float c[3];
                 random_centre(rng, s, config, e, c);
                 centres.add(c[0], c[1], c[2]);
                 radii[i] = rounded_mul(config.cell_size, rng.uniform(0.0f, 3.0f));
                 boxes[i] = random_box(rng, s, config, e);
+                points[i] = point_at(c);
+                frusta[i] = random_frustum(rng, s, config, e);
             }
             ParticleSpans rq = centres.spans();
             rq.radius = radii.data();
             const uint32_t k = 6;
             const float md = 2.5f;
-            // Singles, concatenated.
-            BatchOut single[3];
+            // Singles, concatenated. Kinds: radius, box, nearest, point, frustum.
+            constexpr uint32_t kKinds = 5;
+            BatchOut single[kKinds];
             for (BatchOut& o : single)
                 o.offsets.push_back(0);
             for (uint32_t i = 0; i < q; ++i) {
@@ -792,13 +840,21 @@ TEST_CASE("batched queries equal the single queries, for every backend and too-s
                 single[2].neighbors.insert(single[2].neighbors.end(), nb.begin(),
                                            nb.begin() + static_cast<long>(r.written));
                 single[2].offsets.push_back(single[2].neighbors.size());
+                r = query_point(grid, points[i], buf.data(), buf.size());
+                single[3].indices.insert(single[3].indices.end(), buf.begin(),
+                                         buf.begin() + static_cast<long>(r.written));
+                single[3].offsets.push_back(single[3].indices.size());
+                r = query_frustum(grid, frusta[i], buf.data(), buf.size());
+                single[4].indices.insert(single[4].indices.end(), buf.begin(),
+                                         buf.begin() + static_cast<long>(r.written));
+                single[4].offsets.push_back(single[4].indices.size());
             }
             for (BatchOut& o : single)
                 o.result.total = o.result.written = o.offsets.back();
 
             auto run_all = [&](const ThreadBackend& backend, uint64_t capacity_fraction_num, uint64_t den) {
-                BatchOut out[3];
-                for (uint32_t kind = 0; kind < 3; ++kind) {
+                BatchOut out[kKinds];
+                for (uint32_t kind = 0; kind < kKinds; ++kind) {
                     const uint64_t total = single[kind].offsets.back();
                     const uint64_t cap = total * capacity_fraction_num / den;
                     out[kind].offsets.assign(q + 1, ~uint64_t{0});
@@ -810,30 +866,39 @@ TEST_CASE("batched queries equal the single queries, for every backend and too-s
                         out[kind].neighbors.resize(out[kind].result.written);
                     } else {
                         out[kind].indices.assign(cap, 0);
-                        out[kind].result = kind == 0 ? query_radius_batch(grid, spheres_of(rq).data(), (rq).count,
-                                                                          out[kind].offsets.data(), q + 1,
-                                                                          out[kind].indices.data(), cap, backend)
-                                                     : query_box_batch(grid, boxes.data(), q, out[kind].offsets.data(),
-                                                                       q + 1, out[kind].indices.data(), cap, backend);
+                        uint64_t* offsets = out[kind].offsets.data();
+                        uint32_t* indices = out[kind].indices.data();
+                        if (kind == 0)
+                            out[kind].result = query_radius_batch(grid, spheres_of(rq).data(), q, offsets, q + 1,
+                                                                  indices, cap, backend);
+                        if (kind == 1)
+                            out[kind].result =
+                                query_box_batch(grid, boxes.data(), q, offsets, q + 1, indices, cap, backend);
+                        if (kind == 3)
+                            out[kind].result =
+                                query_point_batch(grid, points.data(), q, offsets, q + 1, indices, cap, backend);
+                        if (kind == 4)
+                            out[kind].result =
+                                query_frustum_batch(grid, frusta.data(), q, offsets, q + 1, indices, cap, backend);
                         out[kind].indices.resize(out[kind].result.written);
                     }
                     const bool fits = cap >= total;
                     CHECK(out[kind].result.status.code == (fits ? StatusCode::ok : StatusCode::output_too_small));
                     CHECK(out[kind].result.total == total);
                 }
-                return std::vector<BatchOut>{out[0], out[1], out[2]};
+                return std::vector<BatchOut>(out, out + kKinds);
             };
             const std::vector<BatchOut> serial = run_all(serial_backend(), 1, 1);
-            for (uint32_t kind = 0; kind < 3; ++kind)
+            for (uint32_t kind = 0; kind < kKinds; ++kind)
                 CHECK_MESSAGE(same_batch(serial[kind], single[kind]), "batched kind ", kind, " != singles");
             for (uint32_t threads : {1u, 2u, 4u, 8u}) {
                 ParallelBackend pb(threads);
                 const std::vector<BatchOut> par = run_all(pb.backend(), 1, 1);
-                for (uint32_t kind = 0; kind < 3; ++kind)
+                for (uint32_t kind = 0; kind < kKinds; ++kind)
                     CHECK_MESSAGE(same_batch(par[kind], serial[kind]), "kind ", kind, " threads ", threads);
                 // Too small: offsets still exact, output the prefix of the concatenation.
                 const std::vector<BatchOut> part = run_all(pb.backend(), 1, 3);
-                for (uint32_t kind = 0; kind < 3; ++kind) {
+                for (uint32_t kind = 0; kind < kKinds; ++kind) {
                     CHECK(part[kind].offsets == single[kind].offsets);
                     const uint64_t n = part[kind].result.written;
                     if (kind == 2) {
