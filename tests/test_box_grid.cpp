@@ -262,7 +262,7 @@ PairRun run_query_pairs(BoxGrid& grid, const BoxScene& q, const hashgrid::Thread
 
 /// Exact pair count of find_pairs_with (a call with no buffer).
 uint64_t query_count(BoxGrid& grid, const BoxScene& q) {
-    return grid.find_pairs_with(q.spans(), nullptr, 0, hashgrid::serial_backend()).pair_count;
+    return grid.find_pairs_with(q.spans(), nullptr, 0, hashgrid::serial_backend()).total;
 }
 
 uint64_t hash_view(const BoxGrid& grid) {
@@ -500,8 +500,8 @@ BoxScene random_queries(Rng& rng, const BoxScene& s, uint32_t count) {
 
 std::string check_run(const PairRun& run, const std::vector<Pair>& expected) {
     if (!run.result.status.ok()) return std::string("status ") + hashgrid::to_string(run.result.status.code);
-    if (run.result.pair_count != expected.size())
-        return "pair_count " + std::to_string(run.result.pair_count) + " expected " + std::to_string(expected.size());
+    if (run.result.total != expected.size())
+        return "total " + std::to_string(run.result.total) + " expected " + std::to_string(expected.size());
     return diff_pairs(expected, run.pairs.data(), run.pairs.size());
 }
 
@@ -685,7 +685,7 @@ TEST_CASE("find_pairs_with against brute force") {
             CHECK(half.result.status.code == StatusCode::output_too_small);
             CHECK(half.result.status.needed == expected.size());
         }
-        CHECK(half.result.pair_count == expected.size());
+        CHECK(half.result.total == expected.size());
         CHECK(half.result.written == cap);
         CHECK(diff_pairs(std::vector<Pair>(expected.begin(), expected.begin() + static_cast<ptrdiff_t>(cap)),
                          half.pairs.data(), half.pairs.size()) == "");
@@ -702,7 +702,7 @@ TEST_CASE("every too-small buffer gets the exact prefix") {
         INFO(bc.label << " pairs " << expected.size());
         for (uint64_t cap = 0; cap <= expected.size(); ++cap) {
             const PairRun run = run_pairs(**g, seed % 2 == 0 ? hashgrid::serial_backend() : b2.backend(), cap);
-            CHECK(run.result.pair_count == expected.size());
+            CHECK(run.result.total == expected.size());
             CHECK(run.result.written == cap);
             CHECK(run.result.status.code == (cap < expected.size() ? StatusCode::output_too_small : StatusCode::ok));
             if (cap < expected.size()) CHECK(run.result.status.needed == expected.size());
@@ -759,7 +759,7 @@ TEST_CASE("capacities: objects, entries and pairs, previous frame intact") {
     CHECK(hash_view(**t) == small_hash);
     const PairRun kept = run_pairs(**t, b4.backend(), 4);
     CHECK(kept.result.status.ok());
-    CHECK(kept.result.pair_count == 1);
+    CHECK(kept.result.total == 1);
 
     // Pair capacity: exact count, an exact prefix of min(capacity, max_pairs).
     const Expected eo = expected_pairs(other.scene, other.config);
@@ -773,7 +773,7 @@ TEST_CASE("capacities: objects, entries and pairs, previous frame intact") {
         for (const uint64_t cap : {uint64_t{0}, uint64_t{3}, total}) {
             INFO("max_pairs " << max_pairs << " capacity " << cap);
             const PairRun run = run_pairs(**pg, b4.backend(), cap);
-            CHECK(run.result.pair_count == eo.pairs.size());
+            CHECK(run.result.total == eo.pairs.size());
             const uint64_t limit = std::min(cap, std::min<uint64_t>(max_pairs, eo.pairs.size()));
             if (max_pairs < eo.pairs.size()) {
                 CHECK(run.result.status.code == StatusCode::pair_capacity);
@@ -956,7 +956,7 @@ TEST_CASE("empty frames and zero objects") {
     CHECK((*g)->view().cell_start[0] == 0);
     PairRun run = run_pairs(**g, hashgrid::serial_backend(), 4);
     CHECK(run.result.status.ok());
-    CHECK(run.result.pair_count == 0);
+    CHECK(run.result.total == 0);
     // Only large objects: no cells at all.
     c.large_object_cells = 1;
     auto h = make_box_grid(c);
@@ -967,7 +967,7 @@ TEST_CASE("empty frames and zero objects") {
     CHECK((*h)->view().cell_count == 0);
     CHECK((*h)->view().large_count == 3);
     run = run_pairs(**h, hashgrid::serial_backend(), 4);
-    CHECK(run.result.pair_count == 1);
+    CHECK(run.result.total == 1);
     REQUIRE(run.pairs.size() == 1);
     CHECK(run.pairs[0].a == 0);
     CHECK(run.pairs[0].b == 1);
@@ -1001,7 +1001,7 @@ BoxHashes run_fixed(const FixedBoxScene& f, const hashgrid::ThreadBackend& b) {
     h.view = hash_view(**g);
     const PairRun run = run_pairs(**g, b, c.max_pairs);
     h.pairs = hash_pairs(run.pairs.data(), run.pairs.size());
-    h.pair_count = run.result.pair_count;
+    h.pair_count = run.result.total;
     Rng rng(f.seed);
     const BoxScene q = random_queries(rng, bc.scene, 300);
     const PairRun qr = run_query_pairs(**g, q, b, query_count(**g, q));

@@ -193,8 +193,8 @@ std::string check_grid(const Case& c, const GridConfig& config, const std::vecto
     std::vector<Pair> got(expected_set.size() + 4, Pair{~0u, ~0u});
     const hashgrid::PairResult pr = (*grid)->find_pairs(got.data(), got.size(), backend);
     if (!pr.status.ok()) return std::string("find_pairs: ") + hashgrid::to_string(pr.status.code);
-    if (pr.pair_count != expected_set.size() || pr.written != expected_set.size())
-        return "pair_count " + std::to_string(pr.pair_count) + " written " + std::to_string(pr.written) + " expected " +
+    if (pr.total != expected_set.size() || pr.written != expected_set.size())
+        return "total " + std::to_string(pr.total) + " written " + std::to_string(pr.written) + " expected " +
                std::to_string(expected_set.size());
     // (a) the set; (b) the documented order.
     const std::vector<Pair> got_set = as_set(got.data(), pr.written);

@@ -1215,7 +1215,7 @@ struct StoreChurn {
         log.measure(name, "BoxGrid::find_pairs", [&](Part& part) {
             const hashgrid::PairResult r = grid.find_pairs(pairs.data(), pairs.size(), backend);
             part.note(r.status);
-            hash.u64(r.pair_count);
+            hash.u64(r.total);
             for (uint64_t k = 0; k < r.written; ++k) { // dense indices -> handles
                 const ObjectHandle a = store.handle_at(pairs[k].a);
                 const ObjectHandle b = store.handle_at(pairs[k].b);
