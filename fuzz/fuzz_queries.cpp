@@ -239,7 +239,7 @@ void particle_queries(Input& in) {
                 continue;
             }
             check_output(r, nearest_oracle(s, centre, k, md), hits, capacity, "nearest_query differs from brute force");
-        } else { // point_set_pairs
+        } else { // Grid::find_pairs_with
             const uint32_t m = in.below(40);
             std::vector<float> pts[3];
             uint32_t bad = 0xffffffffu;
@@ -266,14 +266,14 @@ void particle_queries(Input& in) {
             for (int b = 0; b < 2; ++b) {
                 got[b].assign(capacity + 1, {kSentinel, kSentinel});
                 const hashgrid::ParticleQueryResult r =
-                    hashgrid::point_set_pairs(grids[b], ps, got[b].data(), capacity, backends[b]);
+                    grids[b].find_pairs_with(ps, got[b].data(), capacity, backends[b]);
                 if (bad != 0xffffffffu) {
                     FUZZ_CHECK(r.status.code == StatusCode::invalid_query && r.status.index == bad &&
                                    got[b][0].a == kSentinel,
-                               "point_set_pairs: bad point not invalid_query at the lowest index");
+                               "find_pairs_with: bad point not invalid_query at the lowest index");
                     continue;
                 }
-                check_output(r, expect, got[b], capacity, "point_set_pairs differs from brute force");
+                check_output(r, expect, got[b], capacity, "find_pairs_with differs from brute force");
             }
         }
     }

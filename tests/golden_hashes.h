@@ -76,7 +76,7 @@ inline constexpr BoxHashes kBoxGrid[] = {
 // ---------------------------------------------------------------------------
 // Particle queries (tests/test_particle_queries.cpp, "golden hashes of query
 // results"): one hash per fixed scene over radius, box, frustum and nearest
-// queries, point_set_pairs and nearest_queries.
+// queries, Grid::find_pairs_with and nearest_queries.
 
 /// A golden hash with the name of its scene (the name is printed on a mismatch).
 struct NamedHash {

@@ -681,7 +681,7 @@ TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") 
             const std::string d = check_output(
                 expected,
                 [&](Pair* out, uint64_t cap) {
-                    return point_set_pairs(**b.grid, points.spans(), out, cap, serial_backend());
+                    return (**b.grid).find_pairs_with(points.spans(), out, cap, serial_backend());
                 },
                 false);
             CHECK_MESSAGE(d.empty(), dims, "D ", world_name(w), ": ", d);
@@ -689,12 +689,13 @@ TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") 
                 ParallelBackend pb(threads);
                 std::vector<Pair> got(expected.size() + 1);
                 const ParticleQueryResult r =
-                    point_set_pairs(**b.grid, points.spans(), got.data(), got.size(), pb.backend());
+                    (**b.grid).find_pairs_with(points.spans(), got.data(), got.size(), pb.backend());
                 CHECK(r.status.ok());
                 CHECK(diff_pairs(expected, got.data(), r.written).empty());
                 // A too-small buffer gets the same prefix with any thread count.
                 const uint64_t half = expected.size() / 2;
-                const ParticleQueryResult h = point_set_pairs(**b.grid, points.spans(), got.data(), half, pb.backend());
+                const ParticleQueryResult h =
+                    (**b.grid).find_pairs_with(points.spans(), got.data(), half, pb.backend());
                 CHECK(h.status.code == StatusCode::output_too_small);
                 CHECK(h.status.needed == expected.size());
                 CHECK(diff_pairs(std::vector<Pair>(expected.begin(), expected.begin() + static_cast<long>(half)),
@@ -716,7 +717,7 @@ TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") 
     const Built b = build(s, config);
     const std::string d = check_output(
         oracle_point_set(s, b.pos, points, 1.0f),
-        [&](Pair* out, uint64_t cap) { return point_set_pairs(**b.grid, points.spans(), out, cap, serial_backend()); },
+        [&](Pair* out, uint64_t cap) { return (**b.grid).find_pairs_with(points.spans(), out, cap, serial_backend()); },
         true);
     CHECK_MESSAGE(d.empty(), d);
 }
@@ -860,7 +861,7 @@ TEST_CASE("bad input and unbuilt grids") {
         CHECK(box_query(grid, box, out, cap).status.code == code);
         CHECK(frustum_query(grid, fr, out, cap).status.code == code);
         CHECK(nearest_query(grid, c, 3, kInf, nb, cap).status.code == code);
-        CHECK(point_set_pairs(grid, s.spans(), pairs, cap, serial_backend()).status.code == code);
+        CHECK(grid.find_pairs_with(s.spans(), pairs, cap, serial_backend()).status.code == code);
     };
     all_codes(StatusCode::not_built, 8); // initialised, never rebuilt
     REQUIRE(grid.rebuild(s.spans(), serial_backend()).ok());
@@ -915,7 +916,7 @@ TEST_CASE("bad input and unbuilt grids") {
     CHECK(r.status.index == 1);
     CHECK(nearest_queries(grid, pts.spans(), 0, kInf, offs.data(), 5, nb, 8, serial_backend()).status.code ==
           StatusCode::invalid_query);
-    r = point_set_pairs(grid, pts.spans(), pairs, 8, serial_backend());
+    r = grid.find_pairs_with(pts.spans(), pairs, 8, serial_backend());
     CHECK(r.status.code == StatusCode::invalid_query);
     CHECK(r.status.index == 1);
     CHECK(r.status.count == 2);
@@ -1008,7 +1009,7 @@ uint64_t golden_hash(uint32_t which, const ThreadBackend& backend) {
     }
     const Scene points = uniform_scene(rng, s.dims, 500, e.lo[0], e.hi[0]);
     std::vector<Pair> pairs(s.size() * 64);
-    const ParticleQueryResult pr = point_set_pairs(grid, points.spans(), pairs.data(), pairs.size(), backend);
+    const ParticleQueryResult pr = grid.find_pairs_with(points.spans(), pairs.data(), pairs.size(), backend);
     h.u64(hash_pairs(pairs.data(), pr.written));
     std::vector<uint64_t> offsets(points.size() + 1);
     std::vector<ParticleDistance> knn(points.size() * 5);

@@ -641,7 +641,7 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
             r = nearest_queries(grid, centres.spans(), 9, 1.5f, o.offsets.data(), o.offsets.size(),
                                 reinterpret_cast<ParticleDistance*>(o.bytes.data()), capacity, be);
         else
-            r = point_set_pairs(grid, centres.spans(), reinterpret_cast<Pair*>(o.bytes.data()), capacity, be);
+            r = grid.find_pairs_with(centres.spans(), reinterpret_cast<Pair*>(o.bytes.data()), capacity, be);
         o.status = r.status;
         o.total = r.total;
         return o;
@@ -741,9 +741,9 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
         frustum_query(grid, ParticleFrustum{}, nullptr, 1),
         nearest_query(grid, nullptr, 1, kInf, nullptr, 0),
         nearest_query(grid, c, 1, kInf, nullptr, 1),
-        point_set_pairs(grid, no_x, nullptr, 0, be),
-        point_set_pairs(grid, with_r, nullptr, 0, be),
-        point_set_pairs(grid, q, nullptr, 1, be),
+        grid.find_pairs_with(no_x, nullptr, 0, be),
+        grid.find_pairs_with(with_r, nullptr, 0, be),
+        grid.find_pairs_with(q, nullptr, 1, be),
         radius_queries(grid, q, offsets, 4, out, 4, be), // q.radius is null
         radius_queries(grid, with_r, nullptr, 4, out, 4, be),
         radius_queries(grid, with_r, offsets, 4, nullptr, 4, be),

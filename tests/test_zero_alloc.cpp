@@ -10,7 +10,7 @@
 // oneTBB at 1, 2 and 4 threads: BoxGrid rebuild + find_pairs +
 // find_pairs_with with boxes moving every frame (3D and 2D, bounded and
 // unbounded, with large objects), prepare_box_queries and every single and
-// batched box query, every particle query and point_set_pairs after a Grid
+// batched box query, every particle query and Grid::find_pairs_with after a Grid
 // rebuild, and ObjectStore / ProximityIndex churn (add, move, remove,
 // update_index or a lazy rebuild, find_near, find_near_radius, find_pairs).
 // Each group of calls is counted on its own, so a failure names the call.
@@ -965,7 +965,7 @@ struct ParticleWorkload {
     std::vector<uint64_t> offsets;
     std::vector<uint32_t> batch_out;
     std::vector<hashgrid::ParticleDistance> batch_nearest;
-    Scene points; ///< The external point set of point_set_pairs() (no radii).
+    Scene points; ///< The external point set of find_pairs_with() (no radii).
     std::vector<Pair> point_pairs;
     uint32_t frame = 0;
 
@@ -1108,9 +1108,9 @@ struct ParticleWorkload {
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_nearest.data(), r.written);
         });
-        log.measure(name, "point_set_pairs", [&](Part& part) {
+        log.measure(name, "Grid::find_pairs_with", [&](Part& part) {
             const hashgrid::ParticleQueryResult r =
-                hashgrid::point_set_pairs(g, points.spans(), point_pairs.data(), point_pairs.size(), backend);
+                g.find_pairs_with(points.spans(), point_pairs.data(), point_pairs.size(), backend);
             part.note(r.status);
             hash.u64(hash_pairs(point_pairs.data(), r.written));
             return r.written;
