@@ -259,7 +259,7 @@ struct GridSlot {
 
 /// "" when both grids hold the same frame, else the first difference.
 const char* compare(const GridSlot& a, const GridSlot& b) {
-    if (a.result.pair_count != b.result.pair_count || a.result.written != b.result.written) return "pair count";
+    if (a.result.total != b.result.total || a.result.written != b.result.written) return "pair count";
     const uint32_t n = a.grid.particle_count();
     if (n != b.grid.particle_count()) return "particle count";
     const Pair* pa = a.pairs.data();
@@ -371,7 +371,7 @@ int main(int argc, char** argv) {
             move_ms, jt[0], static_cast<double>(rt.keys) * 1e-6, static_cast<double>(rt.table) * 1e-6,
             static_cast<double>(rt.scan) * 1e-6, static_cast<double>(rt.scatter) * 1e-6,
             static_cast<double>(rt.finalize) * 1e-6, jt[1], jt[2], st[0], st[1], st[2],
-            static_cast<unsigned long long>(jobbed.result.pair_count), difference[0] == '\0' ? "yes" : difference);
+            static_cast<unsigned long long>(jobbed.result.total), difference[0] == '\0' ? "yes" : difference);
     }
 
     std::printf("median ms: job system rebuild %.2f pairs %.2f csr %.2f | serial rebuild %.2f pairs %.2f csr %.2f\n",

@@ -164,9 +164,9 @@ public:
         if (result.status.code == StatusCode::pair_capacity || result.status.code == StatusCode::output_too_small) {
             // Nothing is lost silently: the exact count is known. Raise max_pairs and redo the frame.
             std::printf("  %s: %llu pairs needed, raising max_pairs\n", code_name(result.status.code),
-                        static_cast<unsigned long long>(result.pair_count));
+                        static_cast<unsigned long long>(result.total));
             GridConfig grown = grid_->config();
-            grown.max_pairs = result.pair_count + result.pair_count / 4 + 1024;
+            grown.max_pairs = result.total + result.total / 4 + 1024;
             if (!init_grid(grown)) return false;
             return pair_step(backend, times);
         }
@@ -174,7 +174,7 @@ public:
             std::printf("find_pairs failed: %s (%s)\n", code_name(result.status.code), result.status.message);
             return false;
         }
-        pair_count_ = result.pair_count;
+        pair_count_ = result.total;
         times.pair_count = pair_count_;
         return true;
     }

@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
     const double pairs_ms = elapsed_ms(start);
     pass = pass && pr.status.ok();
     std::printf("\nfind_pairs %33.2f ms  (%llu overlapping client pairs)\n", pairs_ms,
-                static_cast<unsigned long long>(pr.pair_count));
+                static_cast<unsigned long long>(pr.total));
 
     // RemoveClient for everyone: every handle goes stale.
     start = now_ns();

@@ -69,7 +69,7 @@ void check_pairs(BoxGrid& g, const hashgrid::ThreadBackend& backend, const std::
     const uint64_t total = oracle.size();
     std::vector<Pair> out(capacity + 2, Pair{kSentinel, kSentinel});
     const PairResult r = g.find_pairs(capacity == 0 ? nullptr : out.data(), capacity, backend);
-    FUZZ_CHECK(r.pair_count == total, "box find_pairs: pair_count is not the exact count");
+    FUZZ_CHECK(r.total == total, "box find_pairs: total is not the exact count");
     const uint64_t max_pairs = g.config().max_pairs;
     hashgrid::StatusCode expect = hashgrid::StatusCode::ok;
     uint64_t written = total;
@@ -139,7 +139,7 @@ void check_pairs_with(BoxGrid& g, Input& in, const BoxScene& s, const hashgrid::
         FUZZ_CHECK(r.written == 0 && out[0].a == kSentinel, "find_pairs_with: wrote for a bad query");
         return;
     }
-    FUZZ_CHECK(r.pair_count == expect.size(), "find_pairs_with: pair_count");
+    FUZZ_CHECK(r.total == expect.size(), "find_pairs_with: total");
     FUZZ_CHECK(r.written == std::min<uint64_t>(capacity, expect.size()), "find_pairs_with: written");
     FUZZ_CHECK(r.status.code ==
                    (capacity < expect.size() ? hashgrid::StatusCode::output_too_small : hashgrid::StatusCode::ok),

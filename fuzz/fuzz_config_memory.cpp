@@ -213,7 +213,7 @@ uint64_t grid_frame(hashgrid::Grid& g, uint32_t n, std::vector<hashgrid::Pair>& 
     if (st.code == StatusCode::invalid_position || st.code == StatusCode::position_out_of_range) return kRejected;
     if (!st.ok()) return ~uint64_t{0};
     pairs.resize(c.max_pairs + 1);
-    return g.find_pairs(pairs.data(), pairs.size(), serial()).pair_count;
+    return g.find_pairs(pairs.data(), pairs.size(), serial()).total;
 }
 
 void grid_program(Input& in) {
@@ -277,7 +277,7 @@ void grid_program(Input& in) {
         } else if (live) {
             // A failed re-init keeps the grid exactly as it was, last frame included.
             const hashgrid::PairResult again = g.find_pairs(nullptr, 0, serial());
-            FUZZ_CHECK(again.pair_count == live_pairs, "a failed re-init changed the last frame");
+            FUZZ_CHECK(again.total == live_pairs, "a failed re-init changed the last frame");
             live_pairs = grid_frame(g, std::min<uint32_t>(g.config().max_particles, 4), pairs);
             FUZZ_CHECK(live_pairs != ~uint64_t{0}, "grid unusable after a failed re-init");
             live = live_pairs != kRejected;
@@ -322,8 +322,7 @@ void box_program(Input& in) {
             if (rs.ok()) {
                 hashgrid::Pair pairs[8];
                 const hashgrid::PairResult p = g.find_pairs(pairs, 8, serial());
-                FUZZ_CHECK(p.pair_count == (n == 3 ? 3u : (n == 2 ? 1u : 0u)) ||
-                               p.status.code == StatusCode::pair_capacity,
+                FUZZ_CHECK(p.total == (n == 3 ? 3u : (n == 2 ? 1u : 0u)) || p.status.code == StatusCode::pair_capacity,
                            "BoxGrid pairs wrong after a re-init sequence");
             }
         }

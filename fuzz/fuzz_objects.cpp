@@ -338,7 +338,7 @@ void index_program(Input& in) {
                         hit = st.min_coords(d)[a] <= st.max_coords(d)[b] && st.min_coords(d)[b] <= st.max_coords(d)[a];
                     expect += hit;
                 }
-            FUZZ_CHECK(r.pair_count == expect, "ProximityIndex find_pairs count differs from brute force");
+            FUZZ_CHECK(r.total == expect, "ProximityIndex find_pairs count differs from brute force");
         }
         if (in.below(4) == 0) FUZZ_CHECK(index.update_index(backend).ok(), "update_index failed");
         for (const ObjectHandle& h : handles)

@@ -229,7 +229,7 @@ Snapshot snapshot(Grid& g, const hashgrid::ThreadBackend& backend) {
     if (v.start != nullptr) s.start.assign(v.start, v.start + v.cell_count + 1);
     if (v.key != nullptr) s.keys.assign(v.key, v.key + v.cell_count);
     const PairResult count_only = g.find_pairs(nullptr, 0, backend);
-    const uint64_t n = std::min<uint64_t>(count_only.pair_count, g.config().max_pairs);
+    const uint64_t n = std::min<uint64_t>(count_only.total, g.config().max_pairs);
     s.pairs.resize(n);
     s.pair_result = g.find_pairs(s.pairs.data(), n, backend);
     return s;
@@ -242,7 +242,7 @@ bool same_pairs(const std::vector<Pair>& a, const std::vector<Pair>& b) {
 bool same_snapshot(const Snapshot& a, const Snapshot& b) {
     return a.count == b.count && a.order == b.order && a.start == b.start && a.keys == b.keys &&
            same_pairs(a.pairs, b.pairs) && same_status(a.pair_result.status, b.pair_result.status) &&
-           a.pair_result.pair_count == b.pair_result.pair_count && a.pair_result.written == b.pair_result.written;
+           a.pair_result.total == b.pair_result.total && a.pair_result.written == b.pair_result.written;
 }
 
 /// Checks the sorted order, the sorted copies and the cell table of a
@@ -359,7 +359,7 @@ void check_find_pairs(Grid& g, const hashgrid::ThreadBackend& backend, const std
     const uint64_t total = oracle.size();
     std::vector<Pair> out(capacity + 4, Pair{kSentinel, kSentinel});
     const PairResult r = g.find_pairs(null_out ? nullptr : out.data(), capacity, backend);
-    FUZZ_CHECK(r.pair_count == total, "find_pairs: pair_count is not the exact count");
+    FUZZ_CHECK(r.total == total, "find_pairs: total is not the exact count");
     const uint64_t max_pairs = g.config().max_pairs;
     uint64_t expect_written = total;
     StatusCode expect = StatusCode::ok;

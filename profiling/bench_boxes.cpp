@@ -713,7 +713,7 @@ bool run_box_grid(const Scene& scene, Oracle& oracle, const Options& o, double c
         const PairResult pr = slot.grid->find_pairs(out.data(), out.size(), backend);
         if (pr.status.code == StatusCode::pair_capacity || pr.status.code == StatusCode::output_too_small) {
             hashgrid::BoxGridConfig c = slot.config;
-            c.max_pairs = pr.pair_count + pr.pair_count / 4 + 4096;
+            c.max_pairs = pr.total + pr.total / 4 + 4096;
             if (!slot.init(c)) return false;
             sizing = true;
         }
@@ -743,7 +743,7 @@ bool run_box_grid(const Scene& scene, Oracle& oracle, const Options& o, double c
             if (pr.status.code == StatusCode::pair_capacity || pr.status.code == StatusCode::output_too_small) {
                 // Moved boxes found more pairs than the sized capacity: regrow and redo (timed anew).
                 hashgrid::BoxGridConfig c = slot.config;
-                c.max_pairs = pr.pair_count + pr.pair_count / 4 + 4096;
+                c.max_pairs = pr.total + pr.total / 4 + 4096;
                 if (!slot.init(c)) return false;
                 out.resize(static_cast<size_t>(c.max_pairs));
                 row.note = "regrown during the series";

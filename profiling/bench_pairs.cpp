@@ -435,7 +435,7 @@ RunResult run_series(const Scene& s, GridSlot& slot, std::vector<Pair>& out, Sta
         const PairResult pr = slot.grid->find_pairs(out.data(), out.size(), backend);
         const double t_pairs = elapsed_ms(start);
         if (pr.status.code == StatusCode::pair_capacity || pr.status.code == StatusCode::output_too_small) {
-            needed = pr.pair_count;
+            needed = pr.total;
             return RunResult::regrow;
         }
         if (!pr.status.ok()) {
@@ -443,7 +443,7 @@ RunResult run_series(const Scene& s, GridSlot& slot, std::vector<Pair>& out, Sta
             return RunResult::failed;
         }
         if (f == 0) {
-            row.frame0_count = pr.pair_count;
+            row.frame0_count = pr.total;
             row.frame0_checksum = state.checksum(out.data(), pr.written);
         }
         if (f >= o.warmup) {
@@ -456,7 +456,7 @@ RunResult run_series(const Scene& s, GridSlot& slot, std::vector<Pair>& out, Sta
                 phase_ms[i].push_back(ms[i]);
         }
         if (f + 1 == frames) {
-            row.pair_count = pr.pair_count;
+            row.pair_count = pr.total;
             row.checksum = state.checksum(out.data(), pr.written);
         }
     }

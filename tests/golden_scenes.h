@@ -149,7 +149,7 @@ inline GridHashes run_fixed_scene(const FixedScene& fs, const hashgrid::ThreadBa
     h.csr = hash_csr(offsets, indices);
     h.order = hash_order(g);
     h.cells = hash_cells(g);
-    h.pair_count = pr.pair_count;
+    h.pair_count = pr.total;
     return h;
 }
 

@@ -75,7 +75,7 @@ TEST_CASE("Grid: null spans and a null pair buffer are invalid_argument; the fra
     const Points p = lattice();
     REQUIRE(grid.rebuild(p.spans(), hashgrid::serial_backend()).ok());
     Pair pairs[1000];
-    REQUIRE(grid.find_pairs(pairs, 1000, hashgrid::serial_backend()).pair_count == 144);
+    REQUIRE(grid.find_pairs(pairs, 1000, hashgrid::serial_backend()).total == 144);
 
     for (int missing = 0; missing < 3; ++missing) {
         hashgrid::ParticleSpans s = p.spans();
@@ -88,7 +88,7 @@ TEST_CASE("Grid: null spans and a null pair buffer are invalid_argument; the fra
     CHECK(r.written == 0);
     const hashgrid::PairResult again = grid.find_pairs(pairs, 1000, hashgrid::serial_backend());
     CHECK(again.status.ok());
-    CHECK(again.pair_count == 144);
+    CHECK(again.total == 144);
 
     // neighbor_lists: a forged pair index is a status, nothing is written.
     std::vector<uint32_t> offsets(65, 7), indices(2 * 144, 7);
@@ -129,7 +129,7 @@ TEST_CASE("BoxGrid: a null z span in 3D, null query spans and null buffers are i
     const float lo[3] = {0.0f, 0.5f, 3.0f}, hi[3] = {1.0f, 1.5f, 4.0f}; // 0-1 overlap, 2 apart
     hashgrid::BoxSpans in{lo, lo, lo, hi, hi, hi, nullptr, nullptr, 3};
     REQUIRE(grid.rebuild(in, hashgrid::serial_backend()).ok());
-    REQUIRE(grid.find_pairs(nullptr, 0, hashgrid::serial_backend()).pair_count == 1);
+    REQUIRE(grid.find_pairs(nullptr, 0, hashgrid::serial_backend()).total == 1);
 
     hashgrid::BoxSpans broken = in;
     broken.max_z = nullptr;
@@ -146,7 +146,7 @@ TEST_CASE("BoxGrid: a null z span in 3D, null query spans and null buffers are i
     CHECK(grid.find_pairs_with(in, nullptr, 4, hashgrid::serial_backend()).status.code == StatusCode::invalid_argument);
     const hashgrid::PairResult r = grid.find_pairs(out, 4, hashgrid::serial_backend());
     CHECK(r.status.ok());
-    CHECK(r.pair_count == 1);
+    CHECK(r.total == 1);
 }
 
 TEST_CASE("ObjectStore and ProximityIndex: use before init and out-of-range indices") {

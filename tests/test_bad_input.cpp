@@ -68,7 +68,7 @@ GoodFrame good_frame(uint32_t dims, uint32_t n, bool radii, const hashgrid::Thre
     f.pairs.resize(expected.size() + 1);
     const hashgrid::PairResult pr = g.find_pairs(f.pairs.data(), f.pairs.size(), backend);
     REQUIRE(pr.status.ok());
-    REQUIRE(pr.pair_count == expected.size());
+    REQUIRE(pr.total == expected.size());
     f.pairs.resize(static_cast<size_t>(pr.written));
     f.pairs_hash = hash_pairs(f.pairs.data(), pr.written);
     f.order_hash = hash_order(g);
@@ -358,7 +358,7 @@ TEST_CASE("too many distinct cells: cell_capacity with the exact cell count, pre
                     std::vector<Pair> out(expected.size() + 1);
                     const hashgrid::PairResult pr = g.find_pairs(out.data(), out.size(), backend);
                     CHECK(pr.status.ok());
-                    CHECK(pr.pair_count == expected.size());
+                    CHECK(pr.total == expected.size());
                     CHECK(hash_pairs(out.data(), pr.written) == good_pairs);
                 }
             // The next good rebuild works again, with exact pairs.
@@ -388,7 +388,7 @@ TEST_CASE("more pairs than max_pairs: pair_capacity with exact needed, exactly m
             const hashgrid::PairResult pr = (**grid).find_pairs(out.data(), out.size(), backend);
             CHECK(pr.status.code == StatusCode::pair_capacity);
             CHECK(pr.status.needed == expected.size());
-            CHECK(pr.pair_count == expected.size());
+            CHECK(pr.total == expected.size());
             CHECK(pr.written == max_pairs); // the canonical prefix (test_overflow checks its content)
             CHECK(out[static_cast<size_t>(max_pairs)].a == ~0u);
         }
@@ -412,7 +412,7 @@ TEST_CASE("more pairs than max_pairs over many chunks: pair_capacity, and what w
     REQUIRE(full_grid->init_status.ok());
     const Frame full = run_frame(**full_grid, s, hashgrid::serial_backend(), full_config.max_pairs);
     REQUIRE(full.result.status.ok());
-    const uint64_t total = full.result.pair_count;
+    const uint64_t total = full.result.total;
     REQUIRE(total > 10000);
     ParallelBackend tbb3(3);
     for (const hashgrid::ThreadBackend& backend : {hashgrid::serial_backend(), tbb3.backend()}) {
@@ -426,7 +426,7 @@ TEST_CASE("more pairs than max_pairs over many chunks: pair_capacity, and what w
             const hashgrid::PairResult pr = (**grid).find_pairs(out.data(), out.size(), backend);
             CHECK(pr.status.code == StatusCode::pair_capacity);
             CHECK(pr.status.needed == total);
-            CHECK(pr.pair_count == total);
+            CHECK(pr.total == total);
             CHECK(pr.written == max_pairs);
             CHECK(diff_pairs(std::vector<Pair>(full.pairs.begin(), full.pairs.begin() + static_cast<long>(pr.written)),
                              out.data(), pr.written) == "");
@@ -452,7 +452,7 @@ TEST_CASE("every too-small pair buffer: output_too_small, exact needed, exact pr
             std::vector<Pair> out(static_cast<size_t>(capacity) + 1, Pair{~0u, ~0u});
             const hashgrid::PairResult pr =
                 (**grid).find_pairs(capacity == 0 ? nullptr : out.data(), capacity, backend);
-            CHECK(pr.pair_count == count);
+            CHECK(pr.total == count);
             if (capacity < count) {
                 CHECK(pr.status.code == StatusCode::output_too_small);
                 CHECK(pr.status.needed == count);

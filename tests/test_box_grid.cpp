@@ -17,6 +17,7 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -262,7 +263,7 @@ PairRun run_query_pairs(BoxGrid& grid, const BoxScene& q, const hashgrid::Thread
 
 /// Exact pair count of find_pairs_with (a call with no buffer).
 uint64_t query_count(BoxGrid& grid, const BoxScene& q) {
-    return grid.find_pairs_with(q.spans(), nullptr, 0, hashgrid::serial_backend()).pair_count;
+    return grid.find_pairs_with(q.spans(), nullptr, 0, hashgrid::serial_backend()).total;
 }
 
 uint64_t hash_view(const BoxGrid& grid) {
@@ -500,8 +501,8 @@ BoxScene random_queries(Rng& rng, const BoxScene& s, uint32_t count) {
 
 std::string check_run(const PairRun& run, const std::vector<Pair>& expected) {
     if (!run.result.status.ok()) return std::string("status ") + hashgrid::to_string(run.result.status.code);
-    if (run.result.pair_count != expected.size())
-        return "pair_count " + std::to_string(run.result.pair_count) + " expected " + std::to_string(expected.size());
+    if (run.result.total != expected.size())
+        return "total " + std::to_string(run.result.total) + " expected " + std::to_string(expected.size());
     return diff_pairs(expected, run.pairs.data(), run.pairs.size());
 }
 
@@ -685,7 +686,7 @@ TEST_CASE("find_pairs_with against brute force") {
             CHECK(half.result.status.code == StatusCode::output_too_small);
             CHECK(half.result.status.needed == expected.size());
         }
-        CHECK(half.result.pair_count == expected.size());
+        CHECK(half.result.total == expected.size());
         CHECK(half.result.written == cap);
         CHECK(diff_pairs(std::vector<Pair>(expected.begin(), expected.begin() + static_cast<ptrdiff_t>(cap)),
                          half.pairs.data(), half.pairs.size()) == "");
@@ -702,7 +703,7 @@ TEST_CASE("every too-small buffer gets the exact prefix") {
         INFO(bc.label << " pairs " << expected.size());
         for (uint64_t cap = 0; cap <= expected.size(); ++cap) {
             const PairRun run = run_pairs(**g, seed % 2 == 0 ? hashgrid::serial_backend() : b2.backend(), cap);
-            CHECK(run.result.pair_count == expected.size());
+            CHECK(run.result.total == expected.size());
             CHECK(run.result.written == cap);
             CHECK(run.result.status.code == (cap < expected.size() ? StatusCode::output_too_small : StatusCode::ok));
             if (cap < expected.size()) CHECK(run.result.status.needed == expected.size());
@@ -759,7 +760,7 @@ TEST_CASE("capacities: objects, entries and pairs, previous frame intact") {
     CHECK(hash_view(**t) == small_hash);
     const PairRun kept = run_pairs(**t, b4.backend(), 4);
     CHECK(kept.result.status.ok());
-    CHECK(kept.result.pair_count == 1);
+    CHECK(kept.result.total == 1);
 
     // Pair capacity: exact count, an exact prefix of min(capacity, max_pairs).
     const Expected eo = expected_pairs(other.scene, other.config);
@@ -773,7 +774,7 @@ TEST_CASE("capacities: objects, entries and pairs, previous frame intact") {
         for (const uint64_t cap : {uint64_t{0}, uint64_t{3}, total}) {
             INFO("max_pairs " << max_pairs << " capacity " << cap);
             const PairRun run = run_pairs(**pg, b4.backend(), cap);
-            CHECK(run.result.pair_count == eo.pairs.size());
+            CHECK(run.result.total == eo.pairs.size());
             const uint64_t limit = std::min(cap, std::min<uint64_t>(max_pairs, eo.pairs.size()));
             if (max_pairs < eo.pairs.size()) {
                 CHECK(run.result.status.code == StatusCode::pair_capacity);
@@ -956,7 +957,7 @@ TEST_CASE("empty frames and zero objects") {
     CHECK((*g)->view().cell_start[0] == 0);
     PairRun run = run_pairs(**g, hashgrid::serial_backend(), 4);
     CHECK(run.result.status.ok());
-    CHECK(run.result.pair_count == 0);
+    CHECK(run.result.total == 0);
     // Only large objects: no cells at all.
     c.large_object_cells = 1;
     auto h = make_box_grid(c);
@@ -967,7 +968,7 @@ TEST_CASE("empty frames and zero objects") {
     CHECK((*h)->view().cell_count == 0);
     CHECK((*h)->view().large_count == 3);
     run = run_pairs(**h, hashgrid::serial_backend(), 4);
-    CHECK(run.result.pair_count == 1);
+    CHECK(run.result.total == 1);
     REQUIRE(run.pairs.size() == 1);
     CHECK(run.pairs[0].a == 0);
     CHECK(run.pairs[0].b == 1);
@@ -1001,7 +1002,7 @@ BoxHashes run_fixed(const FixedBoxScene& f, const hashgrid::ThreadBackend& b) {
     h.view = hash_view(**g);
     const PairRun run = run_pairs(**g, b, c.max_pairs);
     h.pairs = hash_pairs(run.pairs.data(), run.pairs.size());
-    h.pair_count = run.result.pair_count;
+    h.pair_count = run.result.total;
     Rng rng(f.seed);
     const BoxScene q = random_queries(rng, bc.scene, 300);
     const PairRun qr = run_query_pairs(**g, q, b, query_count(**g, q));
@@ -1034,4 +1035,247 @@ TEST_CASE("golden hashes of fixed scenes, every thread count") {
             CHECK(run_fixed(kFixedBoxScenes[k], b) == h);
     }
     if (print) std::printf("};\n");
+}
+
+// ---------------------------------------------------------------------------
+// PairFilter: the filtered output is the unfiltered documented order minus the
+// rejected pairs, for every thread count; counts, buffers and max_pairs see
+// the accepted pairs only.
+
+namespace {
+
+/// A deterministic keep rule behind a PairFilter. For find_pairs both indices
+/// are objects (a < b); for find_pairs_with a is a query and b an object. The
+/// filter runs on worker threads, so what it records of its calls is atomic.
+struct FilterRule {
+    bool by_team = false;                         ///< false: keep (a ^ b) & 1; true: keep team_a[a] != team_b[b]
+    const std::vector<uint8_t>* team_a = nullptr; ///< One entry per possible a (objects or queries).
+    const std::vector<uint8_t>* team_b = nullptr; ///< One entry per object.
+    bool ordered = true;                          ///< find_pairs: every call must have a < b.
+    std::atomic<uint64_t> calls{0};
+    std::atomic<bool> bad_call{false}; ///< A call out of range, or with a >= b when ordered.
+
+    [[nodiscard]] bool keeps(const Pair& p) const {
+        return by_team ? (*team_a)[p.a] != (*team_b)[p.b] : ((p.a ^ p.b) & 1u) != 0;
+    }
+    [[nodiscard]] hashgrid::PairFilter filter() { return hashgrid::PairFilter{&accept, this}; }
+
+    static bool accept(void* context, uint32_t a, uint32_t b) {
+        auto* rule = static_cast<FilterRule*>(context);
+        rule->calls.fetch_add(1, std::memory_order_relaxed);
+        if ((rule->ordered && a >= b) || a >= rule->team_a->size() || b >= rule->team_b->size()) {
+            rule->bad_call.store(true, std::memory_order_relaxed);
+            return false;
+        }
+        return rule->keeps(Pair{a, b});
+    }
+};
+
+/// The pairs the rule keeps, in their order.
+std::vector<Pair> kept_pairs(const std::vector<Pair>& pairs, const FilterRule& rule) {
+    std::vector<Pair> out;
+    for (const Pair& p : pairs)
+        if (rule.keeps(p)) out.push_back(p);
+    return out;
+}
+
+struct FilteredRun {
+    PairResult result;
+    std::vector<Pair> pairs; ///< The written prefix.
+    bool past_capacity_untouched = true;
+};
+
+/// find_pairs (queries == null) or find_pairs_with into a buffer with one guard entry past `capacity`.
+FilteredRun run_filtered(BoxGrid& grid, const BoxScene* queries, const hashgrid::ThreadBackend& b, uint64_t capacity,
+                         hashgrid::PairFilter filter) {
+    FilteredRun run;
+    std::vector<Pair> buffer(static_cast<size_t>(capacity) + 1, Pair{~0u, ~0u});
+    Pair* out = capacity > 0 ? buffer.data() : nullptr;
+    run.result = queries == nullptr ? grid.find_pairs(out, capacity, b, filter)
+                                    : grid.find_pairs_with(queries->spans(), out, capacity, b, filter);
+    const size_t end = static_cast<size_t>(capacity);
+    run.past_capacity_untouched = buffer[end].a == ~0u && buffer[end].b == ~0u;
+    const uint64_t written = std::min(run.result.written, capacity);
+    run.pairs.assign(buffer.begin(), buffer.begin() + static_cast<ptrdiff_t>(written));
+    return run;
+}
+
+/// "" when the run has status `code` (needed = the total when not ok), total =
+/// expected.size() and exactly the first `written` expected pairs; else the
+/// first difference.
+std::string check_filtered(const FilteredRun& run, StatusCode code, const std::vector<Pair>& expected,
+                           uint64_t written) {
+    const PairResult& r = run.result;
+    if (r.status.code != code)
+        return std::string("status ") + hashgrid::to_string(r.status.code) + ", expected " + hashgrid::to_string(code);
+    if (code != StatusCode::ok && r.status.needed != expected.size())
+        return "needed " + std::to_string(r.status.needed) + ", expected " + std::to_string(expected.size());
+    if (r.total != expected.size())
+        return "total " + std::to_string(r.total) + ", expected " + std::to_string(expected.size());
+    if (r.written != written) return "written " + std::to_string(r.written) + ", expected " + std::to_string(written);
+    if (!run.past_capacity_untouched) return "wrote past the capacity";
+    const std::vector<Pair> prefix(expected.begin(), expected.begin() + static_cast<ptrdiff_t>(written));
+    return diff_pairs(prefix, run.pairs.data(), run.pairs.size());
+}
+
+std::vector<uint8_t> random_teams(uint64_t seed, uint32_t count) {
+    Rng rng(seed);
+    std::vector<uint8_t> team(count);
+    for (uint8_t& t : team)
+        t = static_cast<uint8_t>(rng.below(3));
+    return team;
+}
+
+/// find_pairs on one scene, both rules, every backend: a roomy buffer, a
+/// too-small one, max_pairs between the filtered and the unfiltered count
+/// (ok) and below the filtered count (pair_capacity, exact prefix).
+void check_filtered_scene(const BoxScene& s, const BoxGridConfig& config,
+                          const std::vector<hashgrid::ThreadBackend>& backends, uint64_t team_seed) {
+    const std::vector<Pair> all = expected_pairs(s, config).pairs;
+    const uint64_t unfiltered = all.size();
+    const std::vector<uint8_t> team = random_teams(team_seed, s.size());
+    BoxGridConfig roomy_config = config;
+    roomy_config.max_pairs = std::max(config.max_pairs, unfiltered);
+    auto grid = make_box_grid(roomy_config);
+    REQUIRE(grid->init_status.ok());
+    for (const bool by_team : {false, true}) {
+        FilterRule rule;
+        rule.by_team = by_team;
+        rule.team_a = rule.team_b = &team;
+        const std::vector<Pair> expected = kept_pairs(all, rule);
+        const uint64_t total = expected.size();
+        const std::string rule_name = by_team ? "team[a] != team[b]" : "(a ^ b) & 1";
+        INFO(rule_name << ": " << total << " of " << unfiltered << " pairs");
+        BoxGridConfig between = roomy_config;
+        between.max_pairs = total + (unfiltered - total) / 2;
+        BoxGridConfig below = roomy_config;
+        below.max_pairs = total / 2;
+        auto between_grid = make_box_grid(between);
+        auto below_grid = make_box_grid(below);
+        REQUIRE(between_grid->init_status.ok());
+        REQUIRE(below_grid->init_status.ok());
+        for (const hashgrid::ThreadBackend& b : backends) {
+            INFO("workers " << b.worker_count);
+            REQUIRE((*grid)->rebuild(s.spans(), b).ok());
+            // The unfiltered output, then the same search filtered: the first
+            // minus the rejected pairs.
+            const FilteredRun plain = run_filtered(**grid, nullptr, b, unfiltered, {});
+            CHECK(check_filtered(plain, StatusCode::ok, all, unfiltered) == "");
+            rule.calls.store(0);
+            const FilteredRun roomy = run_filtered(**grid, nullptr, b, total + 3, rule.filter());
+            CHECK(check_filtered(roomy, StatusCode::ok, kept_pairs(plain.pairs, rule), total) == "");
+            CHECK(check_filtered(roomy, StatusCode::ok, expected, total) == "");
+            CHECK(rule.calls.load() >= unfiltered); // every overlapping pair that passes the layers is offered
+            // A too-small buffer: the exact prefix, the exact total.
+            if (total > 0) {
+                const uint64_t cap = total / 2;
+                CHECK(check_filtered(run_filtered(**grid, nullptr, b, cap, rule.filter()), StatusCode::output_too_small,
+                                     expected, cap) == "");
+            }
+            // max_pairs counts accepted pairs: between the two counts is ok.
+            REQUIRE((*between_grid)->rebuild(s.spans(), b).ok());
+            CHECK(check_filtered(run_filtered(**between_grid, nullptr, b, total + 3, rule.filter()), StatusCode::ok,
+                                 expected, total) == "");
+            if (between.max_pairs < unfiltered)
+                CHECK(run_filtered(**between_grid, nullptr, b, unfiltered, {}).result.status.code ==
+                      StatusCode::pair_capacity);
+            // Below the filtered count: pair_capacity with the exact prefix of
+            // min(max_pairs, capacity) pairs.
+            if (total > 0) {
+                REQUIRE((*below_grid)->rebuild(s.spans(), b).ok());
+                CHECK(check_filtered(run_filtered(**below_grid, nullptr, b, total + 3, rule.filter()),
+                                     StatusCode::pair_capacity, expected, below.max_pairs) == "");
+                const uint64_t cap = below.max_pairs / 2;
+                CHECK(check_filtered(run_filtered(**below_grid, nullptr, b, cap, rule.filter()),
+                                     StatusCode::pair_capacity, expected, cap) == "");
+            }
+            CHECK(!rule.bad_call.load());
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("PairFilter: random scenes give the filtered oracle at 1, 2, 3 and 8 threads") {
+    ParallelBackend p1(1), p2(2), p3(3), p8(8);
+    const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p1.backend(), p2.backend(),
+                                                           p3.backend(), p8.backend()};
+    for (uint64_t seed = 11000; seed < 11000 + scaled_count(60, 6); ++seed) {
+        // Every fourth scene is bigger: several chunks per pass.
+        const BoxCase bc = random_case(seed, seed % 4 == 0 ? 1200 : 300);
+        INFO(bc.label);
+        check_filtered_scene(bc.scene, bc.config, backends, seed);
+    }
+    // Many cells with a few pairs each: below max_pairs, chunks that run out
+    // of the pool are searched again through the filter.
+    Rng rng(78);
+    BoxScene s;
+    s.dims = 2;
+    const uint32_t n = scaled_count(20000, 4000);
+    uint32_t side = 1;
+    while (side * side < 8 * n)
+        ++side;
+    for (uint32_t i = 0; i < n; ++i) {
+        const auto x = static_cast<float>(rng.below(side));
+        const auto y = static_cast<float>(rng.below(side));
+        s.add_box(x + 0.1f, y + 0.1f, 0, x + 0.6f, y + 0.6f, 0);
+    }
+    BoxGridConfig c;
+    c.dimensions = 2;
+    c.cell_size = 1.0f;
+    c.max_objects = n;
+    c.max_cell_entries = n;
+    INFO("many cells, " << n << " boxes");
+    check_filtered_scene(s, c, backends, 78);
+}
+
+TEST_CASE("PairFilter: find_pairs_with gives the filtered oracle (query, object) at 1, 2, 3 and 8 threads") {
+    ParallelBackend p1(1), p2(2), p3(3), p8(8);
+    const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p1.backend(), p2.backend(),
+                                                           p3.backend(), p8.backend()};
+    for (uint64_t seed = 12000; seed < 12000 + scaled_count(40, 4); ++seed) {
+        const BoxCase bc = random_case(seed, 300);
+        INFO(bc.label);
+        Rng rng(seed ^ 0x7777);
+        const BoxScene q = random_queries(rng, bc.scene, 40 + rng.below(100));
+        const std::vector<Pair> all = expected_query_pairs(bc.scene, bc.config, q);
+        const std::vector<uint8_t> query_team = random_teams(seed, q.size());
+        const std::vector<uint8_t> object_team = random_teams(seed + 1, bc.scene.size());
+        auto grid = make_box_grid(bc.config);
+        REQUIRE(grid->init_status.ok());
+        // max_pairs does not apply to find_pairs_with, filtered or not.
+        BoxGridConfig no_pairs = bc.config;
+        no_pairs.max_pairs = 0;
+        auto no_pairs_grid = make_box_grid(no_pairs);
+        REQUIRE(no_pairs_grid->init_status.ok());
+        for (const bool by_team : {false, true}) {
+            FilterRule rule;
+            rule.by_team = by_team;
+            rule.team_a = &query_team;
+            rule.team_b = &object_team;
+            rule.ordered = false;
+            const std::vector<Pair> expected = kept_pairs(all, rule);
+            const uint64_t total = expected.size();
+            const std::string rule_name = by_team ? "team[query] != team[object]" : "(a ^ b) & 1";
+            INFO(rule_name << ": " << total << " of " << all.size() << " pairs");
+            for (const hashgrid::ThreadBackend& b : backends) {
+                INFO("workers " << b.worker_count);
+                REQUIRE((*grid)->rebuild(bc.scene.spans(), b).ok());
+                const FilteredRun plain = run_filtered(**grid, &q, b, all.size(), {});
+                CHECK(check_filtered(plain, StatusCode::ok, all, all.size()) == "");
+                const FilteredRun roomy = run_filtered(**grid, &q, b, total + 3, rule.filter());
+                CHECK(check_filtered(roomy, StatusCode::ok, kept_pairs(plain.pairs, rule), total) == "");
+                CHECK(check_filtered(roomy, StatusCode::ok, expected, total) == "");
+                if (total > 0) {
+                    const uint64_t cap = total / 2;
+                    CHECK(check_filtered(run_filtered(**grid, &q, b, cap, rule.filter()), StatusCode::output_too_small,
+                                         expected, cap) == "");
+                }
+                REQUIRE((*no_pairs_grid)->rebuild(bc.scene.spans(), b).ok());
+                CHECK(check_filtered(run_filtered(**no_pairs_grid, &q, b, total, rule.filter()), StatusCode::ok,
+                                     expected, total) == "");
+                CHECK(!rule.bad_call.load());
+            }
+        }
+    }
 }

@@ -104,7 +104,7 @@ TEST_CASE("fma canary: pairs at exactly r are not reported (no contraction in th
     REQUIRE(result.status.ok());
     // The fused variant of this test matches this line with a nonzero count.
     std::printf("fma canary: %llu pairs reported of %u candidates at exactly r\n",
-                static_cast<unsigned long long>(result.pair_count), c.pairs);
+                static_cast<unsigned long long>(result.total), c.pairs);
     CHECK(c.pairs == hashgrid_test::golden::kFmaCanaryCandidates);
-    CHECK(result.pair_count == 0);
+    CHECK(result.total == 0);
 }

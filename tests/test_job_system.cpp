@@ -163,7 +163,7 @@ struct FrameRun {
 /// "" when both runs hold the same bytes, else what differs.
 std::string same_bytes(FrameRun& a, FrameRun& b) {
     if (!a.ok() || !b.ok()) return "a call failed";
-    if (a.result.pair_count != b.result.pair_count || a.result.written != b.result.written) return "pair count";
+    if (a.result.total != b.result.total || a.result.written != b.result.written) return "pair count";
     const uint32_t n = (*a.grid)->particle_count();
     if (n != (*b.grid)->particle_count()) return "particle count";
     const auto bytes = [](const auto* p, uint64_t count) { return static_cast<size_t>(count) * sizeof(*p); };
@@ -321,7 +321,7 @@ TEST_CASE("job-system adapter: every odd job system gives the serial backend's b
             serial.emplace_back(fs.config);
             serial[frame].frame(moved[frame].spans(), hashgrid::serial_backend());
             REQUIRE(serial[frame].ok());
-            REQUIRE(serial[frame].result.pair_count > 0);
+            REQUIRE(serial[frame].result.total > 0);
         }
         for (Mode mode : kEveryMode) {
             for (uint32_t workers : {2u, 3u, 8u}) {

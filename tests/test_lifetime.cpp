@@ -339,7 +339,7 @@ TEST_CASE("ProximityIndex: a failed re-init keeps the clients; use before init i
     Pair pairs[64];
     const hashgrid::PairResult before = index.find_pairs(pairs, 64, hashgrid::serial_backend());
     REQUIRE(before.status.ok());
-    CHECK(before.pair_count == 9); // neighbours 1 apart overlap (edge 1.5); 2 apart do not
+    CHECK(before.total == 9); // neighbours 1 apart overlap (edge 1.5); 2 apart do not
     const uint64_t before_hash = hash_pairs(pairs, before.written);
 
     hashgrid::ProximityIndexConfig big = config;
@@ -368,7 +368,7 @@ TEST_CASE("neighbor_lists: zero pairs with null indices and capacity 0 is ok") {
     auto g = make_grid(unbounded_config(3, 1.0f, 1.0f, 50, 100));
     REQUIRE(g->init_status.ok());
     REQUIRE(g->grid->rebuild(s.spans(), hashgrid::serial_backend()).ok());
-    REQUIRE(g->grid->find_pairs(nullptr, 0, hashgrid::serial_backend()).pair_count == 0);
+    REQUIRE(g->grid->find_pairs(nullptr, 0, hashgrid::serial_backend()).total == 0);
     std::vector<uint32_t> offsets(51, 77);
     const hashgrid::Status st =
         g->grid->neighbor_lists(nullptr, 0, offsets.data(), offsets.size(), nullptr, 0, hashgrid::serial_backend());
@@ -540,7 +540,7 @@ TEST_CASE("failed inits on caller memory leave every kind of object, and its blo
         Pair pairs[32];
         const hashgrid::PairResult r = index.find_pairs(pairs, 32, hashgrid::serial_backend());
         CHECK(r.status.ok());
-        CHECK(r.pair_count == 9); // neighbours 1 apart overlap (edge 1.5); 2 apart do not
+        CHECK(r.total == 9); // neighbours 1 apart overlap (edge 1.5); 2 apart do not
     }
 }
 

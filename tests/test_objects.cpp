@@ -1189,7 +1189,7 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     r = index.find_near({1.5f, 1.5f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8);
     CHECK(r.count == 3);
     pr = index.find_pairs(pairs, 4, hashgrid::serial_backend());
-    CHECK(pr.pair_count == 3);            // (a, b), (b, c), (a, c): a ends at 1.75 where c starts (closed boxes touch)
+    CHECK(pr.total == 3);                 // (a, b), (b, c), (a, c): a ends at 1.75 where c starts (closed boxes touch)
     CHECK(index.cell_entry_count() == 6); // c: [1.75, 2.25] covers cells 1..2
 
     // entry_capacity: 7 more cells would make 13 > 10; nothing changes.

@@ -61,7 +61,7 @@ TEST_CASE("pair_capacity and output_too_small write the canonical prefix for eve
             REQUIRE(full_grid->init_status.ok());
             const Outcome full = run(**full_grid, s, config.max_pairs, hashgrid::serial_backend());
             REQUIRE(full.result.status.ok());
-            const uint64_t total = full.result.pair_count;
+            const uint64_t total = full.result.total;
             REQUIRE(total > 100000);
             const uint64_t limits[] = {1, 2047, 2048, 2049, total / 3, total - 1};
             for (uint64_t max_pairs : limits) {
@@ -79,7 +79,7 @@ TEST_CASE("pair_capacity and output_too_small write the canonical prefix for eve
                                   << ", capacity " << capacity << ", " << threads << " threads");
                         CHECK(o.result.status.code == StatusCode::pair_capacity);
                         CHECK(o.result.status.needed == total);
-                        CHECK(o.result.pair_count == total);
+                        CHECK(o.result.total == total);
                         CHECK(o.result.written == expect);
                         CHECK(diff_pairs(std::vector<Pair>(full.pairs.begin(),
                                                            full.pairs.begin() + static_cast<ptrdiff_t>(expect)),
@@ -140,7 +140,7 @@ TEST_CASE("box grid: pair_capacity writes min(max_pairs, capacity) canonical pai
     std::vector<Pair> full(static_cast<size_t>(config.max_pairs));
     const hashgrid::PairResult fr = full_grid.find_pairs(full.data(), full.size(), hashgrid::serial_backend());
     REQUIRE(fr.status.ok());
-    const uint64_t total = fr.pair_count;
+    const uint64_t total = fr.total;
     REQUIRE(total > 5000);
     for (uint64_t max_pairs : {uint64_t{1}, uint64_t{1000}, total / 2, total - 1}) {
         config.max_pairs = max_pairs;
@@ -155,7 +155,7 @@ TEST_CASE("box grid: pair_capacity writes min(max_pairs, capacity) canonical pai
                 const hashgrid::PairResult r = grid.find_pairs(out.data(), capacity, backend.backend());
                 INFO("max_pairs " << max_pairs << ", capacity " << capacity << ", " << threads << " threads");
                 CHECK(r.status.code == StatusCode::pair_capacity);
-                CHECK(r.pair_count == total);
+                CHECK(r.total == total);
                 CHECK(r.written == expect);
                 CHECK(diff_pairs(std::vector<Pair>(full.begin(), full.begin() + static_cast<ptrdiff_t>(expect)),
                                  out.data(), r.written) == "");

@@ -6,6 +6,8 @@
 
 #include "test_support.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -193,8 +195,8 @@ std::string check_grid(const Case& c, const GridConfig& config, const std::vecto
     std::vector<Pair> got(expected_set.size() + 4, Pair{~0u, ~0u});
     const hashgrid::PairResult pr = (*grid)->find_pairs(got.data(), got.size(), backend);
     if (!pr.status.ok()) return std::string("find_pairs: ") + hashgrid::to_string(pr.status.code);
-    if (pr.pair_count != expected_set.size() || pr.written != expected_set.size())
-        return "pair_count " + std::to_string(pr.pair_count) + " written " + std::to_string(pr.written) + " expected " +
+    if (pr.total != expected_set.size() || pr.written != expected_set.size())
+        return "total " + std::to_string(pr.total) + " written " + std::to_string(pr.written) + " expected " +
                std::to_string(expected_set.size());
     // (a) the set; (b) the documented order.
     const std::vector<Pair> got_set = as_set(got.data(), pr.written);
@@ -547,4 +549,210 @@ TEST_CASE("[long] random scenes match brute force, 6000 more seeds" * doctest::s
     const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
     for (uint64_t seed = 100001; seed <= 106000; ++seed)
         check_case(random_case(seed), serial);
+}
+
+// ---------------------------------------------------------------------------
+// PairFilter: the filtered output is the unfiltered canonical order minus the
+// rejected pairs, for every thread count; counts, buffers and max_pairs see
+// the accepted pairs only.
+
+namespace {
+
+/// A deterministic keep rule behind a PairFilter. The filter runs on worker
+/// threads, so what it records of its calls is atomic.
+struct FilterRule {
+    bool by_team = false;                       ///< false: keep (a ^ b) & 1; true: keep team[a] != team[b]
+    const std::vector<uint8_t>* team = nullptr; ///< One entry per particle (original index).
+    std::atomic<uint64_t> calls{0};
+    std::atomic<bool> bad_call{false}; ///< A call with a >= b or b out of range.
+
+    [[nodiscard]] bool keeps(const Pair& p) const {
+        return by_team ? (*team)[p.a] != (*team)[p.b] : ((p.a ^ p.b) & 1u) != 0;
+    }
+    [[nodiscard]] hashgrid::PairFilter filter() { return hashgrid::PairFilter{&accept, this}; }
+
+    static bool accept(void* context, uint32_t a, uint32_t b) {
+        auto* rule = static_cast<FilterRule*>(context);
+        rule->calls.fetch_add(1, std::memory_order_relaxed);
+        if (a >= b || b >= rule->team->size()) {
+            rule->bad_call.store(true, std::memory_order_relaxed);
+            return false;
+        }
+        return rule->keeps(Pair{a, b});
+    }
+};
+
+/// The pairs the rule keeps, in their order.
+std::vector<Pair> kept_pairs(const Pair* pairs, uint64_t count, const FilterRule& rule) {
+    std::vector<Pair> out;
+    for (uint64_t k = 0; k < count; ++k)
+        if (rule.keeps(pairs[k])) out.push_back(pairs[k]);
+    return out;
+}
+
+struct FilteredRun {
+    hashgrid::PairResult result;
+    std::vector<Pair> pairs; ///< The written prefix.
+    bool past_capacity_untouched = true;
+};
+
+FilteredRun run_filtered(hashgrid::Grid& grid, const hashgrid::ThreadBackend& b, uint64_t capacity,
+                         hashgrid::PairFilter filter) {
+    FilteredRun run;
+    std::vector<Pair> buffer(static_cast<size_t>(capacity) + 1, Pair{~0u, ~0u});
+    run.result = grid.find_pairs(capacity > 0 ? buffer.data() : nullptr, capacity, b, filter);
+    const size_t end = static_cast<size_t>(capacity);
+    run.past_capacity_untouched = buffer[end].a == ~0u && buffer[end].b == ~0u;
+    const uint64_t written = std::min(run.result.written, capacity);
+    run.pairs.assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(written));
+    return run;
+}
+
+/// "" when the run has status `code` (needed = the total when not ok), total =
+/// expected.size() and exactly the first `written` expected pairs; else the
+/// first difference.
+std::string check_filtered(const FilteredRun& run, StatusCode code, const std::vector<Pair>& expected,
+                           uint64_t written) {
+    const hashgrid::PairResult& r = run.result;
+    if (r.status.code != code)
+        return std::string("status ") + hashgrid::to_string(r.status.code) + ", expected " + hashgrid::to_string(code);
+    if (code != StatusCode::ok && r.status.needed != expected.size())
+        return "needed " + std::to_string(r.status.needed) + ", expected " + std::to_string(expected.size());
+    if (r.total != expected.size())
+        return "total " + std::to_string(r.total) + ", expected " + std::to_string(expected.size());
+    if (r.written != written) return "written " + std::to_string(r.written) + ", expected " + std::to_string(written);
+    if (!run.past_capacity_untouched) return "wrote past the capacity";
+    const std::vector<Pair> prefix(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(written));
+    return diff_pairs(prefix, run.pairs.data(), run.pairs.size());
+}
+
+/// One scene in one world, both rules, every backend: a roomy buffer, a
+/// too-small one, max_pairs between the filtered and the unfiltered count
+/// (ok) and below the filtered count (pair_capacity, exact prefix).
+void check_filtered_case(const Case& c, hashgrid::World world, const std::vector<hashgrid::ThreadBackend>& backends,
+                         uint64_t team_seed) {
+    const std::string world_name = world == hashgrid::World::bounded ? "bounded" : "unbounded";
+    INFO(c.label << " " << world_name);
+    const std::vector<Pair> oracle = oracle_pairs(c.scene, c.r);
+    const GridConfig config = config_for(c, world, oracle.size());
+    REQUIRE(all_in_range(c.scene, config));
+    const std::vector<Pair> all = in_documented_order(oracle, expected_order(c.scene, config));
+    const uint64_t unfiltered = all.size();
+    Rng rng(team_seed);
+    std::vector<uint8_t> team(c.scene.size());
+    for (uint8_t& t : team)
+        t = static_cast<uint8_t>(rng.below(3));
+    auto grid = make_grid(config);
+    REQUIRE(grid->init_status.ok());
+    for (const bool by_team : {false, true}) {
+        FilterRule rule;
+        rule.by_team = by_team;
+        rule.team = &team;
+        const std::vector<Pair> expected = kept_pairs(all.data(), all.size(), rule);
+        const uint64_t total = expected.size();
+        const std::string rule_name = by_team ? "team[a] != team[b]" : "(a ^ b) & 1";
+        INFO(rule_name << ": " << total << " of " << unfiltered << " pairs");
+        GridConfig between = config;
+        between.max_pairs = total + (unfiltered - total) / 2;
+        GridConfig below = config;
+        below.max_pairs = total / 2;
+        auto between_grid = make_grid(between);
+        auto below_grid = make_grid(below);
+        REQUIRE(between_grid->init_status.ok());
+        REQUIRE(below_grid->init_status.ok());
+        for (const hashgrid::ThreadBackend& b : backends) {
+            INFO("workers " << b.worker_count);
+            REQUIRE((*grid)->rebuild(c.scene.spans(), b).ok());
+            // The unfiltered output, then the same search filtered: the first
+            // minus the rejected pairs.
+            const FilteredRun plain = run_filtered(**grid, b, unfiltered, {});
+            CHECK(check_filtered(plain, StatusCode::ok, all, unfiltered) == "");
+            const std::vector<Pair> plain_kept = kept_pairs(plain.pairs.data(), plain.pairs.size(), rule);
+            rule.calls.store(0);
+            const FilteredRun roomy = run_filtered(**grid, b, total + 3, rule.filter());
+            CHECK(check_filtered(roomy, StatusCode::ok, plain_kept, total) == "");
+            CHECK(check_filtered(roomy, StatusCode::ok, expected, total) == "");
+            CHECK(rule.calls.load() >= unfiltered); // every pair within range is offered
+            // A too-small buffer: the exact prefix, the exact total.
+            if (total > 0) {
+                const uint64_t cap = total / 2;
+                CHECK(check_filtered(run_filtered(**grid, b, cap, rule.filter()), StatusCode::output_too_small,
+                                     expected, cap) == "");
+            }
+            // max_pairs counts accepted pairs: between the two counts is ok.
+            REQUIRE((*between_grid)->rebuild(c.scene.spans(), b).ok());
+            CHECK(check_filtered(run_filtered(**between_grid, b, total + 3, rule.filter()), StatusCode::ok, expected,
+                                 total) == "");
+            if (between.max_pairs < unfiltered)
+                CHECK(run_filtered(**between_grid, b, unfiltered, {}).result.status.code == StatusCode::pair_capacity);
+            // Below the filtered count: pair_capacity with the exact prefix of
+            // min(max_pairs, capacity) pairs.
+            if (total > 0) {
+                REQUIRE((*below_grid)->rebuild(c.scene.spans(), b).ok());
+                CHECK(check_filtered(run_filtered(**below_grid, b, total + 3, rule.filter()), StatusCode::pair_capacity,
+                                     expected, below.max_pairs) == "");
+                const uint64_t cap = below.max_pairs / 2;
+                CHECK(check_filtered(run_filtered(**below_grid, b, cap, rule.filter()), StatusCode::pair_capacity,
+                                     expected, cap) == "");
+            }
+            CHECK(!rule.bad_call.load());
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("PairFilter: random scenes give the filtered oracle at 1, 2, 3 and 8 threads") {
+    ParallelBackend p1(1), p2(2), p3(3), p8(8);
+    const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p1.backend(), p2.backend(),
+                                                           p3.backend(), p8.backend()};
+    uint64_t bounded = 0;
+    for (uint64_t seed = 9001; seed < 9001 + scaled_count(150); ++seed) {
+        const Case c = random_case(seed);
+        check_filtered_case(c, hashgrid::World::unbounded, backends, seed);
+        if (origin_fits_bounded(c)) {
+            check_filtered_case(c, hashgrid::World::bounded, backends, seed);
+            ++bounded;
+        }
+    }
+    CHECK(bounded > 0);
+}
+
+TEST_CASE("PairFilter: every pair-test kernel (scalar, SSE2, AVX2 where the CPU has it)") {
+    struct KernelGuard {
+        ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
+    } guard;
+    ParallelBackend p3(3);
+    const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p3.backend()};
+    for (const hashgrid::PairKernel kernel :
+         {hashgrid::PairKernel::scalar, hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2}) {
+        if (!hashgrid::set_pair_kernel(kernel)) continue;
+        INFO("kernel " << static_cast<int>(kernel));
+        for (uint64_t seed = 9501; seed < 9501 + scaled_count(40); ++seed)
+            check_filtered_case(random_case(seed), hashgrid::World::unbounded, backends, seed);
+        Rng rng(83);
+        Case c = make_case(3, 1.0f, 1.0f, "clusters 3D 12k");
+        c.scene = clustered_scene(rng, 3, 12000, 4, -20.0f, 20.0f, 2.0f);
+        check_filtered_case(c, hashgrid::World::unbounded, backends, 83);
+    }
+}
+
+TEST_CASE("PairFilter: large scenes (many chunks, chunks searched again below max_pairs)") {
+    ParallelBackend p1(1), p2(2), p3(3), p8(8);
+    const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p1.backend(), p2.backend(),
+                                                           p3.backend(), p8.backend()};
+    {
+        Rng rng(81);
+        Case c = make_case(3, 1.0f, 1.0f, "uniform 3D 20k");
+        c.scene = uniform_scene(rng, 3, 20000, -12.0f, 12.0f);
+        check_filtered_case(c, hashgrid::World::unbounded, backends, 81);
+    }
+    {
+        Rng rng(82);
+        Case c = make_case(2, 2.0f, 2.0f, "clusters 2D 30k, radii");
+        c.scene = clustered_scene(rng, 2, 30000, 7, -150.0f, 150.0f, 10.0f);
+        add_radii(rng, c.scene, 0.01f, 1.0f);
+        bounded_origin(c.scene, c.cell, c.origin);
+        check_filtered_case(c, hashgrid::World::bounded, backends, 82);
+    }
 }

@@ -91,7 +91,7 @@ struct ThreeBoxes {
 };
 
 uint64_t box_pair_count(hashgrid::BoxGrid& grid) {
-    return grid.find_pairs(nullptr, 0, hashgrid::serial_backend()).pair_count;
+    return grid.find_pairs(nullptr, 0, hashgrid::serial_backend()).total;
 }
 
 } // namespace
@@ -246,7 +246,7 @@ TEST_CASE("Grid::neighbor_lists: zero pairs with null indices is ok; a forged pa
     const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     REQUIRE(grid.rebuild({x, zero, zero, nullptr, 4}, hashgrid::serial_backend()).ok());
     Pair pairs[4];
-    REQUIRE(grid.find_pairs(pairs, 4, hashgrid::serial_backend()).pair_count == 1);
+    REQUIRE(grid.find_pairs(pairs, 4, hashgrid::serial_backend()).total == 1);
 
     uint32_t offsets[5] = {7, 7, 7, 7, 7};
     const hashgrid::Status empty = grid.neighbor_lists(nullptr, 0, offsets, 5, nullptr, 0, hashgrid::serial_backend());
