@@ -126,6 +126,7 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
     free_count_ = config.max_objects;
     count_ = 0;
     retired_ = 0;
+    ++layout_; // views of the old layout are stale
     initialized_ = true;
     detail::release_owned(owned_memory_, memory);
     return {};
@@ -197,6 +198,7 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
     user_[dense] = user_value;
     dense_slot_[dense] = slot;
     slot_dense_[slot] = dense;
+    ++layout_;
     r.handle = ObjectHandle{slot, slot_generation_[slot]};
     return r;
 }
@@ -260,6 +262,7 @@ Status ObjectStore::remove(ObjectHandle handle) {
     }
     count_ = last;
     release_slot(handle.index);
+    ++layout_;
     return {};
 }
 
@@ -270,6 +273,7 @@ void ObjectStore::clear() {
     for (uint32_t i = 0; i < count_; ++i)
         release_slot(dense_slot_[i]);
     count_ = 0;
+    ++layout_;
 }
 
 bool ObjectStore::contains(ObjectHandle handle) const { return live_dense(handle) != kInvalidObjectIndex; }
@@ -297,6 +301,13 @@ Status ObjectStore::get_box(ObjectHandle handle, ObjectBox& out) const {
     }
     out = box;
     return {};
+}
+
+BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store) {
+    BoxGridConfig c;
+    c.dimensions = store.dimensions;
+    c.max_objects = store.max_objects;
+    return c;
 }
 
 BoxSpans ObjectStore::spans() const {

@@ -7,9 +7,14 @@
 //   config.max_objects = 100000;
 //   hashgrid::ObjectStore store;
 //   hashgrid::Status s = store.init_allocate(config);   // or init(config, memory, bytes)
+//   hashgrid::BoxGridConfig grid_config = hashgrid::box_grid_config_for(config);
+//   grid_config.cell_size = 2.0f;                       // and the grid's own capacities
+//   grid_config.max_cell_entries = 8 * config.max_objects;
+//   grid_config.max_pairs = 1000000;
+//   s = grid.init_allocate(grid_config);
 //   hashgrid::ObjectAddResult a = store.add(box, category, mask, user_value);
 //   s = store.move(a.handle, new_box);
-//   s = grid.rebuild(store.spans(), backend);           // every frame (box_grid.h)
+//   s = grid.rebuild(store, backend);                   // every frame (box_grid.h)
 //   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
 //   hashgrid::ObjectHandle h = store.handle_at(pairs[0].a);   // dense index -> handle
 //
@@ -41,11 +46,14 @@
 // sequence of successful operations and the config: no timing, no pointer
 // values, no hashing of addresses. Failed operations change nothing.
 //
-// Frames. The store is the source of truth; a BoxGrid built from spans() sees
-// the store as it was at that rebuild. Grid results are dense indices of that
-// moment: map them with handle_at() before the next add/remove (moves and
-// set_layers() keep dense indices). The cost of reflecting changes is one
+// Frames. The store is the source of truth; a BoxGrid rebuilt from it sees
+// the store as it was at that rebuild. The cost of reflecting changes is one
 // BoxGrid rebuild, i.e. at most a full rebuild.
+//
+// Dense indices in results. Grid results are dense indices of the rebuild:
+// map them with handle_at() before the next layout change. Every successful
+// add(), remove(), clear() and init() advances layout_generation(); move(),
+// set_layers() and set_user_value() keep dense indices.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -79,12 +87,19 @@ struct ObjectBox {
 struct ObjectStoreConfig {
     /// 2 or 3. In 2D only x and y of boxes are read and stored.
     uint32_t dimensions = 3;
-    /// Most live objects, in [1, 2^31) (the BoxGridConfig::max_objects of the grid it feeds).
+    /// Most live objects, in [1, 2^31); at most the BoxGridConfig::max_objects
+    /// of a grid rebuilt from the store (box_grid_config_for()).
     uint32_t max_objects = 0;
     /// Give stores that must not accept each other's handles different salts
     /// (see "Foreign handles" above). 0: every slot starts at generation 1.
     uint32_t handle_salt = 0;
 };
+
+/// A BoxGridConfig whose dimensions and max_objects are the store's, so that
+/// BoxGrid::rebuild(store, backend) accepts the store; every other field keeps
+/// its default. Set cell_size, max_cell_entries and max_pairs (and the world)
+/// before init.
+BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store);
 
 /// Outcome of ObjectStore::add().
 struct ObjectAddResult {
@@ -144,12 +159,17 @@ public:
     [[nodiscard]] bool contains(ObjectHandle handle) const;
     /// Dense index of a live object, or kInvalidObjectIndex.
     [[nodiscard]] uint32_t dense_index(ObjectHandle handle) const;
-    /// Handle of the object at a dense index (< size()). An index >= size() (or
+    /// Handle of the object at a dense index (< size()) now. An index >= size() (or
     /// a store never initialised) gives ObjectHandle{} (slot 0xffffffff,
     /// generation 0), which no store ever accepts, in every build.
     [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const;
     /// Box of a live object (invalid_handle leaves `out` untouched).
     Status get_box(ObjectHandle handle, ObjectBox& out) const;
+
+    /// Advanced by every successful add(), remove(), clear() and init(): the
+    /// operations that change the dense layout (which objects the dense
+    /// indices [0, size()) name). Never reset.
+    [[nodiscard]] uint64_t layout_generation() const { return layout_; }
 
     /// Live objects.
     [[nodiscard]] uint32_t size() const { return count_; }
@@ -159,7 +179,7 @@ public:
     [[nodiscard]] uint32_t retired_count() const { return retired_; }
 
     /// The dense boxes and layers as BoxGrid input (valid until the next change;
-    /// z spans are null in 2D).
+    /// z spans are null in 2D). BoxGrid::rebuild(store, backend) reads them.
     [[nodiscard]] BoxSpans spans() const;
     /// Dense arrays, size() entries each. Boxes: null for an axis >= dimensions
     /// (any axis, in every build) and before a successful init.
@@ -189,6 +209,7 @@ private:
 
     uint32_t count_ = 0;   // live objects = dense size
     uint32_t retired_ = 0; // slots never to be issued again
+    uint64_t layout_ = 0;  // layout generation (layout_generation())
 
     // Dense SoA, max_objects entries each (z arrays null in 2D).
     float* min_[3] = {nullptr, nullptr, nullptr};

@@ -13,7 +13,8 @@ namespace hashgrid {
 /// raise; Status::needed then holds the count that would have fit everything.
 enum class StatusCode : uint32_t {
     ok = 0,
-    invalid_config,    ///< A GridConfig field is out of its documented range (see Status::message).
+    invalid_config,    ///< A GridConfig field is out of its documented range, or an ObjectStore's config does not
+                       ///< fit the BoxGrid rebuilt from it (see Status::message).
     memory_too_small,  ///< init(): the memory block is smaller than memory_requirements() said; needed = bytes.
     memory_misaligned, ///< init(): the memory block is not aligned as memory_requirements() said.
     particle_capacity, ///< More particles than GridConfig::max_particles; needed = particle count.
