@@ -36,6 +36,14 @@
 //      then by the other object's index.
 // Each Pair holds original object indices with a < b.
 //
+// Object indices. Every result (pairs here, box queries in box_queries.h)
+// names objects by their index in the BoxSpans of the rebuild: the dense
+// index of an ObjectStore when the grid was rebuilt from one. They name the
+// same objects only as long as the input's order does. For a store, that is
+// until its next add, remove, clear or init: turn them into handles or user
+// values with ObjectStore::handles_at() / user_values_at() (objects.h), which
+// check that and answer stale_view afterwards.
+//
 // Memory and cost (box_grid.cpp has the layout): per object about 90 B, per
 // cell entry (max_cell_entries) about 64 B in 3D, per pair of max_pairs 8 B
 // (a pool that keeps each chunk's pairs until they are published). rebuild()
@@ -107,7 +115,8 @@ struct BoxGridView {
     uint64_t frame = 0;
     /// The ObjectStore the frame was rebuilt from (BoxGrid::rebuild(store,
     /// ...)) and its layout_generation() at that rebuild; null and 0 when the
-    /// frame came from BoxSpans or the view was built by hand.
+    /// frame came from BoxSpans or the view was built by hand. ObjectStore's
+    /// handles_at() / user_values_at() compare them with the store's.
     const ObjectStore* source_store = nullptr;
     uint64_t source_layout = 0;
     double scale = 0.0; ///< key_scale(cell_size): cell(p) = floor((p - origin) * scale).

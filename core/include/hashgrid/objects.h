@@ -16,7 +16,7 @@
 //   s = store.move(a.handle, new_box);
 //   s = grid.rebuild(store, backend);                   // every frame (box_grid.h)
 //   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
-//   hashgrid::ObjectHandle h = store.handle_at(pairs[0].a);   // dense index -> handle
+//   s = store.handles_at(grid.view(), pairs, p.written, handle_pairs); // dense indices -> handles
 //
 // Handles. A handle is {slot, generation}. Every slot carries a generation; a
 // handle is valid while its slot holds a live object issued with that
@@ -50,10 +50,18 @@
 // the store as it was at that rebuild. The cost of reflecting changes is one
 // BoxGrid rebuild, i.e. at most a full rebuild.
 //
-// Dense indices in results. Grid results are dense indices of the rebuild:
-// map them with handle_at() before the next layout change. Every successful
-// add(), remove(), clear() and init() advances layout_generation(); move(),
-// set_layers() and set_user_value() keep dense indices.
+// Dense indices in results. BoxGrid pairs (find_pairs, find_pairs_with's
+// b) and every box query (box_queries.h) report objects by dense index, and
+// a dense index names the same object only until the store's layout changes:
+// every successful add(), remove(), clear() and init() advances
+// layout_generation(). move(), set_layers() and set_user_value() keep the
+// layout (the results describe the boxes and layers of the rebuild, but still
+// name the right objects). So turn results into handles or user values with
+// the checked calls below, passing the view of the frame they came from
+// (grid.view() after find_pairs(), or the BoxQueryGrid's view): they answer
+// stale_view once the layout has changed since the grid was rebuilt from
+// this store (BoxGrid::rebuild(store, backend)), never a wrong object. Rebuild
+// and query again. handle_at(dense_index) without a view is not checked.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -100,6 +108,18 @@ struct ObjectStoreConfig {
 /// its default. Set cell_size, max_cell_entries and max_pairs (and the world)
 /// before init.
 BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store);
+
+/// Handles of both objects of a Pair (ObjectStore::handles_at).
+struct ObjectHandlePair {
+    ObjectHandle a;
+    ObjectHandle b;
+};
+
+/// User values of both objects of a Pair (ObjectStore::user_values_at).
+struct UserValuePair {
+    uint64_t a = 0;
+    uint64_t b = 0;
+};
 
 /// Outcome of ObjectStore::add().
 struct ObjectAddResult {
@@ -161,10 +181,38 @@ public:
     [[nodiscard]] uint32_t dense_index(ObjectHandle handle) const;
     /// Handle of the object at a dense index (< size()) now. An index >= size() (or
     /// a store never initialised) gives ObjectHandle{} (slot 0xffffffff,
-    /// generation 0), which no store ever accepts, in every build.
+    /// generation 0), which no store ever accepts, in every build. Not checked
+    /// against layout changes: map grid results with the calls below.
     [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const;
     /// Box of a live object (invalid_handle leaves `out` untouched).
     Status get_box(ObjectHandle handle, ObjectBox& out) const;
+
+    // Checked resolution of grid results (see "Dense indices in results").
+    // `frame` is the view of the grid frame the indices came from. Checked in
+    // this order, in every build, before anything is written (outputs are
+    // untouched on failure): invalid_argument when the store was never
+    // initialised or an array is null with count > 0; not_built when the view
+    // holds no frame; invalid_argument when the frame was not rebuilt from
+    // this store (frame.source_store != this, e.g. rebuilt from BoxSpans);
+    // stale_view when layout_generation() != frame.source_layout (an add,
+    // remove, clear or init since that rebuild); invalid_argument when an
+    // index is >= size() (index = lowest offending position in the array,
+    // count = offending positions; both saturate at 2^32 - 1). User values
+    // are the current ones (set_user_value() keeps the layout).
+
+    /// Handle of the object at `dense_index` of the frame.
+    Status handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const;
+    /// User value of the object at `dense_index` of the frame.
+    Status user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const;
+    /// out[k] = handle of dense_indices[k] (query results), k < count.
+    Status handles_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count, ObjectHandle* out) const;
+    /// out[k] = user value of dense_indices[k], k < count.
+    Status user_values_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count, uint64_t* out) const;
+    /// out[k] = handles of pairs[k].a and pairs[k].b, k < count: find_pairs()
+    /// results (find_pairs_with()'s a is a query index: map its b with the above).
+    Status handles_at(const BoxGridView& frame, const Pair* pairs, uint64_t count, ObjectHandlePair* out) const;
+    /// out[k] = user values of pairs[k].a and pairs[k].b, k < count.
+    Status user_values_at(const BoxGridView& frame, const Pair* pairs, uint64_t count, UserValuePair* out) const;
 
     /// Advanced by every successful add(), remove(), clear() and init(): the
     /// operations that change the dense layout (which objects the dense
@@ -179,7 +227,8 @@ public:
     [[nodiscard]] uint32_t retired_count() const { return retired_; }
 
     /// The dense boxes and layers as BoxGrid input (valid until the next change;
-    /// z spans are null in 2D). BoxGrid::rebuild(store, backend) reads them.
+    /// z spans are null in 2D). BoxGrid::rebuild(store, backend) reads them and
+    /// also records the layout, for the checked resolution calls.
     [[nodiscard]] BoxSpans spans() const;
     /// Dense arrays, size() entries each. Boxes: null for an axis >= dimensions
     /// (any axis, in every build) and before a successful init.
@@ -202,6 +251,8 @@ private:
     void write_box(uint32_t dense, const ObjectBox& box);
     /// Frees (or retires) the slot of a removed object.
     void release_slot(uint32_t slot);
+    /// The checks of the resolution calls up to the index range (see above).
+    [[nodiscard]] Status check_frame(const BoxGridView& frame, const void* in, const void* out, uint64_t count) const;
 
     ObjectStoreConfig config_{};
     bool initialized_ = false;

@@ -36,7 +36,9 @@ enum class StatusCode : uint32_t {
                            ///< index or handle slot out of range, a call on an uninitialised object, inconsistent
                            ///< configs. Nothing was changed; message names the argument.
     stale_view,            ///< A query through a BoxQueryGrid prepared before the grid's last rebuild or init:
-                           ///< call prepare_box_queries() again. Nothing was read or written.
+                           ///< call prepare_box_queries() again; or dense indices mapped through an ObjectStore
+                           ///< whose objects were added, removed or cleared since the grid was rebuilt from it:
+                           ///< rebuild and query again. Nothing was read or written.
 };
 
 /// Result of an operation. Default constructed means success.
