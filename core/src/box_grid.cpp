@@ -2,6 +2,7 @@
 #include "box_grid_internal.h"
 
 #include "hashgrid/assert.h"
+#include "hashgrid/objects.h"
 
 #include <cmath>
 #include <cstring>
@@ -149,6 +150,8 @@ Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
     built_ = false;
     initialized_ = true;
     ++frame_; // views of the old block are stale
+    source_store_ = nullptr;
+    source_layout_ = 0;
     release_owned(owned_memory_, memory);
     return {};
 }
@@ -159,7 +162,30 @@ Status BoxGrid::init_allocate(const BoxGridConfig& config) {
 }
 
 Status BoxGrid::rebuild(const BoxSpans& boxes, const ThreadBackend& backend) {
-    return Impl::rebuild(*this, boxes, backend);
+    const Status s = Impl::rebuild(*this, boxes, backend);
+    if (s.ok()) { // a rejected frame keeps the previous one, and its source
+        source_store_ = nullptr;
+        source_layout_ = 0;
+    }
+    return s;
+}
+
+Status BoxGrid::rebuild(const ObjectStore& store, const ThreadBackend& backend) {
+    HASHGRID_ASSERT(initialized_, "BoxGrid::rebuild called before a successful init");
+    if (!initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
+    if (!store.initialized())
+        return {StatusCode::invalid_argument, 0, 0, 0, "BoxGrid::rebuild: ObjectStore used before a successful init"};
+    const ObjectStoreConfig& sc = store.config();
+    if (sc.dimensions != config_.dimensions)
+        return config_error("BoxGrid::rebuild: ObjectStoreConfig::dimensions differs from BoxGridConfig::dimensions");
+    if (sc.max_objects > config_.max_objects)
+        return config_error("BoxGrid::rebuild: ObjectStoreConfig::max_objects exceeds BoxGridConfig::max_objects");
+    const Status s = Impl::rebuild(*this, store.spans(), backend);
+    if (s.ok()) {
+        source_store_ = &store;
+        source_layout_ = store.layout_generation();
+    }
+    return s;
 }
 
 PairResult BoxGrid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
@@ -178,6 +204,8 @@ BoxGridView BoxGrid::view() const {
     v.built = initialized_ && built_;
     v.live_frame = &frame_;
     v.frame = frame_;
+    v.source_store = source_store_;
+    v.source_layout = source_layout_;
     if (!initialized_) return v;
     const BoxState& s = Impl::state(*this);
     for (uint32_t d = 0; d < 3; ++d) {

@@ -126,6 +126,7 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
     free_count_ = config.max_objects;
     count_ = 0;
     retired_ = 0;
+    ++layout_; // views of the old layout are stale
     initialized_ = true;
     detail::release_owned(owned_memory_, memory);
     return {};
@@ -197,6 +198,7 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
     user_[dense] = user_value;
     dense_slot_[dense] = slot;
     slot_dense_[slot] = dense;
+    ++layout_;
     r.handle = ObjectHandle{slot, slot_generation_[slot]};
     return r;
 }
@@ -260,6 +262,7 @@ Status ObjectStore::remove(ObjectHandle handle) {
     }
     count_ = last;
     release_slot(handle.index);
+    ++layout_;
     return {};
 }
 
@@ -270,6 +273,7 @@ void ObjectStore::clear() {
     for (uint32_t i = 0; i < count_; ++i)
         release_slot(dense_slot_[i]);
     count_ = 0;
+    ++layout_;
 }
 
 bool ObjectStore::contains(ObjectHandle handle) const { return live_dense(handle) != kInvalidObjectIndex; }
@@ -296,6 +300,123 @@ Status ObjectStore::get_box(ObjectHandle handle, ObjectBox& out) const {
         box.max[d] = max_[d][dense];
     }
     out = box;
+    return {};
+}
+
+// ---------------------------------------------------------------------------
+// Checked resolution of grid results.
+
+namespace {
+
+uint32_t saturate_u32(uint64_t v) { return v < 0xffffffffu ? static_cast<uint32_t>(v) : 0xffffffffu; }
+
+/// invalid_argument naming the lowest out-of-range position and how many there are.
+Status bad_indices(uint64_t first, uint64_t count) {
+    Status s = status_error(StatusCode::invalid_argument, "dense index >= ObjectStore::size()");
+    s.index = saturate_u32(first);
+    s.count = saturate_u32(count);
+    return s;
+}
+
+/// Checks every index (< size) before anything is written; `at(k)` gives the
+/// k-th index to check, `per_item` of them per array element.
+template <typename At>
+Status check_indices(uint64_t items, uint32_t per_item, uint32_t size, At at) {
+    uint64_t first = 0;
+    uint64_t bad = 0;
+    for (uint64_t k = 0; k < items; ++k) {
+        bool item_bad = false;
+        for (uint32_t j = 0; j < per_item; ++j)
+            item_bad = item_bad || at(k, j) >= size;
+        if (item_bad && bad++ == 0) first = k;
+    }
+    return bad == 0 ? Status{} : bad_indices(first, bad);
+}
+
+} // namespace
+
+BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store) {
+    BoxGridConfig c;
+    c.dimensions = store.dimensions;
+    c.max_objects = store.max_objects;
+    return c;
+}
+
+Status ObjectStore::check_frame(const BoxGridView& frame, const void* in, const void* out, uint64_t count) const {
+    if (!initialized_) return not_initialized();
+    if (count > 0 && (in == nullptr || out == nullptr))
+        return status_error(StatusCode::invalid_argument, "null input or output array with count > 0");
+    if (!frame.built) return status_error(StatusCode::not_built, "the view holds no frame (grid never rebuilt)");
+    if (frame.source_store != this)
+        return status_error(StatusCode::invalid_argument,
+                            "the frame was not rebuilt from this store (use BoxGrid::rebuild(store, backend))");
+    if (frame.source_layout != layout_)
+        return status_error(StatusCode::stale_view,
+                            "objects were added, removed or cleared since the grid was rebuilt: rebuild and query "
+                            "again");
+    return {};
+}
+
+Status ObjectStore::handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const {
+    ObjectHandle h;
+    const Status s = handles_at(frame, &dense_index, 1, &h);
+    if (s.ok()) out = h;
+    return s;
+}
+
+Status ObjectStore::user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const {
+    uint64_t v = 0;
+    const Status s = user_values_at(frame, &dense_index, 1, &v);
+    if (s.ok()) out = v;
+    return s;
+}
+
+Status ObjectStore::handles_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count,
+                               ObjectHandle* out) const {
+    Status s = check_frame(frame, dense_indices, out, count);
+    if (!s.ok()) return s;
+    s = check_indices(count, 1, count_, [&](uint64_t k, uint32_t) { return dense_indices[k]; });
+    if (!s.ok()) return s;
+    for (uint64_t k = 0; k < count; ++k) {
+        const uint32_t slot = dense_slot_[dense_indices[k]];
+        out[k] = ObjectHandle{slot, slot_generation_[slot]};
+    }
+    return {};
+}
+
+Status ObjectStore::user_values_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count,
+                                   uint64_t* out) const {
+    Status s = check_frame(frame, dense_indices, out, count);
+    if (!s.ok()) return s;
+    s = check_indices(count, 1, count_, [&](uint64_t k, uint32_t) { return dense_indices[k]; });
+    if (!s.ok()) return s;
+    for (uint64_t k = 0; k < count; ++k)
+        out[k] = user_[dense_indices[k]];
+    return {};
+}
+
+Status ObjectStore::handles_at(const BoxGridView& frame, const Pair* pairs, uint64_t count,
+                               ObjectHandlePair* out) const {
+    Status s = check_frame(frame, pairs, out, count);
+    if (!s.ok()) return s;
+    s = check_indices(count, 2, count_, [&](uint64_t k, uint32_t j) { return j == 0 ? pairs[k].a : pairs[k].b; });
+    if (!s.ok()) return s;
+    for (uint64_t k = 0; k < count; ++k) {
+        const uint32_t sa = dense_slot_[pairs[k].a];
+        const uint32_t sb = dense_slot_[pairs[k].b];
+        out[k] = ObjectHandlePair{ObjectHandle{sa, slot_generation_[sa]}, ObjectHandle{sb, slot_generation_[sb]}};
+    }
+    return {};
+}
+
+Status ObjectStore::user_values_at(const BoxGridView& frame, const Pair* pairs, uint64_t count,
+                                   UserValuePair* out) const {
+    Status s = check_frame(frame, pairs, out, count);
+    if (!s.ok()) return s;
+    s = check_indices(count, 2, count_, [&](uint64_t k, uint32_t j) { return j == 0 ? pairs[k].a : pairs[k].b; });
+    if (!s.ok()) return s;
+    for (uint64_t k = 0; k < count; ++k)
+        out[k] = UserValuePair{user_[pairs[k].a], user_[pairs[k].b]};
     return {};
 }
 

@@ -307,7 +307,7 @@ Status ProximityIndex::refresh(const ThreadBackend& backend) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     if (!initialized_) return not_initialized();
     if (!dirty_) return {};
-    const Status s = grid_.rebuild(store_.spans(), backend);
+    const Status s = grid_.rebuild(store_, backend);
     if (!s.ok()) return s; // stays dirty; the grid keeps its previous frame
     query_grid_ = prepare_box_queries(grid_.view(), backend);
     dirty_ = false;

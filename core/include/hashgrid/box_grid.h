@@ -4,6 +4,7 @@
 //   hashgrid::BoxSpans in{min_x, min_y, min_z, max_x, max_y, max_z, category, mask, n};
 //   hashgrid::Status s = boxes.rebuild(in, backend);              // boxes into every cell they cover
 //   hashgrid::PairResult p = boxes.find_pairs(pairs, capacity, backend);
+// or, for objects kept in an ObjectStore (objects.h), s = boxes.rebuild(store, backend).
 //
 // Cells. An object covers the cells cell(min) .. cell(max) on every axis, where
 // cell(p) = floor((p - origin) * inv) is the guarded key of cell_key.h (clamped
@@ -35,6 +36,14 @@
 //      then by the other object's index.
 // Each Pair holds original object indices with a < b.
 //
+// Object indices. Every result (pairs here, box queries in box_queries.h)
+// names objects by their index in the BoxSpans of the rebuild: the dense
+// index of an ObjectStore when the grid was rebuilt from one. They name the
+// same objects only as long as the input's order does. For a store, that is
+// until its next add, remove, clear or init: turn them into handles or user
+// values with ObjectStore::handles_at() / user_values_at() (objects.h), which
+// check that and answer stale_view afterwards.
+//
 // Memory and cost (box_grid.cpp has the layout): per object about 90 B, per
 // cell entry (max_cell_entries) about 64 B in 3D, per pair of max_pairs 8 B
 // (a pool that keeps each chunk's pairs until they are published). rebuild()
@@ -50,6 +59,8 @@
 #include <cstdint>
 
 namespace hashgrid {
+
+class ObjectStore; // objects.h
 
 /// Everything fixed at init for a box grid. All capacities are hard limits.
 struct BoxGridConfig {
@@ -102,6 +113,12 @@ struct BoxGridView {
     /// stale_view instead of reading a frame that has changed under it.
     const uint64_t* live_frame = nullptr;
     uint64_t frame = 0;
+    /// The ObjectStore the frame was rebuilt from (BoxGrid::rebuild(store,
+    /// ...)) and its layout_generation() at that rebuild; null and 0 when the
+    /// frame came from BoxSpans or the view was built by hand. ObjectStore's
+    /// handles_at() / user_values_at() compare them with the store's.
+    const ObjectStore* source_store = nullptr;
+    uint64_t source_layout = 0;
     double scale = 0.0; ///< key_scale(cell_size): cell(p) = floor((p - origin) * scale).
     uint32_t object_count = 0;
     /// Boxes, categories and masks copied in original object order (min[2],
@@ -160,6 +177,14 @@ public:
     /// frame stays intact. entry_capacity reports the exact entries needed and
     /// also keeps the previous frame.
     Status rebuild(const BoxSpans& boxes, const ThreadBackend& backend);
+    /// The same from the store's live objects (object index = dense index),
+    /// recording which store layout the frame's indices name (view():
+    /// source_store, source_layout). Checked first, changing nothing:
+    /// invalid_argument when the store was never initialised; invalid_config
+    /// when its dimensions differ from the grid's or its max_objects exceeds
+    /// the grid's (box_grid_config_for() in objects.h derives a matching
+    /// config). Then as above.
+    Status rebuild(const ObjectStore& store, const ThreadBackend& backend);
 
     /// Every overlapping pair that passes the layer filter (and the custom
     /// filter, when given: PairFilter in query_types.h), once, in the order
@@ -198,6 +223,9 @@ private:
     bool built_ = false;
     /// Advanced by every successful init and rebuild; never reset (views compare it).
     uint64_t frame_ = 0;
+    /// The store of the current frame and its layout generation (null: BoxSpans).
+    const ObjectStore* source_store_ = nullptr;
+    uint64_t source_layout_ = 0;
     void* owned_memory_ = nullptr;
     // Layout and frame state: see box_grid.cpp.
     void* state_ = nullptr;

@@ -37,6 +37,10 @@
 // -ffp-contract=off); a brute-force loop doing the same arithmetic over all
 // objects gives the same answer. Cell ranges are computed in double and
 // widened where rounding could otherwise hide a cell (see box_queries.cpp).
+//
+// Results are object indices of the grid's frame: for a grid rebuilt from an
+// ObjectStore, dense indices valid until the store's next add or remove. Map
+// them with ObjectStore::handles_at(grid.view, ...) (objects.h), checked.
 #pragma once
 
 #include "hashgrid/box_grid.h"

@@ -7,11 +7,16 @@
 //   config.max_objects = 100000;
 //   hashgrid::ObjectStore store;
 //   hashgrid::Status s = store.init_allocate(config);   // or init(config, memory, bytes)
+//   hashgrid::BoxGridConfig grid_config = hashgrid::box_grid_config_for(config);
+//   grid_config.cell_size = 2.0f;                       // and the grid's own capacities
+//   grid_config.max_cell_entries = 8 * config.max_objects;
+//   grid_config.max_pairs = 1000000;
+//   s = grid.init_allocate(grid_config);
 //   hashgrid::ObjectAddResult a = store.add(box, category, mask, user_value);
 //   s = store.move(a.handle, new_box);
-//   s = grid.rebuild(store.spans(), backend);           // every frame (box_grid.h)
+//   s = grid.rebuild(store, backend);                   // every frame (box_grid.h)
 //   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
-//   hashgrid::ObjectHandle h = store.handle_at(pairs[0].a);   // dense index -> handle
+//   s = store.handles_at(grid.view(), pairs, p.written, handle_pairs); // dense indices -> handles
 //
 // Handles. A handle is {slot, generation}. Every slot carries a generation; a
 // handle is valid while its slot holds a live object issued with that
@@ -41,11 +46,22 @@
 // sequence of successful operations and the config: no timing, no pointer
 // values, no hashing of addresses. Failed operations change nothing.
 //
-// Frames. The store is the source of truth; a BoxGrid built from spans() sees
-// the store as it was at that rebuild. Grid results are dense indices of that
-// moment: map them with handle_at() before the next add/remove (moves and
-// set_layers() keep dense indices). The cost of reflecting changes is one
+// Frames. The store is the source of truth; a BoxGrid rebuilt from it sees
+// the store as it was at that rebuild. The cost of reflecting changes is one
 // BoxGrid rebuild, i.e. at most a full rebuild.
+//
+// Dense indices in results. BoxGrid pairs (find_pairs, find_pairs_with's
+// b) and every box query (box_queries.h) report objects by dense index, and
+// a dense index names the same object only until the store's layout changes:
+// every successful add(), remove(), clear() and init() advances
+// layout_generation(). move(), set_layers() and set_user_value() keep the
+// layout (the results describe the boxes and layers of the rebuild, but still
+// name the right objects). So turn results into handles or user values with
+// the checked calls below, passing the view of the frame they came from
+// (grid.view() after find_pairs(), or the BoxQueryGrid's view): they answer
+// stale_view once the layout has changed since the grid was rebuilt from
+// this store (BoxGrid::rebuild(store, backend)), never a wrong object. Rebuild
+// and query again. handle_at(dense_index) without a view is not checked.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -79,11 +95,30 @@ struct ObjectBox {
 struct ObjectStoreConfig {
     /// 2 or 3. In 2D only x and y of boxes are read and stored.
     uint32_t dimensions = 3;
-    /// Most live objects, in [1, 2^31) (the BoxGridConfig::max_objects of the grid it feeds).
+    /// Most live objects, in [1, 2^31); at most the BoxGridConfig::max_objects
+    /// of a grid rebuilt from the store (box_grid_config_for()).
     uint32_t max_objects = 0;
     /// Give stores that must not accept each other's handles different salts
     /// (see "Foreign handles" above). 0: every slot starts at generation 1.
     uint32_t handle_salt = 0;
+};
+
+/// A BoxGridConfig whose dimensions and max_objects are the store's, so that
+/// BoxGrid::rebuild(store, backend) accepts the store; every other field keeps
+/// its default. Set cell_size, max_cell_entries and max_pairs (and the world)
+/// before init.
+BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store);
+
+/// Handles of both objects of a Pair (ObjectStore::handles_at).
+struct ObjectHandlePair {
+    ObjectHandle a;
+    ObjectHandle b;
+};
+
+/// User values of both objects of a Pair (ObjectStore::user_values_at).
+struct UserValuePair {
+    uint64_t a = 0;
+    uint64_t b = 0;
 };
 
 /// Outcome of ObjectStore::add().
@@ -144,12 +179,45 @@ public:
     [[nodiscard]] bool contains(ObjectHandle handle) const;
     /// Dense index of a live object, or kInvalidObjectIndex.
     [[nodiscard]] uint32_t dense_index(ObjectHandle handle) const;
-    /// Handle of the object at a dense index (< size()). An index >= size() (or
+    /// Handle of the object at a dense index (< size()) now. An index >= size() (or
     /// a store never initialised) gives ObjectHandle{} (slot 0xffffffff,
-    /// generation 0), which no store ever accepts, in every build.
+    /// generation 0), which no store ever accepts, in every build. Not checked
+    /// against layout changes: map grid results with the calls below.
     [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const;
     /// Box of a live object (invalid_handle leaves `out` untouched).
     Status get_box(ObjectHandle handle, ObjectBox& out) const;
+
+    // Checked resolution of grid results (see "Dense indices in results").
+    // `frame` is the view of the grid frame the indices came from. Checked in
+    // this order, in every build, before anything is written (outputs are
+    // untouched on failure): invalid_argument when the store was never
+    // initialised or an array is null with count > 0; not_built when the view
+    // holds no frame; invalid_argument when the frame was not rebuilt from
+    // this store (frame.source_store != this, e.g. rebuilt from BoxSpans);
+    // stale_view when layout_generation() != frame.source_layout (an add,
+    // remove, clear or init since that rebuild); invalid_argument when an
+    // index is >= size() (index = lowest offending position in the array,
+    // count = offending positions; both saturate at 2^32 - 1). User values
+    // are the current ones (set_user_value() keeps the layout).
+
+    /// Handle of the object at `dense_index` of the frame.
+    Status handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const;
+    /// User value of the object at `dense_index` of the frame.
+    Status user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const;
+    /// out[k] = handle of dense_indices[k] (query results), k < count.
+    Status handles_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count, ObjectHandle* out) const;
+    /// out[k] = user value of dense_indices[k], k < count.
+    Status user_values_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count, uint64_t* out) const;
+    /// out[k] = handles of pairs[k].a and pairs[k].b, k < count: find_pairs()
+    /// results (find_pairs_with()'s a is a query index: map its b with the above).
+    Status handles_at(const BoxGridView& frame, const Pair* pairs, uint64_t count, ObjectHandlePair* out) const;
+    /// out[k] = user values of pairs[k].a and pairs[k].b, k < count.
+    Status user_values_at(const BoxGridView& frame, const Pair* pairs, uint64_t count, UserValuePair* out) const;
+
+    /// Advanced by every successful add(), remove(), clear() and init(): the
+    /// operations that change the dense layout (which objects the dense
+    /// indices [0, size()) name). Never reset.
+    [[nodiscard]] uint64_t layout_generation() const { return layout_; }
 
     /// Live objects.
     [[nodiscard]] uint32_t size() const { return count_; }
@@ -159,7 +227,8 @@ public:
     [[nodiscard]] uint32_t retired_count() const { return retired_; }
 
     /// The dense boxes and layers as BoxGrid input (valid until the next change;
-    /// z spans are null in 2D).
+    /// z spans are null in 2D). BoxGrid::rebuild(store, backend) reads them and
+    /// also records the layout, for the checked resolution calls.
     [[nodiscard]] BoxSpans spans() const;
     /// Dense arrays, size() entries each. Boxes: null for an axis >= dimensions
     /// (any axis, in every build) and before a successful init.
@@ -182,6 +251,8 @@ private:
     void write_box(uint32_t dense, const ObjectBox& box);
     /// Frees (or retires) the slot of a removed object.
     void release_slot(uint32_t slot);
+    /// The checks of the resolution calls up to the index range (see above).
+    [[nodiscard]] Status check_frame(const BoxGridView& frame, const void* in, const void* out, uint64_t count) const;
 
     ObjectStoreConfig config_{};
     bool initialized_ = false;
@@ -189,6 +260,7 @@ private:
 
     uint32_t count_ = 0;   // live objects = dense size
     uint32_t retired_ = 0; // slots never to be issued again
+    uint64_t layout_ = 0;  // layout generation (layout_generation())
 
     // Dense SoA, max_objects entries each (z arrays null in 2D).
     float* min_[3] = {nullptr, nullptr, nullptr};

@@ -56,7 +56,8 @@
 // last). Queries use the index's scratch: one query at a time (they are not
 // const). For parallel batches, call update_index() and run the batch
 // functions of box_queries.h on query_grid(); map their dense indices with
-// handle_at().
+// objects().handles_at(query_grid().view, ...) (objects.h), which answers
+// stale_view once a client has been created or removed (or clear()) since.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -141,11 +142,13 @@ public:
                                  uint32_t capacity);
     /// Every overlapping pair of clients that passes the layer rule, once
     /// (BoxGrid::find_pairs on the current clients; rebuilds first with this
-    /// backend when dirty). Pairs hold dense indices: map them with handle_at()
-    /// before the next change.
+    /// backend when dirty). Pairs hold dense indices: map them with
+    /// objects().handles_at(grid().view(), pairs, written, out), checked
+    /// (stale_view after a create, remove or clear), before the next rebuild.
     PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
 
-    /// Handle of the client at a dense index (< client_count()).
+    /// Handle of the client at a dense index (< client_count()) now; unchecked
+    /// (see find_pairs() for the checked mapping).
     [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const { return store_.handle_at(dense_index); }
     [[nodiscard]] bool contains(ObjectHandle client) const { return store_.contains(client); }
     [[nodiscard]] uint32_t client_count() const { return store_.size(); }

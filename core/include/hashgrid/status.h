@@ -13,7 +13,8 @@ namespace hashgrid {
 /// raise; Status::needed then holds the count that would have fit everything.
 enum class StatusCode : uint32_t {
     ok = 0,
-    invalid_config,    ///< A GridConfig field is out of its documented range (see Status::message).
+    invalid_config,    ///< A GridConfig field is out of its documented range, or an ObjectStore's config does not
+                       ///< fit the BoxGrid rebuilt from it (see Status::message).
     memory_too_small,  ///< init(): the memory block is smaller than memory_requirements() said; needed = bytes.
     memory_misaligned, ///< init(): the memory block is not aligned as memory_requirements() said.
     particle_capacity, ///< More particles than GridConfig::max_particles; needed = particle count.
@@ -35,7 +36,9 @@ enum class StatusCode : uint32_t {
                            ///< index or handle slot out of range, a call on an uninitialised object, inconsistent
                            ///< configs. Nothing was changed; message names the argument.
     stale_view,            ///< A query through a BoxQueryGrid prepared before the grid's last rebuild or init:
-                           ///< call prepare_box_queries() again. Nothing was read or written.
+                           ///< call prepare_box_queries() again; or dense indices mapped through an ObjectStore
+                           ///< whose objects were added, removed or cleared since the grid was rebuilt from it:
+                           ///< rebuild and query again. Nothing was read or written.
 };
 
 /// Result of an operation. Default constructed means success.
