@@ -266,10 +266,11 @@ Status compute_keys(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
         else
             key_pass_for<2, false>(f, s, b);
     }
-    const Status invalid = first_bad(s.bad, f.chunks);
+    const uint32_t chunks = f.chunks;
+    const Status invalid = first_bad(s.bad, chunks);
     if (!invalid.ok()) return invalid;
     bool wrapped = false;
-    for (uint32_t ch = 0; ch < f.chunks; ++ch)
+    for (uint32_t ch = 0; ch < chunks; ++ch)
         wrapped = wrapped || s.bad[ch].wrapped;
     f.wrapped = wrapped;
     return {};

@@ -75,12 +75,13 @@ void sort_distinct(uint32_t* a, uint32_t n) {
 }
 
 void scan_buckets(GridState& s, RebuildFrame& f) {
+    const uint32_t chunks = f.chunks;
     const uint32_t buckets_max = f.buckets_max;
     const uint32_t buckets = f.cells == 0 ? 0 : ((f.cells - 1) >> f.shift) + 1;
     uint32_t running = 0;
     for (uint32_t bucket = 0; bucket < buckets; ++bucket) {
         s.bucket_start[bucket] = running;
-        for (uint32_t ch = 0; ch < f.chunks; ++ch) {
+        for (uint32_t ch = 0; ch < chunks; ++ch) {
             uint32_t& h = s.bucket_hist[uint64_t{ch} * buckets_max + bucket];
             const uint32_t v = h;
             h = running;
