@@ -8,41 +8,10 @@
 namespace hashgrid {
 
 struct Grid::Impl {
-    // rebuild.cpp
+    // rebuild.cpp (its steps: rebuild_steps.h)
     static Status rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& b);
-    /// What a rejected rebuild must give back besides the unbounded table.
-    struct PreviousFrame {
-        uint32_t count;
-        uint32_t cell_count;
-        bool built;
-    };
-    /// Fills the (cleared) unbounded table with cell_key_[0, cells), sets
-    /// cell_slot_ / slot_cell_ and cell_count_.
-    static void table_from_cell_keys(Grid& g, uint32_t cells, const ThreadBackend& b);
-    /// cell_capacity found after the table was cleared: rebuilds the previous
-    /// frame's table from its keys (the same layout: it depends on the key set).
-    static void restore_previous_table(Grid& g, const PreviousFrame& previous, const ThreadBackend& b);
-    /// Occupied cells of the dense box (particle_cell_ holds box indices).
-    static uint64_t count_occupied(Grid& g, uint32_t n, uint32_t box_cells, const ThreadBackend& b);
     // pairs.cpp
     static PairResult find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b, PairFilter filter);
-
-    /// Slot holding `key`, or kNone. Linear probing from the key's home slot.
-    static uint32_t find_slot(const Grid& g, uint64_t key) {
-        const uint32_t mask = g.state_->slot_count - 1;
-        uint32_t s = static_cast<uint32_t>(hash_key(key) >> g.state_->slot_shift);
-        for (;;) {
-            const uint64_t k = g.state_->slot_key[s];
-            if (k == key) return s;
-            if (k == kEmptyKey) return detail::kNone;
-            s = (s + 1) & mask;
-        }
-    }
-    /// Cell index of `key`, or kNone.
-    static uint32_t find_cell(const Grid& g, uint64_t key) {
-        const uint32_t s = find_slot(g, key);
-        return s == detail::kNone ? detail::kNone : g.state_->slot_cell[s];
-    }
 };
 
 namespace detail {

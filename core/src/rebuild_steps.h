@@ -1,0 +1,169 @@
+// The steps of the particle grid's rebuild, in the order rebuild.cpp runs
+// them. Each step reads and writes the grid's GridState and the frame's
+// RebuildFrame (what the steps hand to each other, by name).
+//
+//   rebuild_keys.cpp   compute_keys: validation and cells / keys per chunk
+//   rebuild_dense.cpp  unbounded frames that fit a small box: find_dense_box,
+//                      dense_cells, compact_dense_cells
+//   rebuild_table.cpp  the unbounded table: clear_table, insert_keys,
+//                      sort_distinct_cells, lookup_cells
+//   rebuild_sort.cpp   the two-level counting sort: scan_buckets,
+//                      scatter_to_buckets, sort_buckets
+#pragma once
+
+#include "grid_impl.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace hashgrid::detail {
+
+/// What the key pass reads: the particle spans and the config's lattice.
+struct KeyParams {
+    const float* coord[3];
+    const float* radius;
+    float origin[3];
+    double scale;
+    double upper[3]; // bounded: cell counts; unbounded: kFastCellLimit
+    double lower;    // bounded: 0; unbounded: -kFastCellLimit
+    uint32_t counts[3];
+    float cell_size;
+    bool clamp;
+};
+
+/// What the steps of one rebuild hand to each other.
+struct RebuildFrame {
+    KeyParams keys{};
+    uint32_t n = 0; // particles
+    uint32_t dims = 3;
+    bool bounded = true;
+    uint32_t max_cells = 0;
+    uint32_t grain = 0;       // particles per chunk of the bucket passes
+    uint32_t chunks = 0;      // chunk_count(n, grain)
+    uint32_t buckets_max = 0; // bucket capacity: the row length of bucket_hist
+
+    // Cells of the counting sort: bounded, every cell; dense path, the box's
+    // cells (the distinct ones after compact_dense_cells); table path, the
+    // distinct cells.
+    uint32_t cells = 0;
+    uint32_t shift = 0;   // bucket of a cell: cell >> shift
+    uint32_t buckets = 0; // buckets in use (scan_buckets)
+    bool wrapped = false; // some cell wrapped (unbounded)
+    bool dense = false;   // unbounded: counting-sorted over the dense box
+    int32_t box_lo[3] = {0, 0, 0};
+    uint32_t extent[3] = {1, 1, 1}; // dense box cells per axis
+};
+
+/// What a rejected rebuild must give back besides the unbounded table.
+struct PreviousFrame {
+    uint32_t count;
+    uint32_t cell_count;
+    bool built;
+};
+
+// rebuild_keys.cpp
+
+/// Key pass: particle_cell (bounded, with each chunk's bucket counts) or
+/// particle_key and chunk_box (unbounded) for every particle; sets wrapped.
+/// Writes scratch only: an invalid particle leaves the previous frame intact.
+Status compute_keys(GridState& s, RebuildFrame& f, const ThreadBackend& b);
+
+// rebuild_dense.cpp
+
+/// Unbounded, n > 0: sets dense, box_lo, extent and (when dense) cells from
+/// the chunks' boxes.
+void find_dense_box(const GridState& s, RebuildFrame& f);
+/// Dense path: each particle's index in the box and the bucket counts;
+/// cell_capacity (previous table restored) if the box holds too many
+/// occupied cells.
+Status dense_cells(GridState& s, RebuildFrame& f, const PreviousFrame& previous, const ThreadBackend& b);
+/// Dense path, after the sort: the non-empty cells of the box become the
+/// frame's cells (keys, starts, table); cells becomes their number.
+void compact_dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b);
+
+// rebuild_table.cpp
+
+/// Empties the table and marks the frame unbuilt (the table is rewritten first).
+void clear_table(GridState& s, const ThreadBackend& b);
+/// Inserts every particle's key; sets cells to the distinct count. Too many
+/// cells is cell_capacity (exact count), with the previous table restored.
+Status insert_keys(GridState& s, RebuildFrame& f, const PreviousFrame& previous, const ThreadBackend& b);
+/// The distinct keys in key order: cell_key, cell_slot, slot_cell, cell_count.
+void sort_distinct_cells(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
+/// Each particle's cell index and the bucket counts; sets shift.
+void lookup_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b);
+/// Fills the (cleared) table with cell_key[0, cells), sets cell_slot,
+/// slot_cell and cell_count.
+void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b);
+/// cell_capacity found after the table was cleared: rebuilds the previous
+/// frame's table from its keys (the same layout: it depends on the key set).
+void restore_previous_table(GridState& s, const PreviousFrame& previous, const ThreadBackend& b);
+/// The cell_capacity status for `distinct` occupied cells.
+Status cell_capacity(uint64_t distinct);
+
+// rebuild_sort.cpp
+
+/// Bucket offsets in (bucket, chunk) order; sets buckets.
+void scan_buckets(GridState& s, RebuildFrame& f);
+/// Stable scatter of the particles (index, cell, position) into buckets.
+void scatter_to_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
+/// Counting sort of each bucket by cell: cell starts, order and the sorted
+/// SoA copy (dense path: over the box, in dense_start).
+void sort_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
+
+// Helpers shared by the steps.
+
+/// counts[values[i] >> shift] += 1 for i in [begin, end). Runs of one value
+/// (input in last frame's sorted order) are counted in a register:
+/// incrementing the same memory counter back to back would serialise on
+/// store forwarding.
+inline void add_counts(const uint32_t* values, uint32_t begin, uint32_t end, uint32_t shift, uint32_t* counts) {
+    if (begin == end) return;
+    uint32_t current = values[begin] >> shift;
+    uint32_t run = 0;
+    for (uint32_t i = begin; i < end; ++i) {
+        const uint32_t value = values[i] >> shift;
+        if (value != current) {
+            counts[current] += run;
+            current = value;
+            run = 0;
+        }
+        ++run;
+    }
+    counts[current] += run;
+}
+
+/// Per-chunk bucket histogram of particle cells.
+inline void count_buckets(const uint32_t* particle_cell, uint32_t begin, uint32_t end, uint32_t shift, uint32_t* h,
+                          uint32_t buckets) {
+    std::memset(h, 0, buckets * sizeof(uint32_t));
+    add_counts(particle_cell, begin, end, shift, h);
+}
+
+/// Smallest shift that maps `cells` cell indices onto at most `buckets` buckets.
+inline uint32_t bucket_shift(uint32_t cells, uint32_t buckets) {
+    uint32_t shift = 0;
+    while ((uint64_t{cells} + (uint64_t{1} << shift) - 1) >> shift > buckets)
+        ++shift;
+    return shift;
+}
+
+/// Slot holding `key`, or kNone. Linear probing from the key's home slot.
+inline uint32_t find_slot(const GridState& s, uint64_t key) {
+    const uint32_t mask = s.slot_count - 1;
+    uint32_t slot = static_cast<uint32_t>(hash_key(key) >> s.slot_shift);
+    for (;;) {
+        const uint64_t k = s.slot_key[slot];
+        if (k == key) return slot;
+        if (k == kEmptyKey) return kNone;
+        slot = (slot + 1) & mask;
+    }
+}
+
+/// Cell index of `key`, or kNone.
+inline uint32_t find_cell(const GridState& s, uint64_t key) {
+    const uint32_t slot = find_slot(s, key);
+    return slot == kNone ? kNone : s.slot_cell[slot];
+}
+
+} // namespace hashgrid::detail
