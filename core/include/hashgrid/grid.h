@@ -37,6 +37,7 @@
 #pragma once
 
 #include "hashgrid/config.h"
+#include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 
@@ -58,13 +59,6 @@ struct ParticleSpans {
     const float* radius = nullptr; ///< Optional per-particle radius; null means uniform mode.
     uint32_t count = 0;
 };
-
-/// One unordered pair of original particle indices, a < b.
-struct Pair {
-    uint32_t a;
-    uint32_t b;
-};
-static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
 
 /// Outcome of find_pairs().
 struct PairResult {

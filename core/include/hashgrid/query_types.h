@@ -63,8 +63,8 @@ struct QueryResult {
     uint64_t written = 0;
 };
 
-/// find_pairs() answers with the same result type as every query.
-using PairResult = QueryResult;
+// PairResult (find_pairs) is still grid.h's struct with its pair_count field
+// until the pair searches move to QueryResult.
 
 /// A layer mask that accepts every category (box grids).
 inline constexpr uint32_t kAllLayers = 0xffffffffu;
