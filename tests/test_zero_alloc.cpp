@@ -715,7 +715,8 @@ uint32_t box_frustum(uint32_t dims, const float (&c)[3], float h, hashgrid::Plan
 }
 
 /// One box grid: moving boxes, moving probe boxes for find_pairs_with(), and
-/// every single and batched box query, rewritten every frame.
+/// every single (buffer and visitor form) and batched box query, rewritten every
+/// frame.
 struct BoxWorkload {
     const char* name;
     MovingBoxes boxes;
