@@ -136,13 +136,12 @@ QueryRound run_queries(ProximityIndex& index, const std::vector<Client>& clients
 
     const uint64_t start = now_ns();
     for (size_t q = 0; q < queries.size(); ++q) {
-        const QueryResult r = index.find_near(queries[q].position, size, hashgrid::kAllLayers, out.data(),
-                                              static_cast<uint32_t>(out.size()));
+        const QueryResult r = index.find_near(queries[q].position, size, hashgrid::kAllLayers, out.data(), out.size());
         round.ok = round.ok && r.status.ok();
-        counts[q] = r.count;
-        round.results += r.count;
+        counts[q] = static_cast<uint32_t>(r.total); // at most the client count
+        round.results += r.total;
         if (q < check) { // keep the answer for the check below (outside the timed part it would cost a copy too)
-            answers[q].resize(r.written);
+            answers[q].resize(static_cast<size_t>(r.written));
             for (uint32_t k = 0; k < r.written; ++k)
                 answers[q][k] = handle_key(out[k]);
         }

@@ -390,7 +390,7 @@ void store_program(Input& in) {
                 const hashgrid::QueryResult q = index.find_near(pos, ext, hashgrid::kAllLayers, out, 4);
                 FUZZ_CHECK(q.status.ok() || q.status.code == StatusCode::output_too_small,
                            "ProximityIndex query failed after a re-init sequence");
-                FUZZ_CHECK(q.count == index.client_count() || q.count <= index.client_count(),
+                FUZZ_CHECK(q.total == index.client_count() || q.total <= index.client_count(),
                            "ProximityIndex query count after re-init");
             }
         }

@@ -316,8 +316,8 @@ void index_program(Input& in) {
                 }
                 if (hit) expect.push_back({st.handle_at(i).index, st.handle_at(i).generation});
             }
-            FUZZ_CHECK(r.count == expect.size(), "find_near: count differs from brute force");
-            if (r.written == r.count) {
+            FUZZ_CHECK(r.total == expect.size(), "find_near: count differs from brute force");
+            if (r.written == r.total) {
                 std::vector<std::pair<uint32_t, uint32_t>> got;
                 for (uint32_t k = 0; k < r.written; ++k)
                     got.push_back({out[k].index, out[k].generation});

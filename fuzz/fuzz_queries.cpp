@@ -400,7 +400,7 @@ std::vector<uint32_t> set_order(const BoxScene& s, const BoxExpected& e, std::ve
 template <typename T>
 void check_query(const hashgrid::QueryResult& r, const std::vector<T>& expect, const std::vector<T>& out,
                  uint32_t capacity, bool ordered, const char* what) {
-    FUZZ_CHECK(r.count == expect.size(), what);
+    FUZZ_CHECK(r.total == expect.size(), what);
     FUZZ_CHECK(r.written == std::min<uint64_t>(capacity, expect.size()), what);
     FUZZ_CHECK(r.status.code == (capacity < expect.size() ? StatusCode::output_too_small : StatusCode::ok), what);
     if (ordered) {
@@ -416,7 +416,32 @@ void check_query(const hashgrid::QueryResult& r, const std::vector<T>& expect, c
     }
 }
 
-void query_box_batch(Input& in) {
+/// The visitor form of a set query against its buffer form (r, out): the
+/// calls give out's prefix in order, and a visitor that stops after
+/// `capacity` calls (never, for 0) is called exactly min(capacity, total) times.
+template <typename Run>
+void check_visitor(const hashgrid::QueryResult& r, const std::vector<uint32_t>& out, uint32_t capacity, Run&& run,
+                   const char* what) {
+    struct Seen {
+        std::vector<uint32_t> got;
+        uint64_t stop;
+    };
+    Seen seen{{}, capacity == 0 ? ~uint64_t{0} : capacity};
+    const hashgrid::QueryVisitor visitor{[](void* context, uint32_t index) {
+                                             auto* v = static_cast<Seen*>(context);
+                                             v->got.push_back(index);
+                                             return v->got.size() < v->stop;
+                                         },
+                                         &seen};
+    const hashgrid::QueryResult v = run(visitor);
+    const uint64_t want = std::min(seen.stop, r.total);
+    FUZZ_CHECK(v.status.ok() && v.total == want && v.written == 0 && seen.got.size() == want, what);
+    FUZZ_CHECK(std::equal(seen.got.begin(), seen.got.begin() + static_cast<std::ptrdiff_t>(std::min(want, r.written)),
+                          out.begin()),
+               what);
+}
+
+void box_queries(Input& in) {
     BoxScene s;
     s.config = make_box_config(in);
     if (s.config.world == hashgrid::World::bounded) s.config.out_of_bounds = hashgrid::OutOfBounds::clamp;
@@ -457,12 +482,16 @@ void query_box_batch(Input& in) {
         const uint8_t kind = in.byte() % 7;
         auto visible = [&](uint32_t i) { return (s.cat(i) & layers) != 0; };
         if (kind == 0) { // point
-            const hashgrid::QueryResult r =
-                hashgrid::query_point(qg[0], {{p[0], p[1], p[2]}, layers}, out.data(), capacity);
+            const hashgrid::QueryPoint point{{p[0], p[1], p[2]}};
+            const hashgrid::QueryResult r = hashgrid::query_point(qg[0], point, layers, out.data(), capacity);
             if (!p_ok) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_point: non-finite point accepted");
                 continue;
             }
+            check_visitor(
+                r, out, capacity,
+                [&](hashgrid::QueryVisitor v) { return hashgrid::query_point(qg[0], point, layers, v); },
+                "query_point: the visitor form differs");
             for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
@@ -470,8 +499,7 @@ void query_box_batch(Input& in) {
             }
             check_query(r, set_order(s, e, expect, p), out, capacity, true, "query_point differs from brute force");
         } else if (kind == 1) { // box
-            hashgrid::BoxQuery bq;
-            bq.layer_mask = layers;
+            hashgrid::QueryBox bq;
             bool ok = true;
             for (uint32_t d = 0; d < 3; ++d) {
                 bq.min[d] = d < dims ? p[d] : 0.0f;
@@ -479,11 +507,14 @@ void query_box_batch(Input& in) {
                 if (d < dims && in.below(6) == 0) bq.max[d] = inf();
                 ok = ok && !std::isnan(bq.min[d]) && !std::isnan(bq.max[d]) && bq.min[d] <= bq.max[d];
             }
-            const hashgrid::QueryResult r = hashgrid::query_box(qg[0], bq, out.data(), capacity);
+            const hashgrid::QueryResult r = hashgrid::query_box(qg[0], bq, layers, out.data(), capacity);
             if (!ok) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_box: bad box accepted");
                 continue;
             }
+            check_visitor(
+                r, out, capacity, [&](hashgrid::QueryVisitor v) { return hashgrid::query_box(qg[0], bq, layers, v); },
+                "query_box: the visitor form differs");
             for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
@@ -492,12 +523,16 @@ void query_box_batch(Input& in) {
             check_query(r, set_order(s, e, expect, bq.min), out, capacity, true, "query_box differs from brute force");
         } else if (kind == 2) { // radius
             const float radius = query_radius_value(in, cell);
-            const hashgrid::QueryResult r =
-                hashgrid::query_radius(qg[0], {{p[0], p[1], p[2]}, radius, layers}, out.data(), capacity);
+            const hashgrid::QuerySphere sphere{{p[0], p[1], p[2]}, radius};
+            const hashgrid::QueryResult r = hashgrid::query_radius(qg[0], sphere, layers, out.data(), capacity);
             if (!p_ok || std::isnan(radius) || radius < 0.0f) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_radius: bad parameters accepted");
                 continue;
             }
+            check_visitor(
+                r, out, capacity,
+                [&](hashgrid::QueryVisitor v) { return hashgrid::query_radius(qg[0], sphere, layers, v); },
+                "query_radius: the visitor form differs");
             for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
@@ -508,26 +543,25 @@ void query_box_batch(Input& in) {
             }
             check_query(r, expect, out, capacity, false, "query_radius differs from brute force");
         } else if (kind == 3) { // ray / segment
-            hashgrid::RayQuery rq;
-            rq.layer_mask = layers;
+            hashgrid::Ray rq;
             static const float dirs[] = {0.0f, 1.0f, -1.0f, 0.5f, -0.25f, 3.0f, 1e-30f, -0.0f};
             float end[3] = {0.0f, 0.0f, 0.0f};
             const bool segment = in.flag();
             for (uint32_t d = 0; d < dims; ++d) {
-                rq.ray.origin[d] = p[d];
-                rq.ray.direction[d] = in.pick(dirs);
+                rq.origin[d] = p[d];
+                rq.direction[d] = in.pick(dirs);
                 end[d] = query_float(in, s.config.origin[d], cell);
             }
             if (segment)
-                rq.ray = hashgrid::segment_ray(p, end);
+                rq = hashgrid::segment_ray(p, end);
             else
-                rq.ray.max_t = in.flag() ? inf() : query_radius_value(in, cell * 4.0f);
-            const bool ok = finite_point(rq.ray.origin, dims) && finite_point(rq.ray.direction, dims) &&
-                            !std::isnan(rq.ray.max_t) && rq.ray.max_t >= 0.0f;
+                rq.max_t = in.flag() ? inf() : query_radius_value(in, cell * 4.0f);
+            const bool ok = finite_point(rq.origin, dims) && finite_point(rq.direction, dims) &&
+                            !std::isnan(rq.max_t) && rq.max_t >= 0.0f;
             std::vector<hashgrid::RayHit> hits(capacity + 1, {kSentinel, 0.0f});
-            const hashgrid::QueryResult r = hashgrid::query_ray(qg[0], rq, hits.data(), capacity);
+            const hashgrid::QueryResult r = hashgrid::query_ray(qg[0], rq, layers, hits.data(), capacity);
             hashgrid::RayHit first{kSentinel, 0.0f};
-            const hashgrid::QueryResult r1 = hashgrid::query_ray_first(qg[0], rq, &first);
+            const hashgrid::QueryResult r1 = hashgrid::query_ray_first(qg[0], rq, layers, &first);
             if (!ok) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query && r1.status.code == StatusCode::invalid_query,
                            "query_ray: bad ray accepted");
@@ -539,19 +573,20 @@ void query_box_batch(Input& in) {
                 box_of(s, i, lo, hi);
                 float t = 0.0f;
                 float lib_t = 0.0f;
-                const bool hit = my_ray_box_hit(rq.ray, lo, hi, dims, t);
-                const bool lib_hit = hashgrid::ray_box_hit(rq.ray, lo, hi, dims, lib_t);
+                const bool hit = my_ray_box_hit(rq, lo, hi, dims, t);
+                const bool lib_hit = hashgrid::ray_box_hit(rq, lo, hi, dims, lib_t);
                 FUZZ_CHECK(hit == lib_hit && (!hit || std::memcmp(&t, &lib_t, sizeof t) == 0),
                            "ray_box_hit differs from its header rule");
                 if (hit && visible(i)) want.push_back({i, t});
             }
             std::sort(want.begin(), want.end(), [](const hashgrid::RayHit& a, const hashgrid::RayHit& b) {
-                return a.t != b.t ? a.t < b.t : a.object < b.object;
+                return a.t != b.t ? a.t < b.t : a.index < b.index;
             });
             check_query(r, want, hits, capacity, true, "query_ray differs from brute force");
-            FUZZ_CHECK(r1.count == (want.empty() ? 0u : 1u), "query_ray_first: count");
+            FUZZ_CHECK(r1.total == (want.empty() ? 0u : 1u), "query_ray_first: count");
+            if (want.empty()) FUZZ_CHECK(first.index == hashgrid::kNoIndex, "query_ray_first: a miss is not kNoIndex");
             if (!want.empty())
-                FUZZ_CHECK(first.object == want[0].object && std::memcmp(&first.t, &want[0].t, sizeof(float)) == 0,
+                FUZZ_CHECK(first.index == want[0].index && std::memcmp(&first.t, &want[0].t, sizeof(float)) == 0,
                            "query_ray_first is not the first hit");
         } else if (kind == 4) { // frustum
             hashgrid::Plane planes[hashgrid::kMaxFrustumPlanes + 1];
@@ -564,11 +599,18 @@ void query_box_batch(Input& in) {
                 planes[k].d = query_float(in, 0.0f, cell * 4.0f);
                 ok = ok && std::isfinite(planes[k].d);
             }
-            const hashgrid::QueryResult r = hashgrid::query_frustum(qg[0], planes, count, layers, out.data(), capacity);
+            hashgrid::Frustum frustum;
+            frustum.plane_count = count;
+            std::copy(planes, planes + std::min(count, hashgrid::kMaxFrustumPlanes), frustum.planes);
+            const hashgrid::QueryResult r = hashgrid::query_frustum(qg[0], frustum, layers, out.data(), capacity);
             if (!ok) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_frustum: bad planes accepted");
                 continue;
             }
+            check_visitor(
+                r, out, capacity,
+                [&](hashgrid::QueryVisitor v) { return hashgrid::query_frustum(qg[0], frustum, layers, v); },
+                "query_frustum: the visitor form differs");
             for (uint32_t i = 0; i < s.size(); ++i) {
                 float lo[3], hi[3];
                 box_of(s, i, lo, hi);
@@ -586,14 +628,14 @@ void query_box_batch(Input& in) {
             }
             check_query(r, expect, out, capacity, false, "query_frustum differs from brute force");
         } else if (kind == 5) { // nearest
-            hashgrid::NearestQuery nq;
+            hashgrid::QueryNearest nq;
             for (uint32_t d = 0; d < 3; ++d)
-                nq.p[d] = p[d];
-            nq.layer_mask = layers;
+                nq.center[d] = p[d];
             nq.max_distance = in.flag() ? inf() : query_radius_value(in, cell);
             const uint32_t k = in.below(6) == 0 ? 0u : 1 + in.below(12);
+            nq.k = k;
             std::vector<hashgrid::NearestHit> hits(capacity + 1, {kSentinel, 0.0f});
-            const hashgrid::QueryResult r = hashgrid::query_nearest(qg[0], nq, k, hits.data(), capacity);
+            const hashgrid::QueryResult r = hashgrid::query_nearest(qg[0], nq, layers, hits.data(), capacity);
             if (!p_ok || k == 0 || std::isnan(nq.max_distance) || nq.max_distance < 0.0f) {
                 FUZZ_CHECK(r.status.code == StatusCode::invalid_query, "query_nearest: bad parameters accepted");
                 continue;
@@ -607,7 +649,8 @@ void query_box_batch(Input& in) {
                 if (visible(i) && d2 <= limit) want.push_back({i, d2});
             }
             std::sort(want.begin(), want.end(), [](const hashgrid::NearestHit& a, const hashgrid::NearestHit& b) {
-                return a.distance2 != b.distance2 ? a.distance2 < b.distance2 : a.object < b.object;
+                return a.distance_squared != b.distance_squared ? a.distance_squared < b.distance_squared
+                                                                : a.index < b.index;
             });
             if (want.size() > k) want.resize(k);
             check_query(r, want, hits, capacity, true, "query_nearest differs from brute force");
@@ -629,70 +672,96 @@ void query_box_batch(Input& in) {
             }
             check_query(r, set_order(s, e, expect, olo), out, capacity, true,
                         "query_potential_collisions differs from brute force");
+            check_visitor(
+                r, out, capacity,
+                [&](hashgrid::QueryVisitor v) { return hashgrid::query_potential_collisions(qg[0], object, v); },
+                "query_potential_collisions: the visitor form differs");
         }
     }
 
-    // Batches against single queries, on both backends.
+    // Batches against single queries, on both backends (every layer).
+    const uint32_t all = hashgrid::kAllLayers;
     const uint32_t count = in.below(40);
-    std::vector<hashgrid::PointQuery> points(count);
-    std::vector<hashgrid::BoxQuery> boxq(count);
-    std::vector<hashgrid::RadiusQuery> radii(count);
-    std::vector<hashgrid::RayQuery> rays(count);
-    std::vector<hashgrid::NearestQuery> nearest(count);
+    std::vector<hashgrid::QueryPoint> points(count);
+    std::vector<hashgrid::QueryBox> boxq(count);
+    std::vector<hashgrid::QuerySphere> radii(count);
+    std::vector<hashgrid::Ray> rays(count);
+    std::vector<hashgrid::QueryNearest> nearest(count);
+    std::vector<hashgrid::Frustum> frusta(count);
     for (uint32_t q = 0; q < count; ++q) {
         for (uint32_t d = 0; d < dims; ++d) {
             const float v = scene_float(in, s.config.origin[d], cell, 0);
-            points[q].p[d] = boxq[q].min[d] = radii[q].center[d] = rays[q].ray.origin[d] = nearest[q].p[d] = v;
+            points[q].position[d] = boxq[q].min[d] = radii[q].center[d] = rays[q].origin[d] = nearest[q].center[d] = v;
             boxq[q].max[d] = v + cell * static_cast<float>(in.below(4));
-            rays[q].ray.direction[d] = static_cast<float>(static_cast<int>(in.below(5)) - 2);
+            rays[q].direction[d] = static_cast<float>(static_cast<int>(in.below(5)) - 2);
         }
         radii[q].radius = cell * static_cast<float>(in.below(4));
-        rays[q].ray.max_t = static_cast<float>(in.below(8));
+        rays[q].max_t = static_cast<float>(in.below(8));
     }
     const uint64_t capacity = in.flag() ? 100000 : in.below(64);
     const uint32_t k = 1 + in.below(6);
-    std::vector<uint32_t> single[3];
-    std::vector<uint64_t> single_offsets[3];
+    for (uint32_t q = 0; q < count; ++q) {
+        nearest[q].k = 1 + (k + q) % 6; // k varies per query
+        // The box of query q as a frustum: x >= min and x <= max per axis.
+        for (uint32_t d = 0; d < dims; ++d) {
+            hashgrid::Plane low, high;
+            low.normal[d] = 1.0f;
+            low.d = -boxq[q].min[d];
+            high.normal[d] = -1.0f;
+            high.d = boxq[q].max[d];
+            frusta[q].planes[frusta[q].plane_count++] = low;
+            frusta[q].planes[frusta[q].plane_count++] = high;
+        }
+    }
+    // Single queries, concatenated: points, boxes, spheres, frusta; rays; nearest.
+    std::vector<uint32_t> single[4];
+    std::vector<uint64_t> single_offsets[4];
     std::vector<hashgrid::RayHit> single_rays;
     std::vector<uint64_t> ray_offsets(1, 0);
     std::vector<hashgrid::RayHit> firsts(count);
-    std::vector<hashgrid::NearestHit> nearest_single(uint64_t{count} * k);
-    std::vector<uint32_t> nearest_counts(count);
+    std::vector<hashgrid::NearestHit> single_nearest;
+    std::vector<uint64_t> nearest_offsets(1, 0);
     for (auto& o : single_offsets)
         o.assign(1, 0);
     for (uint32_t q = 0; q < count; ++q) {
         std::vector<uint32_t> tmp(s.size() + 1);
-        hashgrid::QueryResult r[3] = {hashgrid::query_point(qg[0], points[q], tmp.data(), s.size() + 1), {}, {}};
-        single[0].insert(single[0].end(), tmp.begin(), tmp.begin() + r[0].written);
-        r[1] = hashgrid::query_box(qg[0], boxq[q], tmp.data(), s.size() + 1);
-        single[1].insert(single[1].end(), tmp.begin(), tmp.begin() + r[1].written);
-        r[2] = hashgrid::query_radius(qg[0], radii[q], tmp.data(), s.size() + 1);
-        single[2].insert(single[2].end(), tmp.begin(), tmp.begin() + r[2].written);
-        for (int j = 0; j < 3; ++j)
-            single_offsets[j].push_back(single_offsets[j].back() + r[j].written);
+        for (int j = 0; j < 4; ++j) {
+            hashgrid::QueryResult r;
+            if (j == 0) r = hashgrid::query_point(qg[0], points[q], all, tmp.data(), tmp.size());
+            if (j == 1) r = hashgrid::query_box(qg[0], boxq[q], all, tmp.data(), tmp.size());
+            if (j == 2) r = hashgrid::query_radius(qg[0], radii[q], all, tmp.data(), tmp.size());
+            if (j == 3) r = hashgrid::query_frustum(qg[0], frusta[q], all, tmp.data(), tmp.size());
+            single[j].insert(single[j].end(), tmp.begin(), tmp.begin() + static_cast<std::ptrdiff_t>(r.written));
+            single_offsets[j].push_back(single_offsets[j].back() + r.written);
+        }
         std::vector<hashgrid::RayHit> hits(s.size() + 1);
-        const hashgrid::QueryResult rr = hashgrid::query_ray(qg[0], rays[q], hits.data(), s.size() + 1);
-        single_rays.insert(single_rays.end(), hits.begin(), hits.begin() + rr.written);
+        const hashgrid::QueryResult rr = hashgrid::query_ray(qg[0], rays[q], all, hits.data(), s.size() + 1);
+        single_rays.insert(single_rays.end(), hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(rr.written));
         ray_offsets.push_back(ray_offsets.back() + rr.written);
-        const hashgrid::QueryResult rf = hashgrid::query_ray_first(qg[0], rays[q], &firsts[q]);
-        if (rf.count == 0) firsts[q] = hashgrid::RayHit{};
-        const hashgrid::QueryResult rn =
-            hashgrid::query_nearest(qg[0], nearest[q], k, nearest_single.data() + uint64_t{q} * k, k);
-        nearest_counts[q] = rn.count;
+        hashgrid::query_ray_first(qg[0], rays[q], all, &firsts[q]);
+        std::vector<hashgrid::NearestHit> near(nearest[q].k);
+        const hashgrid::QueryResult rn = hashgrid::query_nearest(qg[0], nearest[q], all, near.data(), near.size());
+        single_nearest.insert(single_nearest.end(), near.begin(),
+                              near.begin() + static_cast<std::ptrdiff_t>(rn.written));
+        nearest_offsets.push_back(nearest_offsets.back() + rn.written);
     }
     for (int b = 0; b < 2; ++b) {
-        for (int j = 0; j < 3; ++j) {
+        for (int j = 0; j < 4; ++j) {
             std::vector<uint64_t> offsets(count + 1, ~uint64_t{0});
             std::vector<uint32_t> out(capacity + 1, kSentinel);
-            hashgrid::BatchResult r;
+            hashgrid::QueryResult r;
             if (j == 0)
-                r = hashgrid::query_points(qg[b], points.data(), count, offsets.data(), out.data(), capacity,
-                                           backends[b]);
+                r = hashgrid::query_point_batch(qg[b], points.data(), count, all, offsets.data(), offsets.size(),
+                                                out.data(), capacity, backends[b]);
             if (j == 1)
-                r = hashgrid::query_boxes(qg[b], boxq.data(), count, offsets.data(), out.data(), capacity, backends[b]);
+                r = hashgrid::query_box_batch(qg[b], boxq.data(), count, all, offsets.data(), offsets.size(),
+                                              out.data(), capacity, backends[b]);
             if (j == 2)
-                r = hashgrid::query_radii(qg[b], radii.data(), count, offsets.data(), out.data(), capacity,
-                                          backends[b]);
+                r = hashgrid::query_radius_batch(qg[b], radii.data(), count, all, offsets.data(), offsets.size(),
+                                                 out.data(), capacity, backends[b]);
+            if (j == 3)
+                r = hashgrid::query_frustum_batch(qg[b], frusta.data(), count, all, offsets.data(), offsets.size(),
+                                                  out.data(), capacity, backends[b]);
             FUZZ_CHECK(r.total == single[j].size() && r.written == std::min<uint64_t>(capacity, r.total),
                        "box batch: total/written");
             FUZZ_CHECK(r.status.code == (capacity < r.total ? StatusCode::output_too_small : StatusCode::ok),
@@ -700,38 +769,40 @@ void query_box_batch(Input& in) {
             FUZZ_CHECK(offsets == single_offsets[j], "box batch: offsets differ from single queries");
             FUZZ_CHECK(std::equal(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(r.written), single[j].begin()),
                        "box batch: results differ from single queries");
+            FUZZ_CHECK(out[r.written] == kSentinel, "box batch: written past its results");
         }
         std::vector<uint64_t> offsets(count + 1, ~uint64_t{0});
         std::vector<hashgrid::RayHit> out(capacity + 1);
-        const hashgrid::BatchResult rr =
-            hashgrid::query_rays(qg[b], rays.data(), count, offsets.data(), out.data(), capacity, backends[b]);
-        FUZZ_CHECK(rr.total == single_rays.size() && offsets == ray_offsets, "query_rays: totals/offsets");
+        const hashgrid::QueryResult rr = hashgrid::query_ray_batch(qg[b], rays.data(), count, all, offsets.data(),
+                                                                   offsets.size(), out.data(), capacity, backends[b]);
+        FUZZ_CHECK(rr.total == single_rays.size() && offsets == ray_offsets, "query_ray_batch: totals/offsets");
         for (uint64_t i = 0; i < rr.written; ++i)
-            FUZZ_CHECK(out[i].object == single_rays[i].object &&
+            FUZZ_CHECK(out[i].index == single_rays[i].index &&
                            std::memcmp(&out[i].t, &single_rays[i].t, sizeof(float)) == 0,
-                       "query_rays differs from single queries");
+                       "query_ray_batch differs from single queries");
         std::vector<hashgrid::RayHit> fo(count);
-        const hashgrid::BatchResult rf = hashgrid::query_rays_first(qg[b], rays.data(), count, fo.data(), backends[b]);
+        const hashgrid::QueryResult rf =
+            hashgrid::query_ray_first_batch(qg[b], rays.data(), count, all, fo.data(), backends[b]);
         uint64_t hit_count = 0;
         for (uint32_t q = 0; q < count; ++q) {
-            hit_count += firsts[q].object != hashgrid::kNoObject;
-            FUZZ_CHECK(fo[q].object == firsts[q].object && (fo[q].object == hashgrid::kNoObject ||
-                                                            std::memcmp(&fo[q].t, &firsts[q].t, sizeof(float)) == 0),
-                       "query_rays_first differs from single queries");
+            hit_count += firsts[q].index != hashgrid::kNoIndex;
+            FUZZ_CHECK(fo[q].index == firsts[q].index && (fo[q].index == hashgrid::kNoIndex ||
+                                                          std::memcmp(&fo[q].t, &firsts[q].t, sizeof(float)) == 0),
+                       "query_ray_first_batch differs from single queries");
         }
-        FUZZ_CHECK(rf.total == hit_count, "query_rays_first: total");
-        std::vector<uint32_t> counts(count, kSentinel);
-        std::vector<hashgrid::NearestHit> no(uint64_t{count} * k);
-        const hashgrid::BatchResult rn = hashgrid::query_nearest_batch(qg[b], nearest.data(), count, k, counts.data(),
-                                                                       no.data(), no.size(), backends[b]);
-        FUZZ_CHECK(rn.status.ok() && counts == nearest_counts, "query_nearest_batch: counts");
-        for (uint32_t q = 0; q < count; ++q)
-            for (uint32_t i = 0; i < counts[q]; ++i) {
-                const hashgrid::NearestHit& x = no[uint64_t{q} * k + i];
-                const hashgrid::NearestHit& y = nearest_single[uint64_t{q} * k + i];
-                FUZZ_CHECK(x.object == y.object && std::memcmp(&x.distance2, &y.distance2, sizeof(float)) == 0,
-                           "query_nearest_batch differs from single queries");
-            }
+        FUZZ_CHECK(rf.total == hit_count, "query_ray_first_batch: total");
+        std::vector<uint64_t> near_offsets(count + 1, ~uint64_t{0});
+        std::vector<hashgrid::NearestHit> no(capacity + 1);
+        const hashgrid::QueryResult rn =
+            hashgrid::query_nearest_batch(qg[b], nearest.data(), count, all, near_offsets.data(), near_offsets.size(),
+                                          no.data(), capacity, backends[b]);
+        FUZZ_CHECK(rn.total == single_nearest.size() && near_offsets == nearest_offsets,
+                   "query_nearest_batch: totals/offsets");
+        for (uint64_t i = 0; i < rn.written; ++i)
+            FUZZ_CHECK(no[i].index == single_nearest[i].index &&
+                           std::memcmp(&no[i].distance_squared, &single_nearest[i].distance_squared, sizeof(float)) ==
+                               0,
+                       "query_nearest_batch differs from single queries");
     }
 }
 
@@ -741,7 +812,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     install_resume_hook();
     Input in(data, size);
     if (in.flag())
-        query_box_batch(in);
+        box_queries(in);
     else
         particle_queries(in);
     return 0;

@@ -1419,18 +1419,18 @@ int main(int argc, char** argv) {
 #endif
 #if HASHGRID_BENCH_BOX_GRID && HASHGRID_BENCH_BOX_QUERIES
         // Hashgrid: rebuild + prepare_box_queries (the index update), then one
-        // batch of box queries and one of circle queries (query_boxes, query_radii).
-        std::vector<hashgrid::BoxQuery> box_queries;
-        std::vector<hashgrid::RadiusQuery> radius_queries;
+        // batch of box queries and one of circle queries (query_box_batch, query_radius_batch).
+        std::vector<hashgrid::QueryBox> box_queries;
+        std::vector<hashgrid::QuerySphere> radius_queries;
         for (const Query& q : queries) {
             if (q.circle) {
-                hashgrid::RadiusQuery r;
+                hashgrid::QuerySphere r;
                 r.center[0] = q.x;
                 r.center[1] = q.y;
                 r.radius = q.hx;
                 radius_queries.push_back(r);
             } else {
-                hashgrid::BoxQuery b;
+                hashgrid::QueryBox b;
                 b.min[0] = q.lo_x();
                 b.min[1] = q.lo_y();
                 b.max[0] = q.hi_x();
@@ -1460,7 +1460,7 @@ int main(int argc, char** argv) {
                         if (!slot.init(box_config(scene, cell, world, 64, scene.base.n * 4 + 1024, 1024))) return 1;
                         const OtherLoad load;
                         const auto batch = [&](auto&& run, std::vector<uint32_t>& buffer, const char* what) {
-                            hashgrid::BatchResult r = run();
+                            hashgrid::QueryResult r = run();
                             if (r.status.code == StatusCode::output_too_small) {
                                 buffer.resize(static_cast<size_t>(r.total + r.total / 4));
                                 r = run();
@@ -1488,18 +1488,20 @@ int main(int argc, char** argv) {
                                 const bool ok =
                                     batch(
                                         [&] {
-                                            return hashgrid::query_boxes(grid, box_queries.data(), box_count,
-                                                                         box_offsets.data(), box_out.data(),
-                                                                         box_out.size(), backend);
+                                            return hashgrid::query_box_batch(grid, box_queries.data(), box_count,
+                                                                             hashgrid::kAllLayers, box_offsets.data(),
+                                                                             box_offsets.size(), box_out.data(),
+                                                                             box_out.size(), backend);
                                         },
-                                        box_out, "query_boxes") &&
+                                        box_out, "query_box_batch") &&
                                     batch(
                                         [&] {
-                                            return hashgrid::query_radii(grid, radius_queries.data(), radius_count,
-                                                                         radius_offsets.data(), radius_out.data(),
-                                                                         radius_out.size(), backend);
+                                            return hashgrid::query_radius_batch(
+                                                grid, radius_queries.data(), radius_count, hashgrid::kAllLayers,
+                                                radius_offsets.data(), radius_offsets.size(), radius_out.data(),
+                                                radius_out.size(), backend);
                                         },
-                                        radius_out, "query_radii");
+                                        radius_out, "query_radius_batch");
                                 t_queries = elapsed_ms(start);
                                 // Back to the original (interleaved) query order, outside the timing.
                                 results.start.assign(1, 0);

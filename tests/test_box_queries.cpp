@@ -34,8 +34,14 @@ using namespace hashgrid_test;
 using hashgrid::BoxGridConfig;
 using hashgrid::BoxGridView;
 using hashgrid::BoxQueryGrid;
+using hashgrid::Frustum;
 using hashgrid::NearestHit;
+using hashgrid::QueryBox;
+using hashgrid::QueryNearest;
+using hashgrid::QueryPoint;
 using hashgrid::QueryResult;
+using hashgrid::QuerySphere;
+using hashgrid::Ray;
 using hashgrid::RayHit;
 using hashgrid::StatusCode;
 
@@ -210,8 +216,9 @@ bool ref_ray(const Boxes& b, uint32_t i, const hashgrid::Ray& r, float& t) {
     return true;
 }
 
-bool ref_frustum(const Boxes& b, uint32_t i, const std::vector<hashgrid::Plane>& planes) {
-    for (const hashgrid::Plane& p : planes) {
+bool ref_frustum(const Boxes& b, uint32_t i, const Frustum& frustum) {
+    for (uint32_t k = 0; k < frustum.plane_count; ++k) {
+        const hashgrid::Plane& p = frustum.planes[k];
         float v = 0.0f;
         for (uint32_t d = 0; d < b.dims; ++d) {
             const float corner = p.normal[d] >= 0.0f ? b.hi[d][i] : b.lo[d][i];
@@ -374,62 +381,99 @@ struct RealGrid {
 // Checks of each query kind. Each returns "" or the first disagreement, and
 // feeds the results into `h` (golden hashes).
 
-std::string check_point(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::PointQuery& q, Fnv1a& h) {
-    std::vector<uint32_t> out(g.boxes.size() + 1);
-    const QueryResult r = hashgrid::query_point(qg, q, out.data(), static_cast<uint32_t>(out.size()));
-    if (!r.status.ok()) return std::string("point status ") + hashgrid::to_string(r.status.code);
-    out.resize(r.count);
-    std::vector<uint32_t> expected;
-    for (uint32_t i = 0; i < g.boxes.size(); ++i)
-        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_overlap(g.boxes, i, q.p, q.p)) expected.push_back(i);
-    int32_t lo[3] = {0, 0, 0};
-    for (uint32_t d = 0; d < g.config.dimensions; ++d)
-        lo[d] = ref_cell(g.config, d, q.p[d]);
-    expected = in_set_order(g, expected, lo);
-    h.u32(r.count);
-    for (uint32_t v : out)
-        h.u32(v);
-    g_coverage.point += r.count;
-    return out == expected ? "" : "point results differ";
+/// A visitor that records what it is called with and returns false on call
+/// number `stop_after`.
+struct Visited {
+    std::vector<uint32_t> seen;
+    uint64_t stop_after = ~uint64_t{0};
+    static bool visit(void* self, uint32_t index) {
+        auto* v = static_cast<Visited*>(self);
+        v->seen.push_back(index);
+        return v->seen.size() < v->stop_after;
+    }
+};
+
+/// The visitor form of a set query against its buffer form's output `full`:
+/// the same sequence, and a stop after m results visits exactly the first m
+/// (every m for short answers, else the first, middle and last few).
+template <typename Run>
+std::string check_visitor(const char* what, const std::vector<uint32_t>& full, Run&& run) {
+    std::vector<uint64_t> stops = {~uint64_t{0}};
+    const uint64_t n = full.size();
+    for (uint64_t m = 1; m <= n; ++m)
+        if (n <= 16 || m <= 2 || m == n / 2 || m + 2 >= n) stops.push_back(m);
+    for (const uint64_t m : stops) {
+        Visited v;
+        v.stop_after = m;
+        const QueryResult r = run(hashgrid::QueryVisitor{&Visited::visit, &v});
+        const uint64_t want = std::min(m, n);
+        const std::string at = std::string(what) + " visitor (stop after " + std::to_string(m) + "): ";
+        if (!r.status.ok()) return at + "status " + hashgrid::to_string(r.status.code);
+        if (r.total != want || r.written != 0) return at + "total " + std::to_string(r.total);
+        if (v.seen.size() != want) return at + "calls " + std::to_string(v.seen.size());
+        if (!std::equal(v.seen.begin(), v.seen.end(), full.begin())) return at + "sequence differs";
+    }
+    return "";
 }
 
-std::string check_box(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::BoxQuery& q, Fnv1a& h) {
+std::string check_point(const BoxQueryGrid& qg, const RefGrid& g, const QueryPoint& q, uint32_t mask, Fnv1a& h) {
     std::vector<uint32_t> out(g.boxes.size() + 1);
-    const QueryResult r = hashgrid::query_box(qg, q, out.data(), static_cast<uint32_t>(out.size()));
-    if (!r.status.ok()) return std::string("box status ") + hashgrid::to_string(r.status.code);
-    out.resize(r.count);
+    const QueryResult r = hashgrid::query_point(qg, q, mask, out.data(), out.size());
+    if (!r.status.ok()) return std::string("point status ") + hashgrid::to_string(r.status.code);
+    out.resize(r.total);
     std::vector<uint32_t> expected;
     for (uint32_t i = 0; i < g.boxes.size(); ++i)
-        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_overlap(g.boxes, i, q.min, q.max)) expected.push_back(i);
+        if (ref_in_layer(g.boxes, i, mask) && ref_overlap(g.boxes, i, q.position, q.position)) expected.push_back(i);
+    int32_t lo[3] = {0, 0, 0};
+    for (uint32_t d = 0; d < g.config.dimensions; ++d)
+        lo[d] = ref_cell(g.config, d, q.position[d]);
+    expected = in_set_order(g, expected, lo);
+    h.u32(static_cast<uint32_t>(r.total));
+    for (uint32_t v : out)
+        h.u32(v);
+    g_coverage.point += r.total;
+    if (out != expected) return "point results differ";
+    return check_visitor("point", out, [&](hashgrid::QueryVisitor v) { return hashgrid::query_point(qg, q, mask, v); });
+}
+
+std::string check_box(const BoxQueryGrid& qg, const RefGrid& g, const QueryBox& q, uint32_t mask, Fnv1a& h) {
+    std::vector<uint32_t> out(g.boxes.size() + 1);
+    const QueryResult r = hashgrid::query_box(qg, q, mask, out.data(), out.size());
+    if (!r.status.ok()) return std::string("box status ") + hashgrid::to_string(r.status.code);
+    out.resize(r.total);
+    std::vector<uint32_t> expected;
+    for (uint32_t i = 0; i < g.boxes.size(); ++i)
+        if (ref_in_layer(g.boxes, i, mask) && ref_overlap(g.boxes, i, q.min, q.max)) expected.push_back(i);
     int32_t lo[3] = {0, 0, 0};
     for (uint32_t d = 0; d < g.config.dimensions; ++d)
         lo[d] = ref_cell(g.config, d, q.min[d]);
     expected = in_set_order(g, expected, lo);
-    h.u32(r.count);
+    h.u32(static_cast<uint32_t>(r.total));
     for (uint32_t v : out)
         h.u32(v);
-    g_coverage.box += r.count;
+    g_coverage.box += r.total;
     if (!g.large.empty() && !out.empty() && std::binary_search(g.large.begin(), g.large.end(), out.back()))
         ++g_coverage.large;
     if (sorted(out) != sorted(expected))
         return "box result set differs: got " + std::to_string(out.size()) + " expected " +
                std::to_string(expected.size());
-    return out == expected ? "" : "box result order differs";
+    if (out != expected) return "box result order differs";
+    return check_visitor("box", out, [&](hashgrid::QueryVisitor v) { return hashgrid::query_box(qg, q, mask, v); });
 }
 
-std::string check_radius(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::RadiusQuery& q, Fnv1a& h) {
+std::string check_radius(const BoxQueryGrid& qg, const RefGrid& g, const QuerySphere& q, uint32_t mask, Fnv1a& h) {
     std::vector<uint32_t> out(g.boxes.size() + 1);
-    const QueryResult r = hashgrid::query_radius(qg, q, out.data(), static_cast<uint32_t>(out.size()));
+    const QueryResult r = hashgrid::query_radius(qg, q, mask, out.data(), out.size());
     if (!r.status.ok()) return std::string("radius status ") + hashgrid::to_string(r.status.code);
-    out.resize(r.count);
+    out.resize(r.total);
     std::vector<uint32_t> expected;
     const float r2 = rounded_mul(q.radius, q.radius);
     for (uint32_t i = 0; i < g.boxes.size(); ++i)
-        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_distance2(g.boxes, i, q.center) <= r2) expected.push_back(i);
-    h.u32(r.count);
+        if (ref_in_layer(g.boxes, i, mask) && ref_distance2(g.boxes, i, q.center) <= r2) expected.push_back(i);
+    h.u32(static_cast<uint32_t>(r.total));
     for (uint32_t v : out)
         h.u32(v);
-    g_coverage.radius += r.count;
+    g_coverage.radius += r.total;
     if (sorted(out) != expected)
         return "radius result set differs: got " + std::to_string(out.size()) + " expected " +
                std::to_string(expected.size());
@@ -439,101 +483,102 @@ std::string check_radius(const BoxQueryGrid& qg, const RefGrid& g, const hashgri
         is_large[j] = true;
     for (size_t k = 1; k < out.size(); ++k)
         if (is_large[out[k - 1]] && (!is_large[out[k]] || out[k] < out[k - 1])) return "radius order: large objects";
-    return "";
+    return check_visitor("radius", out,
+                         [&](hashgrid::QueryVisitor v) { return hashgrid::query_radius(qg, q, mask, v); });
 }
 
-std::string check_ray(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::RayQuery& q, Fnv1a& h) {
+std::string check_ray(const BoxQueryGrid& qg, const RefGrid& g, const Ray& q, uint32_t mask, Fnv1a& h) {
     std::vector<RayHit> expected;
     for (uint32_t i = 0; i < g.boxes.size(); ++i) {
         float t = 0.0f;
-        if (ref_in_layer(g.boxes, i, q.layer_mask) && ref_ray(g.boxes, i, q.ray, t)) expected.push_back({i, t});
+        if (ref_in_layer(g.boxes, i, mask) && ref_ray(g.boxes, i, q, t)) expected.push_back({i, t});
     }
     std::sort(expected.begin(), expected.end(),
-              [](const RayHit& a, const RayHit& b) { return a.t != b.t ? a.t < b.t : a.object < b.object; });
+              [](const RayHit& a, const RayHit& b) { return a.t != b.t ? a.t < b.t : a.index < b.index; });
     std::vector<RayHit> out(g.boxes.size() + 1);
-    const QueryResult r = hashgrid::query_ray(qg, q, out.data(), static_cast<uint32_t>(out.size()));
+    const QueryResult r = hashgrid::query_ray(qg, q, mask, out.data(), out.size());
     if (!r.status.ok()) return std::string("ray status ") + hashgrid::to_string(r.status.code);
-    if (r.count != expected.size())
-        return "ray hit count " + std::to_string(r.count) + " expected " + std::to_string(expected.size());
+    if (r.total != expected.size())
+        return "ray hit count " + std::to_string(r.total) + " expected " + std::to_string(expected.size());
     for (size_t k = 0; k < expected.size(); ++k)
-        if (out[k].object != expected[k].object || float_bits(out[k].t) != float_bits(expected[k].t))
+        if (out[k].index != expected[k].index || float_bits(out[k].t) != float_bits(expected[k].t))
             return "ray hit " + std::to_string(k) + " differs";
     RayHit first{};
-    const QueryResult f = hashgrid::query_ray_first(qg, q, &first);
-    if (!f.status.ok() || f.count != (expected.empty() ? 0u : 1u)) return "first hit count";
-    if (!expected.empty() && (first.object != expected[0].object || float_bits(first.t) != float_bits(expected[0].t)))
+    const QueryResult f = hashgrid::query_ray_first(qg, q, mask, &first);
+    if (!f.status.ok() || f.total != (expected.empty() ? 0u : 1u)) return "first hit count";
+    if (expected.empty() && first.index != hashgrid::kNoIndex) return "first hit of a miss is not kNoIndex";
+    if (!expected.empty() && (first.index != expected[0].index || float_bits(first.t) != float_bits(expected[0].t)))
         return "first hit differs";
-    h.u32(r.count);
-    g_coverage.ray += r.count;
+    h.u32(static_cast<uint32_t>(r.total));
+    g_coverage.ray += r.total;
     for (size_t k = 0; k < expected.size(); ++k) {
-        h.u32(out[k].object);
+        h.u32(out[k].index);
         h.f32(out[k].t);
     }
     return "";
 }
 
-std::string check_frustum(const BoxQueryGrid& qg, const RefGrid& g, const std::vector<hashgrid::Plane>& planes,
-                          uint32_t mask, Fnv1a& h) {
+std::string check_frustum(const BoxQueryGrid& qg, const RefGrid& g, const Frustum& frustum, uint32_t mask, Fnv1a& h) {
     std::vector<uint32_t> out(g.boxes.size() + 1);
-    const QueryResult r = hashgrid::query_frustum(qg, planes.data(), static_cast<uint32_t>(planes.size()), mask,
-                                                  out.data(), static_cast<uint32_t>(out.size()));
+    const QueryResult r = hashgrid::query_frustum(qg, frustum, mask, out.data(), out.size());
     if (!r.status.ok()) return std::string("frustum status ") + hashgrid::to_string(r.status.code);
-    out.resize(r.count);
+    out.resize(r.total);
     std::vector<uint32_t> expected;
     for (uint32_t i = 0; i < g.boxes.size(); ++i)
-        if (ref_in_layer(g.boxes, i, mask) && ref_frustum(g.boxes, i, planes)) expected.push_back(i);
+        if (ref_in_layer(g.boxes, i, mask) && ref_frustum(g.boxes, i, frustum)) expected.push_back(i);
     expected = in_set_order(g, expected, nullptr);
-    h.u32(r.count);
-    g_coverage.frustum += r.count;
+    h.u32(static_cast<uint32_t>(r.total));
+    g_coverage.frustum += r.total;
     for (uint32_t v : out)
         h.u32(v);
     if (sorted(out) != sorted(expected))
         return "frustum result set differs: got " + std::to_string(out.size()) + " expected " +
                std::to_string(expected.size());
-    return out == expected ? "" : "frustum order differs";
+    if (out != expected) return "frustum order differs";
+    return check_visitor("frustum", out,
+                         [&](hashgrid::QueryVisitor v) { return hashgrid::query_frustum(qg, frustum, mask, v); });
 }
 
-std::vector<NearestHit> ref_nearest(const RefGrid& g, const hashgrid::NearestQuery& q, uint32_t k) {
+std::vector<NearestHit> ref_nearest(const RefGrid& g, const QueryNearest& q, uint32_t mask) {
     std::vector<NearestHit> all;
     const float max_d2 = rounded_mul(q.max_distance, q.max_distance);
     for (uint32_t i = 0; i < g.boxes.size(); ++i) {
-        if (!ref_in_layer(g.boxes, i, q.layer_mask)) continue;
-        const float d2 = ref_distance2(g.boxes, i, q.p);
+        if (!ref_in_layer(g.boxes, i, mask)) continue;
+        const float d2 = ref_distance2(g.boxes, i, q.center);
         if (d2 <= max_d2) all.push_back({i, d2});
     }
     std::sort(all.begin(), all.end(), [](const NearestHit& a, const NearestHit& b) {
-        return a.distance2 != b.distance2 ? a.distance2 < b.distance2 : a.object < b.object;
+        return a.distance_squared != b.distance_squared ? a.distance_squared < b.distance_squared : a.index < b.index;
     });
-    if (all.size() > k) all.resize(k);
+    if (all.size() > q.k) all.resize(q.k);
     return all;
 }
 
-std::string check_nearest(const BoxQueryGrid& qg, const RefGrid& g, const hashgrid::NearestQuery& q, uint32_t k,
-                          Fnv1a& h) {
-    const std::vector<NearestHit> expected = ref_nearest(g, q, k);
-    std::vector<NearestHit> out(k);
-    const QueryResult r = hashgrid::query_nearest(qg, q, k, out.data(), k);
+std::string check_nearest(const BoxQueryGrid& qg, const RefGrid& g, const QueryNearest& q, uint32_t mask, Fnv1a& h) {
+    const std::vector<NearestHit> expected = ref_nearest(g, q, mask);
+    std::vector<NearestHit> out(q.k);
+    const QueryResult r = hashgrid::query_nearest(qg, q, mask, out.data(), q.k);
     if (!r.status.ok()) return std::string("nearest status ") + hashgrid::to_string(r.status.code);
-    if (r.count != expected.size())
-        return "nearest count " + std::to_string(r.count) + " expected " + std::to_string(expected.size());
+    if (r.total != expected.size())
+        return "nearest count " + std::to_string(r.total) + " expected " + std::to_string(expected.size());
     for (size_t j = 0; j < expected.size(); ++j)
-        if (out[j].object != expected[j].object || float_bits(out[j].distance2) != float_bits(expected[j].distance2))
+        if (out[j].index != expected[j].index ||
+            float_bits(out[j].distance_squared) != float_bits(expected[j].distance_squared))
             return "nearest " + std::to_string(j) + " differs";
-    h.u32(r.count);
-    g_coverage.nearest += r.count;
+    h.u32(static_cast<uint32_t>(r.total));
+    g_coverage.nearest += r.total;
     for (size_t j = 0; j < expected.size(); ++j) {
-        h.u32(out[j].object);
-        h.f32(out[j].distance2);
+        h.u32(out[j].index);
+        h.f32(out[j].distance_squared);
     }
     return "";
 }
 
 std::string check_collisions(const BoxQueryGrid& qg, const RefGrid& g, uint32_t object, Fnv1a& h) {
     std::vector<uint32_t> out(g.boxes.size() + 1);
-    const QueryResult r =
-        hashgrid::query_potential_collisions(qg, object, out.data(), static_cast<uint32_t>(out.size()));
+    const QueryResult r = hashgrid::query_potential_collisions(qg, object, out.data(), out.size());
     if (!r.status.ok()) return "collisions status";
-    out.resize(r.count);
+    out.resize(r.total);
     float lo[3], hi[3];
     g.boxes.box(object, lo, hi);
     std::vector<uint32_t> expected;
@@ -546,35 +591,46 @@ std::string check_collisions(const BoxQueryGrid& qg, const RefGrid& g, uint32_t 
     for (uint32_t d = 0; d < g.config.dimensions; ++d)
         qlo[d] = ref_cell(g.config, d, lo[d]);
     expected = in_set_order(g, expected, qlo);
-    h.u32(r.count);
-    g_coverage.collisions += r.count;
+    h.u32(static_cast<uint32_t>(r.total));
+    g_coverage.collisions += r.total;
     for (uint32_t v : out)
         h.u32(v);
-    return out == expected ? "" : "potential collisions differ";
+    if (out != expected) return "potential collisions differ";
+    return check_visitor("potential collisions", out,
+                         [&](hashgrid::QueryVisitor v) { return hashgrid::query_potential_collisions(qg, object, v); });
 }
 
 // ---------------------------------------------------------------------------
 // Random queries.
 
+/// Random queries of every kind, each with its own layer mask (batches take
+/// one mask for all their queries).
 struct Queries {
-    std::vector<hashgrid::PointQuery> points;
-    std::vector<hashgrid::BoxQuery> boxes;
-    std::vector<hashgrid::RadiusQuery> radii;
-    std::vector<hashgrid::RayQuery> rays;
-    std::vector<hashgrid::NearestQuery> nearest;
-    std::vector<std::vector<hashgrid::Plane>> frusta;
+    std::vector<QueryPoint> points;
+    std::vector<QueryBox> boxes;
+    std::vector<QuerySphere> spheres;
+    std::vector<Ray> rays;
+    std::vector<QueryNearest> nearest;
+    std::vector<Frustum> frusta;
+    std::vector<uint32_t> point_masks, box_masks, sphere_masks, ray_masks, nearest_masks;
 };
 
 uint32_t random_mask(Rng& rng) { return rng.below(3) == 0 ? hashgrid::kAllLayers : (1u << rng.below(4)) | 1u; }
 
+/// Appends a plane to a frustum.
+void push_plane(Frustum& f, const hashgrid::Plane& p) {
+    REQUIRE(f.plane_count < hashgrid::kMaxFrustumPlanes);
+    f.planes[f.plane_count++] = p;
+}
+
 /// A perspective-like frustum: apex, axis, half-angle slope, near/far, as six planes.
-std::vector<hashgrid::Plane> random_frustum(Rng& rng, uint32_t dims, float lo, float hi) {
-    std::vector<hashgrid::Plane> planes;
+Frustum random_frustum(Rng& rng, uint32_t dims, float lo, float hi) {
+    Frustum planes;
     const uint32_t kind = rng.below(6);
     if (kind == 0) { // degenerate: zero normals, everything or nothing
         hashgrid::Plane p;
         p.d = rng.coin() ? 1.0f : -1.0f;
-        planes.push_back(p);
+        push_plane(planes, p);
         return planes;
     }
     // Box-like slab planes x >= a, x <= b, ... optionally inside-out (flipped).
@@ -593,8 +649,8 @@ std::vector<hashgrid::Plane> random_frustum(Rng& rng, uint32_t dims, float lo, f
             high.normal[d] = 1.0f;
             high.d = -b;
         }
-        planes.push_back(low);
-        planes.push_back(high);
+        push_plane(planes, low);
+        push_plane(planes, high);
     }
     if (kind >= 3) { // slanted planes with random normals through a random point
         for (int k = 0; k < 2; ++k) {
@@ -608,7 +664,7 @@ std::vector<hashgrid::Plane> random_frustum(Rng& rng, uint32_t dims, float lo, f
             for (uint32_t d = 0; d < dims; ++d)
                 v = v + rounded_mul(p.normal[d], through[d]);
             p.d = -v;
-            planes.push_back(p);
+            push_plane(planes, p);
         }
     }
     return planes;
@@ -621,61 +677,62 @@ Queries random_queries(Rng& rng, const SceneSpec& s, const BoxGridConfig& c, uin
     const float qlo = lo - 4.0f * s.cell;
     const float qhi = hi + 4.0f * s.cell;
     for (uint32_t i = 0; i < n; ++i) {
-        hashgrid::PointQuery p;
+        QueryPoint p;
         for (uint32_t d = 0; d < s.dims; ++d)
-            p.p[d] = pick_coordinate(rng, c, d, qlo, qhi);
-        p.layer_mask = random_mask(rng);
+            p.position[d] = pick_coordinate(rng, c, d, qlo, qhi);
+        q.point_masks.push_back(random_mask(rng));
         q.points.push_back(p);
 
-        hashgrid::BoxQuery b;
+        QueryBox b;
         for (uint32_t d = 0; d < s.dims; ++d) {
             b.min[d] = pick_coordinate(rng, c, d, qlo, qhi);
             const uint32_t kind = rng.below(8);
             b.max[d] = kind == 0 ? b.min[d] : (kind == 1 ? kInf : b.min[d] + rng.uniform(0.0f, 3.0f * s.cell));
             if (kind == 2) b.min[d] = -kInf;
         }
-        b.layer_mask = random_mask(rng);
+        q.box_masks.push_back(random_mask(rng));
         q.boxes.push_back(b);
 
-        hashgrid::RadiusQuery r;
+        QuerySphere r;
         for (uint32_t d = 0; d < s.dims; ++d)
             r.center[d] = pick_coordinate(rng, c, d, qlo, qhi);
         const uint32_t rk = rng.below(8);
         r.radius = rk == 0 ? 0.0f : (rk == 1 ? kInf : rng.uniform(0.0f, 3.0f * s.cell));
-        r.layer_mask = random_mask(rng);
-        q.radii.push_back(r);
+        q.sphere_masks.push_back(random_mask(rng));
+        q.spheres.push_back(r);
 
-        hashgrid::RayQuery ray;
+        Ray ray;
         const uint32_t kind = rng.below(8);
         for (uint32_t d = 0; d < s.dims; ++d) {
-            ray.ray.origin[d] = pick_coordinate(rng, c, d, qlo, qhi);
-            ray.ray.direction[d] = rng.uniform(-1.0f, 1.0f);
+            ray.origin[d] = pick_coordinate(rng, c, d, qlo, qhi);
+            ray.direction[d] = rng.uniform(-1.0f, 1.0f);
         }
         if (kind == 0) { // parallel to an axis, along cell boundaries
             const uint32_t axis = rng.below(s.dims);
             for (uint32_t d = 0; d < s.dims; ++d) {
-                ray.ray.direction[d] = d == axis ? (rng.coin() ? 1.0f : -1.0f) : 0.0f;
-                if (d != axis) ray.ray.origin[d] = boundary_float(c, d, rng.between(-1, 8));
+                ray.direction[d] = d == axis ? (rng.coin() ? 1.0f : -1.0f) : 0.0f;
+                if (d != axis) ray.origin[d] = boundary_float(c, d, rng.between(-1, 8));
             }
         } else if (kind == 1) { // diagonal through integer points / corners
             for (uint32_t d = 0; d < s.dims; ++d) {
-                ray.ray.origin[d] = static_cast<float>(rng.between(static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
-                ray.ray.direction[d] = rng.coin() ? 1.0f : -1.0f;
+                ray.origin[d] = static_cast<float>(rng.between(static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
+                ray.direction[d] = rng.coin() ? 1.0f : -1.0f;
             }
         } else if (kind == 2) { // zero length / zero direction
             for (uint32_t d = 0; d < s.dims; ++d)
-                ray.ray.direction[d] = 0.0f;
+                ray.direction[d] = 0.0f;
         }
         const uint32_t lk = rng.below(4);
-        ray.ray.max_t = lk == 0 ? kInf : (lk == 1 ? 0.0f : rng.uniform(0.0f, (qhi - qlo) * 1.5f));
-        ray.layer_mask = random_mask(rng);
+        ray.max_t = lk == 0 ? kInf : (lk == 1 ? 0.0f : rng.uniform(0.0f, (qhi - qlo) * 1.5f));
+        q.ray_masks.push_back(random_mask(rng));
         q.rays.push_back(ray);
 
-        hashgrid::NearestQuery nq;
+        QueryNearest nq;
         for (uint32_t d = 0; d < s.dims; ++d)
-            nq.p[d] = pick_coordinate(rng, c, d, qlo - 20.0f * s.cell, qhi + 20.0f * s.cell);
+            nq.center[d] = pick_coordinate(rng, c, d, qlo - 20.0f * s.cell, qhi + 20.0f * s.cell);
         nq.max_distance = rng.below(3) == 0 ? rng.uniform(0.0f, 4.0f * s.cell) : kInf;
-        nq.layer_mask = random_mask(rng);
+        nq.k = 1 + i % 5;
+        q.nearest_masks.push_back(random_mask(rng));
         q.nearest.push_back(nq);
 
         q.frusta.push_back(random_frustum(rng, s.dims, qlo, qhi));
@@ -696,12 +753,14 @@ const SceneSpec kSpecs[] = {
 std::string check_all(const BoxQueryGrid& qg, const RefGrid& g, const Queries& q, Fnv1a& h) {
     const uint32_t k_values[] = {1, 3, 10};
     for (size_t i = 0; i < q.points.size(); ++i) {
-        std::string e = check_point(qg, g, q.points[i], h);
-        if (e.empty()) e = check_box(qg, g, q.boxes[i], h);
-        if (e.empty()) e = check_radius(qg, g, q.radii[i], h);
-        if (e.empty()) e = check_ray(qg, g, q.rays[i], h);
-        if (e.empty()) e = check_frustum(qg, g, q.frusta[i], q.points[i].layer_mask, h);
-        if (e.empty()) e = check_nearest(qg, g, q.nearest[i], k_values[i % 3], h);
+        QueryNearest nearest = q.nearest[i];
+        nearest.k = k_values[i % 3];
+        std::string e = check_point(qg, g, q.points[i], q.point_masks[i], h);
+        if (e.empty()) e = check_box(qg, g, q.boxes[i], q.box_masks[i], h);
+        if (e.empty()) e = check_radius(qg, g, q.spheres[i], q.sphere_masks[i], h);
+        if (e.empty()) e = check_ray(qg, g, q.rays[i], q.ray_masks[i], h);
+        if (e.empty()) e = check_frustum(qg, g, q.frusta[i], q.point_masks[i], h);
+        if (e.empty()) e = check_nearest(qg, g, nearest, q.nearest_masks[i], h);
         if (e.empty() && g.boxes.size() > 0) e = check_collisions(qg, g, static_cast<uint32_t>(i % g.boxes.size()), h);
         if (!e.empty()) return "query " + std::to_string(i) + ": " + e;
     }
@@ -836,16 +895,16 @@ TEST_CASE("rays along cell edges, through corners, from outside, axis-parallel, 
     RealGrid real(config, boxes);
     REQUIRE(real.ok());
     const BoxGridView views[2] = {ref.view(), real.grid.view()};
-    std::vector<hashgrid::RayQuery> rays;
+    std::vector<Ray> rays;
     auto add = [&](float ox, float oy, float oz, float dx, float dy, float dz, float max_t) {
-        hashgrid::RayQuery q;
-        q.ray.origin[0] = ox;
-        q.ray.origin[1] = oy;
-        q.ray.origin[2] = oz;
-        q.ray.direction[0] = dx;
-        q.ray.direction[1] = dy;
-        q.ray.direction[2] = dz;
-        q.ray.max_t = max_t;
+        Ray q;
+        q.origin[0] = ox;
+        q.origin[1] = oy;
+        q.origin[2] = oz;
+        q.direction[0] = dx;
+        q.direction[1] = dy;
+        q.direction[2] = dz;
+        q.max_t = max_t;
         rays.push_back(q);
     };
     const float e1 = boundary_float(config, 1, 1);
@@ -865,15 +924,13 @@ TEST_CASE("rays along cell edges, through corners, from outside, axis-parallel, 
     add(-3.0f, 1.5f, 1.5f, 1, 0, 0, 3.0f);         // stops just before the boxes
     add(-3.0f, 1.5f, 1.5f, 1, 0, 0, 3.0f + 1e-6f);
     const float start[3] = {-2.0f, 0.5f, 0.5f}, end[3] = {7.0f, 3.5f, 2.0f};
-    hashgrid::RayQuery seg;
-    seg.ray = hashgrid::segment_ray(start, end);
-    rays.push_back(seg);
+    rays.push_back(hashgrid::segment_ray(start, end));
     for (const BoxGridView& v : views) {
         const BoxQueryGrid qg = hashgrid::prepare_box_queries(v, hashgrid::serial_backend());
         for (size_t i = 0; i < rays.size(); ++i) {
             Fnv1a h;
             CAPTURE(i);
-            const std::string e = check_ray(qg, ref, rays[i], h);
+            const std::string e = check_ray(qg, ref, rays[i], hashgrid::kAllLayers, h);
             CHECK_MESSAGE(e.empty(), e);
         }
     }
@@ -881,11 +938,9 @@ TEST_CASE("rays along cell edges, through corners, from outside, axis-parallel, 
     // touches every box whose closed y and z ranges contain the edge.
     std::vector<RayHit> out(boxes.size());
     const BoxQueryGrid qg = hashgrid::prepare_box_queries(views[0], hashgrid::serial_backend());
-    hashgrid::RayQuery q0 = rays[0];
-    q0.layer_mask = 1u; // unit boxes only
-    const QueryResult r = hashgrid::query_ray(qg, q0, out.data(), static_cast<uint32_t>(out.size()));
+    const QueryResult r = hashgrid::query_ray(qg, rays[0], 1u, out.data(), out.size()); // unit boxes only
     // Unit boxes with y in {0, 1} and z in {1, 2} touch the edge; half of them exist (parity): 4 x 4 / 2 = 8.
-    CHECK(r.count == 8);
+    CHECK(r.total == 8);
 }
 
 TEST_CASE("segments, spheres and nearest queries grazing boxes within a few ulps of cell boundaries") {
@@ -923,28 +978,28 @@ TEST_CASE("segments, spheres and nearest queries grazing boxes within a few ulps
                     start[d] = near_boundary(d);
                     end[d] = near_boundary(d);
                 }
-                hashgrid::RayQuery q;
-                q.ray = hashgrid::segment_ray(start, end);
-                if (rng.coin()) q.ray.max_t = kInf; // the whole line beyond the end point
+                Ray q = hashgrid::segment_ray(start, end);
+                if (rng.coin()) q.max_t = kInf; // the whole line beyond the end point
                 Fnv1a h;
-                const std::string e = check_ray(qg, ref, q, h);
+                const std::string e = check_ray(qg, ref, q, hashgrid::kAllLayers, h);
                 CAPTURE(dims);
                 CAPTURE(origin);
                 CAPTURE(i);
                 REQUIRE_MESSAGE(e.empty(), e);
                 // A radius that is the float distance to another boundary point.
-                hashgrid::RadiusQuery rq;
+                QuerySphere rq;
                 const uint32_t axis = rng.below(dims);
                 for (uint32_t d = 0; d < dims; ++d)
                     rq.center[d] = start[d];
                 rq.radius = std::fabs(end[axis] - start[axis]);
-                const std::string er = check_radius(qg, ref, rq, h);
+                const std::string er = check_radius(qg, ref, rq, hashgrid::kAllLayers, h);
                 REQUIRE_MESSAGE(er.empty(), er);
-                hashgrid::NearestQuery nq;
+                QueryNearest nq;
                 for (uint32_t d = 0; d < dims; ++d)
-                    nq.p[d] = start[d];
+                    nq.center[d] = start[d];
                 nq.max_distance = rng.coin() ? rq.radius : kInf;
-                const std::string en = check_nearest(qg, ref, nq, 1 + i % 4, h);
+                nq.k = 1 + i % 4;
+                const std::string en = check_nearest(qg, ref, nq, hashgrid::kAllLayers, h);
                 REQUIRE_MESSAGE(en.empty(), en);
             }
         }
@@ -959,32 +1014,36 @@ TEST_CASE("frustum: a perspective frustum, inside-out and degenerate plane sets"
     const RefGrid ref(config, boxes);
     const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
     // Camera at (-2, 5, 5) looking +x, 45 degree half angles: planes x - |y - 5| ... written out.
-    std::vector<hashgrid::Plane> camera(6);
-    camera[0] = {{1, 0, 0}, 1.0f};                 // near: x >= -1
-    camera[1] = {{-1, 0, 0}, 8.0f};                // far: x <= 8
-    camera[2] = {{1, -1, 0}, -2.0f + 5.0f};        // (x + 2) - (y - 5) >= 0
-    camera[3] = {{1, 1, 0}, 2.0f - 5.0f};          // (x + 2) + (y - 5) >= 0
-    camera[4] = {{1, 0, -1}, -2.0f + 5.0f + 0.0f}; // (x + 2) - (z - 5) >= 0
-    camera[5] = {{1, 0, 1}, 2.0f - 5.0f};
-    std::vector<hashgrid::Plane> inside_out = camera;
-    for (hashgrid::Plane& p : inside_out) {
+    Frustum camera;
+    camera.plane_count = 6;
+    camera.planes[0] = {{1, 0, 0}, 1.0f};                 // near: x >= -1
+    camera.planes[1] = {{-1, 0, 0}, 8.0f};                // far: x <= 8
+    camera.planes[2] = {{1, -1, 0}, -2.0f + 5.0f};        // (x + 2) - (y - 5) >= 0
+    camera.planes[3] = {{1, 1, 0}, 2.0f - 5.0f};          // (x + 2) + (y - 5) >= 0
+    camera.planes[4] = {{1, 0, -1}, -2.0f + 5.0f + 0.0f}; // (x + 2) - (z - 5) >= 0
+    camera.planes[5] = {{1, 0, 1}, 2.0f - 5.0f};
+    Frustum inside_out = camera;
+    for (uint32_t i = 0; i < inside_out.plane_count; ++i) {
+        hashgrid::Plane& p = inside_out.planes[i];
         for (float& n : p.normal)
             n = -n;
         p.d = -p.d;
     }
-    std::vector<hashgrid::Plane> everything(1), nothing(1), flat(2);
-    everything[0].d = 0.0f; // 0 >= 0: inside
-    nothing[0].d = -1.0f;
-    flat[0] = {{0, 1, 0}, -5.0f}; // y >= 5 and y <= 5: the plane y = 5 itself
-    flat[1] = {{0, -1, 0}, 5.0f};
+    Frustum everything, nothing, flat;
+    everything.plane_count = nothing.plane_count = 1;
+    everything.planes[0].d = 0.0f; // 0 >= 0: inside
+    nothing.planes[0].d = -1.0f;
+    flat.plane_count = 2;
+    flat.planes[0] = {{0, 1, 0}, -5.0f}; // y >= 5 and y <= 5: the plane y = 5 itself
+    flat.planes[1] = {{0, -1, 0}, 5.0f};
     Fnv1a h;
-    for (const auto* planes : {&camera, &inside_out, &everything, &nothing, &flat}) {
-        const std::string e = check_frustum(qg, ref, *planes, hashgrid::kAllLayers, h);
+    for (const Frustum* f : {&camera, &inside_out, &everything, &nothing, &flat}) {
+        const std::string e = check_frustum(qg, ref, *f, hashgrid::kAllLayers, h);
         CHECK_MESSAGE(e.empty(), e);
     }
     std::vector<uint32_t> out(boxes.size());
-    CHECK(hashgrid::query_frustum(qg, everything.data(), 1, hashgrid::kAllLayers, out.data(), 300).count == 300);
-    CHECK(hashgrid::query_frustum(qg, nothing.data(), 1, hashgrid::kAllLayers, out.data(), 300).count == 0);
+    CHECK(hashgrid::query_frustum(qg, everything, hashgrid::kAllLayers, out.data(), 300).total == 300);
+    CHECK(hashgrid::query_frustum(qg, nothing, hashgrid::kAllLayers, out.data(), 300).total == 0);
 }
 
 TEST_CASE("every too-small buffer size gives the exact count and a valid prefix") {
@@ -994,89 +1053,89 @@ TEST_CASE("every too-small buffer size gives the exact count and a valid prefix"
     const Boxes boxes = random_boxes(rng, spec, config, 120);
     const RefGrid ref(config, boxes);
     const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
-    hashgrid::BoxQuery bq;
+    QueryBox bq;
     for (uint32_t d = 0; d < 3; ++d) {
         bq.min[d] = 2.0f;
         bq.max[d] = 7.0f;
     }
-    hashgrid::RadiusQuery rq;
+    QuerySphere rq;
     rq.center[0] = rq.center[1] = rq.center[2] = 5.0f;
     rq.radius = 3.0f;
-    hashgrid::RayQuery ray;
-    ray.ray.origin[0] = -1.0f;
-    ray.ray.origin[1] = 4.5f;
-    ray.ray.origin[2] = 5.0f;
-    ray.ray.direction[0] = 1.0f;
-    ray.ray.direction[1] = 0.1f;
-    ray.ray.direction[2] = 0.05f;
-    ray.ray.max_t = kInf;
-    std::vector<hashgrid::Plane> planes = random_frustum(rng, 3, 0.0f, 10.0f);
-    hashgrid::NearestQuery nq;
-    nq.p[0] = nq.p[1] = nq.p[2] = 5.0f;
+    Ray ray;
+    ray.origin[0] = -1.0f;
+    ray.origin[1] = 4.5f;
+    ray.origin[2] = 5.0f;
+    ray.direction[0] = 1.0f;
+    ray.direction[1] = 0.1f;
+    ray.direction[2] = 0.05f;
+    ray.max_t = kInf;
+    const Frustum frustum = random_frustum(rng, 3, 0.0f, 10.0f);
+    QueryNearest nq;
+    nq.center[0] = nq.center[1] = nq.center[2] = 5.0f;
     const uint32_t k = 12;
+    nq.k = k;
+    const uint32_t all = hashgrid::kAllLayers;
 
     std::vector<uint32_t> full(200), part(200);
     std::vector<RayHit> full_hits(200), part_hits(200);
     std::vector<NearestHit> full_near(k), part_near(k);
-    const uint32_t nb = hashgrid::query_box(qg, bq, full.data(), 200).count;
-    const uint32_t nr = hashgrid::query_radius(qg, rq, full.data() + 0, 200).count;
+    const uint64_t nb = hashgrid::query_box(qg, bq, all, full.data(), 200).total;
+    const uint64_t nr = hashgrid::query_radius(qg, rq, all, full.data() + 0, 200).total;
     REQUIRE(nb > 3);
     REQUIRE(nr > 3);
-    auto check_prefix = [](const QueryResult& r, uint32_t count, uint32_t cap) {
-        CHECK(r.count == count);
-        CHECK(r.written == std::min(count, cap));
-        if (cap < count) {
+    auto check_prefix = [](const QueryResult& r, uint64_t total, uint64_t cap) {
+        CHECK(r.total == total);
+        CHECK(r.written == std::min(total, cap));
+        if (cap < total) {
             CHECK(r.status.code == StatusCode::output_too_small);
-            CHECK(r.status.needed == count);
+            CHECK(r.status.needed == total);
         } else {
             CHECK(r.status.ok());
         }
     };
     // Box, radius, frustum, point, collisions: prefix of the full answer.
     auto sweep = [&](auto&& run) {
-        const QueryResult all = run(full.data(), 200u);
-        REQUIRE(all.status.ok());
-        for (uint32_t cap = 0; cap <= all.count; ++cap) {
+        const QueryResult whole = run(full.data(), 200u);
+        REQUIRE(whole.status.ok());
+        for (uint64_t cap = 0; cap <= whole.total; ++cap) {
             std::fill(part.begin(), part.end(), 0xdeadbeefu);
             const QueryResult r = run(cap == 0 ? nullptr : part.data(), cap);
-            check_prefix(r, all.count, cap);
-            CHECK(std::equal(part.begin(), part.begin() + r.written, full.begin()));
+            check_prefix(r, whole.total, cap);
+            CHECK(std::equal(part.begin(), part.begin() + static_cast<ptrdiff_t>(r.written), full.begin()));
             CHECK(part[r.written] == 0xdeadbeefu); // nothing past the capacity
         }
     };
-    sweep([&](uint32_t* o, uint32_t c) { return hashgrid::query_box(qg, bq, o, c); });
-    sweep([&](uint32_t* o, uint32_t c) { return hashgrid::query_radius(qg, rq, o, c); });
-    sweep([&](uint32_t* o, uint32_t c) {
-        return hashgrid::query_frustum(qg, planes.data(), static_cast<uint32_t>(planes.size()), hashgrid::kAllLayers, o,
-                                       c);
-    });
-    sweep([&](uint32_t* o, uint32_t c) { return hashgrid::query_potential_collisions(qg, 5, o, c); });
+    sweep([&](uint32_t* o, uint64_t c) { return hashgrid::query_box(qg, bq, all, o, c); });
+    sweep([&](uint32_t* o, uint64_t c) { return hashgrid::query_radius(qg, rq, all, o, c); });
+    sweep([&](uint32_t* o, uint64_t c) { return hashgrid::query_frustum(qg, frustum, all, o, c); });
+    sweep([&](uint32_t* o, uint64_t c) { return hashgrid::query_potential_collisions(qg, 5, o, c); });
     // Rays: the first `cap` hits by (t, index).
-    const QueryResult all_hits = hashgrid::query_ray(qg, ray, full_hits.data(), 200);
-    REQUIRE(all_hits.count > 3);
-    for (uint32_t cap = 0; cap <= all_hits.count; ++cap) {
-        const QueryResult r = hashgrid::query_ray(qg, ray, cap == 0 ? nullptr : part_hits.data(), cap);
-        check_prefix(r, all_hits.count, cap);
-        for (uint32_t j = 0; j < r.written; ++j) {
-            CHECK(part_hits[j].object == full_hits[j].object);
+    const QueryResult all_hits = hashgrid::query_ray(qg, ray, all, full_hits.data(), 200);
+    REQUIRE(all_hits.total > 3);
+    for (uint64_t cap = 0; cap <= all_hits.total; ++cap) {
+        const QueryResult r = hashgrid::query_ray(qg, ray, all, cap == 0 ? nullptr : part_hits.data(), cap);
+        check_prefix(r, all_hits.total, cap);
+        for (uint64_t j = 0; j < r.written; ++j) {
+            CHECK(part_hits[j].index == full_hits[j].index);
             CHECK(float_bits(part_hits[j].t) == float_bits(full_hits[j].t));
         }
     }
     // Nearest: the nearest `cap`, needed = min(k, eligible).
-    const QueryResult all_near = hashgrid::query_nearest(qg, nq, k, full_near.data(), k);
-    REQUIRE(all_near.count == k);
-    for (uint32_t cap = 0; cap <= k; ++cap) {
-        const QueryResult r = hashgrid::query_nearest(qg, nq, k, cap == 0 ? nullptr : part_near.data(), cap);
+    const QueryResult all_near = hashgrid::query_nearest(qg, nq, all, full_near.data(), k);
+    REQUIRE(all_near.total == k);
+    for (uint64_t cap = 0; cap <= k; ++cap) {
+        const QueryResult r = hashgrid::query_nearest(qg, nq, all, cap == 0 ? nullptr : part_near.data(), cap);
         check_prefix(r, k, cap);
-        for (uint32_t j = 0; j < r.written; ++j)
-            CHECK(part_near[j].object == full_near[j].object);
+        for (uint64_t j = 0; j < r.written; ++j)
+            CHECK(part_near[j].index == full_near[j].index);
     }
     // Nearest with a distance limit: fewer than k exist.
-    hashgrid::NearestQuery limited = nq;
+    QueryNearest limited = nq;
     limited.max_distance = 0.5f;
-    const uint32_t within = static_cast<uint32_t>(ref_nearest(ref, limited, 1000).size());
-    for (uint32_t cap = 0; cap <= k; ++cap) {
-        const QueryResult r = hashgrid::query_nearest(qg, limited, 1000, cap == 0 ? nullptr : part_near.data(), cap);
+    limited.k = 1000;
+    const uint64_t within = ref_nearest(ref, limited, all).size();
+    for (uint64_t cap = 0; cap <= k; ++cap) {
+        const QueryResult r = hashgrid::query_nearest(qg, limited, all, cap == 0 ? nullptr : part_near.data(), cap);
         check_prefix(r, within, cap);
     }
 }
@@ -1088,88 +1147,226 @@ TEST_CASE("bad input is invalid_query, never a crash or a partial write") {
     const Boxes boxes = random_boxes(rng, spec, config, 50);
     const RefGrid ref(config, boxes);
     const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+    const uint32_t all = hashgrid::kAllLayers;
     uint32_t out[64];
     RayHit hits[64];
     NearestHit nearest_out[64];
-    auto invalid = [](const QueryResult& r) { return r.status.code == StatusCode::invalid_query && r.count == 0; };
+    auto invalid = [](const QueryResult& r) { return r.status.code == StatusCode::invalid_query && r.total == 0; };
 
-    hashgrid::PointQuery p;
-    p.p[1] = kNaN;
-    CHECK(invalid(hashgrid::query_point(qg, p, out, 64)));
-    p.p[1] = kInf;
-    CHECK(invalid(hashgrid::query_point(qg, p, out, 64)));
+    QueryPoint p;
+    p.position[1] = kNaN;
+    CHECK(invalid(hashgrid::query_point(qg, p, all, out, 64)));
+    p.position[1] = kInf;
+    CHECK(invalid(hashgrid::query_point(qg, p, all, out, 64)));
 
-    hashgrid::BoxQuery b;
+    QueryBox b;
     b.min[0] = 1.0f;
     b.max[0] = 0.0f;
-    CHECK(invalid(hashgrid::query_box(qg, b, out, 64)));
+    CHECK(invalid(hashgrid::query_box(qg, b, all, out, 64)));
     b.min[0] = kNaN;
-    CHECK(invalid(hashgrid::query_box(qg, b, out, 64)));
+    CHECK(invalid(hashgrid::query_box(qg, b, all, out, 64)));
     b.min[0] = -kInf; // infinite bounds are fine
     b.max[0] = kInf;
-    CHECK(hashgrid::query_box(qg, b, out, 64).status.ok());
+    CHECK(hashgrid::query_box(qg, b, all, out, 64).status.ok());
 
-    hashgrid::RadiusQuery r;
+    QuerySphere r;
     r.radius = -1.0f;
-    CHECK(invalid(hashgrid::query_radius(qg, r, out, 64)));
+    CHECK(invalid(hashgrid::query_radius(qg, r, all, out, 64)));
     r.radius = kNaN;
-    CHECK(invalid(hashgrid::query_radius(qg, r, out, 64)));
+    CHECK(invalid(hashgrid::query_radius(qg, r, all, out, 64)));
     r.radius = 1.0f;
     r.center[2] = kInf;
-    CHECK(invalid(hashgrid::query_radius(qg, r, out, 64)));
+    CHECK(invalid(hashgrid::query_radius(qg, r, all, out, 64)));
 
-    hashgrid::RayQuery ray;
-    ray.ray.max_t = -1.0f;
-    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
-    CHECK(invalid(hashgrid::query_ray_first(qg, ray, hits)));
-    ray.ray.max_t = kNaN;
-    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
-    ray.ray.max_t = 1.0f;
-    ray.ray.direction[0] = kNaN;
-    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
-    ray.ray.direction[0] = kInf;
-    CHECK(invalid(hashgrid::query_ray(qg, ray, hits, 64)));
+    Ray ray;
+    ray.max_t = -1.0f;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, hits, 64)));
+    CHECK(invalid(hashgrid::query_ray_first(qg, ray, all, hits)));
+    ray.max_t = kNaN;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, hits, 64)));
+    ray.max_t = 1.0f;
+    ray.direction[0] = kNaN;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, hits, 64)));
+    ray.direction[0] = kInf;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, hits, 64)));
 
-    hashgrid::NearestQuery n;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 0, nearest_out, 64)));
+    QueryNearest n;
+    n.k = 0;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_out, 64)));
+    n.k = 1;
     n.max_distance = -1.0f;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, nearest_out, 64)));
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_out, 64)));
     n.max_distance = kNaN;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, nearest_out, 64)));
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_out, 64)));
     n.max_distance = 1.0f;
-    n.p[0] = kNaN;
-    CHECK(invalid(hashgrid::query_nearest(qg, n, 1, nearest_out, 64)));
+    n.center[0] = kNaN;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_out, 64)));
 
-    hashgrid::Plane planes[hashgrid::kMaxFrustumPlanes + 1];
-    CHECK(invalid(hashgrid::query_frustum(qg, planes, 0, ~0u, out, 64)));
-    CHECK(invalid(hashgrid::query_frustum(qg, planes, hashgrid::kMaxFrustumPlanes + 1, ~0u, out, 64)));
-    planes[0].d = kNaN;
-    CHECK(invalid(hashgrid::query_frustum(qg, planes, 1, ~0u, out, 64)));
+    Frustum f;
+    CHECK(invalid(hashgrid::query_frustum(qg, f, all, out, 64)));
+    f.plane_count = hashgrid::kMaxFrustumPlanes + 1;
+    CHECK(invalid(hashgrid::query_frustum(qg, f, all, out, 64)));
+    f.plane_count = 1;
+    f.planes[0].d = kNaN;
+    CHECK(invalid(hashgrid::query_frustum(qg, f, all, out, 64)));
+
+    // Visitor forms refuse the same queries without a call.
+    uint32_t calls = 0;
+    const hashgrid::QueryVisitor counter{[](void* c, uint32_t) {
+                                             ++*static_cast<uint32_t*>(c);
+                                             return true;
+                                         },
+                                         &calls};
+    CHECK(invalid(hashgrid::query_point(qg, p, all, counter)));
+    CHECK(invalid(hashgrid::query_box(qg, QueryBox{{1, 0, 0}, {0, 0, 0}}, all, counter)));
+    CHECK(invalid(hashgrid::query_radius(qg, r, all, counter)));
+    CHECK(invalid(hashgrid::query_frustum(qg, f, all, counter)));
+    CHECK(calls == 0);
 
     // Batches name the lowest invalid query and its count (out may hold partial results).
-    std::vector<hashgrid::RadiusQuery> batch(40);
+    std::vector<QuerySphere> batch(40);
     batch[17].radius = -2.0f;
     batch[31].center[0] = kNaN;
     std::vector<uint64_t> offsets(41);
     std::fill(std::begin(out), std::end(out), 7u);
-    const hashgrid::BatchResult br =
-        hashgrid::query_radii(qg, batch.data(), 40, offsets.data(), out, 64, hashgrid::serial_backend());
+    const QueryResult br = hashgrid::query_radius_batch(qg, batch.data(), 40, all, offsets.data(), offsets.size(), out,
+                                                        64, hashgrid::serial_backend());
     CHECK(br.status.code == StatusCode::invalid_query);
     CHECK(br.status.index == 17);
     CHECK(br.status.count == 2);
     CHECK(br.total == 0);
-    std::vector<hashgrid::NearestQuery> nb(5);
-    std::vector<uint32_t> counts(5);
+    std::vector<QueryNearest> nb(5);
+    nb[3].k = 0;
     std::vector<NearestHit> nout(5);
-    CHECK(hashgrid::query_nearest_batch(qg, nb.data(), 5, 0, counts.data(), nout.data(), 5, hashgrid::serial_backend())
-              .status.code == StatusCode::invalid_query);
-    const hashgrid::BatchResult small =
-        hashgrid::query_nearest_batch(qg, nb.data(), 5, 2, counts.data(), nout.data(), 5, hashgrid::serial_backend());
-    CHECK(small.status.code == StatusCode::output_too_small);
-    CHECK(small.status.needed == 10);
+    const QueryResult bad_k = hashgrid::query_nearest_batch(qg, nb.data(), 5, all, offsets.data(), offsets.size(),
+                                                            nout.data(), 5, hashgrid::serial_backend());
+    CHECK(bad_k.status.code == StatusCode::invalid_query);
+    CHECK(bad_k.status.index == 3);
+    CHECK(bad_k.status.count == 1);
+    std::vector<Frustum> fb(4);
+    for (Frustum& x : fb)
+        x.plane_count = 1;
+    fb[2].plane_count = 0;
+    const QueryResult bad_frustum = hashgrid::query_frustum_batch(qg, fb.data(), 4, all, offsets.data(), offsets.size(),
+                                                                  out, 64, hashgrid::serial_backend());
+    CHECK(bad_frustum.status.code == StatusCode::invalid_query);
+    CHECK(bad_frustum.status.index == 2);
 }
 
+TEST_CASE("batches: offsets_capacity < count + 1 is output_too_small with needed = count + 1") {
+    const SceneSpec spec = kSpecs[0];
+    Rng rng(6);
+    const BoxGridConfig config = make_config(spec, 50);
+    const Boxes boxes = random_boxes(rng, spec, config, 50);
+    const RefGrid ref(config, boxes);
+    const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+    const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
+    const uint32_t all = hashgrid::kAllLayers;
+    const uint32_t count = 7;
+    std::vector<QueryPoint> points(count);
+    std::vector<QueryBox> boxes_q(count);
+    std::vector<QuerySphere> spheres(count);
+    std::vector<Frustum> frusta(count);
+    std::vector<Ray> rays(count);
+    std::vector<QueryNearest> nearest(count);
+    for (Frustum& f : frusta)
+        f.plane_count = 1;
+    std::vector<uint32_t> out(64);
+    std::vector<RayHit> hits(64);
+    std::vector<NearestHit> near(64);
+    for (uint64_t offsets_capacity : {uint64_t{0}, uint64_t{1}, uint64_t{count}}) {
+        CAPTURE(offsets_capacity);
+        std::vector<uint64_t> offsets(count + 1, 77);
+        const QueryResult results[] = {
+            hashgrid::query_point_batch(qg, points.data(), count, all, offsets.data(), offsets_capacity, out.data(),
+                                        out.size(), serial),
+            hashgrid::query_box_batch(qg, boxes_q.data(), count, all, offsets.data(), offsets_capacity, out.data(),
+                                      out.size(), serial),
+            hashgrid::query_radius_batch(qg, spheres.data(), count, all, offsets.data(), offsets_capacity, out.data(),
+                                         out.size(), serial),
+            hashgrid::query_frustum_batch(qg, frusta.data(), count, all, offsets.data(), offsets_capacity, out.data(),
+                                          out.size(), serial),
+            hashgrid::query_ray_batch(qg, rays.data(), count, all, offsets.data(), offsets_capacity, hits.data(),
+                                      hits.size(), serial),
+            hashgrid::query_nearest_batch(qg, nearest.data(), count, all, offsets.data(), offsets_capacity, near.data(),
+                                          near.size(), serial),
+        };
+        for (const QueryResult& r : results) {
+            CHECK(r.status.code == StatusCode::output_too_small);
+            CHECK(r.status.needed == count + 1);
+            CHECK(r.total == 0);
+            CHECK(r.written == 0);
+        }
+        CHECK(offsets == std::vector<uint64_t>(count + 1, 77)); // nothing written
+    }
+}
+
+namespace {
+
+/// The concatenation of single-query outputs with CSR offsets: what a batch must give.
+template <typename T>
+struct Concat {
+    std::vector<uint64_t> offsets{0};
+    std::vector<T> results;
+    void add(const T* out, uint64_t total) {
+        results.insert(results.end(), out, out + total);
+        offsets.push_back(results.size());
+    }
+};
+
+bool same_result(uint32_t a, uint32_t b) { return a == b; }
+bool same_result(const RayHit& a, const RayHit& b) { return a.index == b.index && float_bits(a.t) == float_bits(b.t); }
+bool same_result(const NearestHit& a, const NearestHit& b) {
+    return a.index == b.index && float_bits(a.distance_squared) == float_bits(b.distance_squared);
+}
+template <typename T>
+bool same_prefix(const std::vector<T>& expect, const T* got, uint64_t count) {
+    for (uint64_t j = 0; j < count; ++j)
+        if (!same_result(expect[j], got[j])) return false;
+    return true;
+}
+
+/// Runs batch(offsets, offsets_capacity, out, capacity) with a roomy buffer
+/// and checks it against the single queries' concatenation.
+template <typename T, typename Batch>
+void check_batch(const char* name, const Concat<T>& expect, Batch&& batch) {
+    CAPTURE(name);
+    std::vector<uint64_t> offsets(expect.offsets.size());
+    std::vector<T> out(expect.results.size() + 1);
+    const QueryResult r = batch(offsets.data(), offsets.size(), out.data(), out.size());
+    CHECK(r.status.ok());
+    CHECK(r.total == expect.results.size());
+    CHECK(r.written == expect.results.size());
+    CHECK(offsets == expect.offsets);
+    CHECK(same_prefix(expect.results, out.data(), expect.results.size()));
+}
+
+/// Every too-small capacity (in steps) of a batch: exact total, complete
+/// offsets, a valid prefix and nothing written past the capacity.
+template <typename T, typename Batch>
+void check_batch_prefixes(const char* name, const Concat<T>& expect, const T& sentinel, Batch&& batch) {
+    CAPTURE(name);
+    const uint64_t total = expect.results.size();
+    std::vector<uint64_t> offsets(expect.offsets.size());
+    std::vector<T> out(total + 1);
+    for (uint64_t cap = 0; cap < total; cap += std::max<uint64_t>(1, total / 17)) {
+        CAPTURE(cap);
+        std::fill(out.begin(), out.end(), sentinel);
+        const QueryResult r = batch(offsets.data(), offsets.size(), cap == 0 ? nullptr : out.data(), cap);
+        CHECK(r.status.code == StatusCode::output_too_small);
+        CHECK(r.status.needed == total);
+        CHECK(r.total == total);
+        CHECK(r.written == cap);
+        CHECK(offsets == expect.offsets);
+        CHECK(same_prefix(expect.results, out.data(), cap));
+        CHECK(same_result(out[cap], sentinel));
+    }
+}
+
+} // namespace
+
 TEST_CASE("batches equal the single queries, identical for every thread count") {
+    using hashgrid::ThreadBackend;
     for (size_t spec_index : {size_t{0}, size_t{3}}) {
         const SceneSpec& spec = kSpecs[spec_index];
         Rng rng(1234 + spec_index);
@@ -1180,113 +1377,89 @@ TEST_CASE("batches equal the single queries, identical for every thread count") 
         const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
         const uint32_t qn = scaled_count(150);
         const Queries q = random_queries(rng, spec, config, qn);
-        const uint32_t k = 5;
+        // One layer mask per batch: every layer for one spec, two of four for the other.
+        const uint32_t mask = spec_index == 0 ? hashgrid::kAllLayers : 0x5u;
+        CAPTURE(spec_index);
 
         // Serial single-query answers concatenated.
-        std::vector<uint64_t> expect_offsets[4];
-        std::vector<uint32_t> expect_points, expect_boxes, expect_radii;
-        std::vector<RayHit> expect_rays, expect_first(qn);
-        std::vector<NearestHit> expect_near(size_t{qn} * k);
-        std::vector<uint32_t> expect_counts(qn);
+        Concat<uint32_t> points, boxes_out, spheres, frusta;
+        Concat<RayHit> rays;
+        Concat<NearestHit> nearest;
+        std::vector<RayHit> firsts(qn);
         std::vector<uint32_t> tmp(n + 1);
         std::vector<RayHit> tmp_hits(n + 1);
-        for (auto& o : expect_offsets)
-            o.assign(1, 0);
+        std::vector<NearestHit> tmp_near(n + 1);
         for (uint32_t i = 0; i < qn; ++i) {
-            QueryResult r = hashgrid::query_point(qg, q.points[i], tmp.data(), n + 1);
-            expect_points.insert(expect_points.end(), tmp.begin(), tmp.begin() + r.count);
-            expect_offsets[0].push_back(expect_points.size());
-            r = hashgrid::query_box(qg, q.boxes[i], tmp.data(), n + 1);
-            expect_boxes.insert(expect_boxes.end(), tmp.begin(), tmp.begin() + r.count);
-            expect_offsets[1].push_back(expect_boxes.size());
-            r = hashgrid::query_radius(qg, q.radii[i], tmp.data(), n + 1);
-            expect_radii.insert(expect_radii.end(), tmp.begin(), tmp.begin() + r.count);
-            expect_offsets[2].push_back(expect_radii.size());
-            r = hashgrid::query_ray(qg, q.rays[i], tmp_hits.data(), n + 1);
-            expect_rays.insert(expect_rays.end(), tmp_hits.begin(), tmp_hits.begin() + r.count);
-            expect_offsets[3].push_back(expect_rays.size());
-            r = hashgrid::query_ray_first(qg, q.rays[i], &expect_first[i]);
-            if (r.count == 0) expect_first[i] = RayHit{};
-            expect_counts[i] =
-                hashgrid::query_nearest(qg, q.nearest[i], k, expect_near.data() + size_t{i} * k, k).count;
+            points.add(tmp.data(), hashgrid::query_point(qg, q.points[i], mask, tmp.data(), n + 1).total);
+            boxes_out.add(tmp.data(), hashgrid::query_box(qg, q.boxes[i], mask, tmp.data(), n + 1).total);
+            spheres.add(tmp.data(), hashgrid::query_radius(qg, q.spheres[i], mask, tmp.data(), n + 1).total);
+            frusta.add(tmp.data(), hashgrid::query_frustum(qg, q.frusta[i], mask, tmp.data(), n + 1).total);
+            rays.add(tmp_hits.data(), hashgrid::query_ray(qg, q.rays[i], mask, tmp_hits.data(), n + 1).total);
+            nearest.add(tmp_near.data(), hashgrid::query_nearest(qg, q.nearest[i], mask, tmp_near.data(), n + 1).total);
+            hashgrid::query_ray_first(qg, q.rays[i], mask, &firsts[i]);
         }
+        REQUIRE(nearest.results.size() > qn); // k varies per query (1..5)
 
-        auto same_hits = [](const RayHit* a, const RayHit* b, size_t count) {
-            for (size_t j = 0; j < count; ++j)
-                if (a[j].object != b[j].object || float_bits(a[j].t) != float_bits(b[j].t)) return false;
-            return true;
-        };
-        auto run_all = [&](const hashgrid::ThreadBackend& backend, uint32_t threads) {
+        auto run_all = [&](const ThreadBackend& backend, uint32_t threads) {
             CAPTURE(threads);
-            std::vector<uint64_t> offsets(qn + 1);
-            std::vector<uint32_t> out(expect_boxes.size() + expect_points.size() + expect_radii.size() + 1);
-            hashgrid::BatchResult r =
-                hashgrid::query_points(qg, q.points.data(), qn, offsets.data(), out.data(), out.size(), backend);
-            CHECK(r.status.ok());
-            CHECK(offsets == expect_offsets[0]);
-            CHECK(std::equal(expect_points.begin(), expect_points.end(), out.begin()));
-            r = hashgrid::query_boxes(qg, q.boxes.data(), qn, offsets.data(), out.data(), out.size(), backend);
-            CHECK(r.status.ok());
-            CHECK(offsets == expect_offsets[1]);
-            CHECK(std::equal(expect_boxes.begin(), expect_boxes.end(), out.begin()));
-            r = hashgrid::query_radii(qg, q.radii.data(), qn, offsets.data(), out.data(), out.size(), backend);
-            CHECK(r.status.ok());
-            CHECK(offsets == expect_offsets[2]);
-            CHECK(std::equal(expect_radii.begin(), expect_radii.end(), out.begin()));
-            std::vector<RayHit> hits(expect_rays.size() + 1);
-            r = hashgrid::query_rays(qg, q.rays.data(), qn, offsets.data(), hits.data(), hits.size(), backend);
-            CHECK(r.status.ok());
-            CHECK(offsets == expect_offsets[3]);
-            CHECK(same_hits(hits.data(), expect_rays.data(), expect_rays.size()));
-            std::vector<RayHit> first(qn);
-            r = hashgrid::query_rays_first(qg, q.rays.data(), qn, first.data(), backend);
-            CHECK(r.status.ok());
-            CHECK(same_hits(first.data(), expect_first.data(), qn));
-            std::vector<NearestHit> nearest_out(size_t{qn} * k);
-            std::vector<uint32_t> counts(qn);
-            r = hashgrid::query_nearest_batch(qg, q.nearest.data(), qn, k, counts.data(), nearest_out.data(),
-                                              nearest_out.size(), backend);
-            CHECK(r.status.ok());
-            CHECK(counts == expect_counts);
-            bool same = true;
-            for (uint32_t i = 0; i < qn; ++i)
-                for (uint32_t j = 0; j < counts[i]; ++j) {
-                    const NearestHit& a = nearest_out[size_t{i} * k + j];
-                    const NearestHit& b = expect_near[size_t{i} * k + j];
-                    same = same && a.object == b.object && float_bits(a.distance2) == float_bits(b.distance2);
-                }
-            CHECK(same);
-            // Every too-small capacity of a batch: exact total, complete offsets, valid prefix.
-            const uint64_t total = expect_boxes.size();
-            for (uint64_t cap = 0; cap < total; cap += std::max<uint64_t>(1, total / 17)) {
-                std::fill(out.begin(), out.end(), 0xdeadbeefu);
-                r = hashgrid::query_boxes(qg, q.boxes.data(), qn, offsets.data(), cap == 0 ? nullptr : out.data(), cap,
-                                          backend);
-                CHECK(r.status.code == StatusCode::output_too_small);
-                CHECK(r.status.needed == total);
-                CHECK(r.written == cap);
-                CHECK(offsets == expect_offsets[1]);
-                CHECK(
-                    std::equal(expect_boxes.begin(), expect_boxes.begin() + static_cast<ptrdiff_t>(cap), out.begin()));
-                CHECK(out[static_cast<size_t>(cap)] == 0xdeadbeefu);
-            }
+            const auto point_batch = [&](uint64_t* o, uint64_t oc, uint32_t* out, uint64_t cap) {
+                return hashgrid::query_point_batch(qg, q.points.data(), qn, mask, o, oc, out, cap, backend);
+            };
+            const auto box_batch = [&](uint64_t* o, uint64_t oc, uint32_t* out, uint64_t cap) {
+                return hashgrid::query_box_batch(qg, q.boxes.data(), qn, mask, o, oc, out, cap, backend);
+            };
+            const auto radius_batch = [&](uint64_t* o, uint64_t oc, uint32_t* out, uint64_t cap) {
+                return hashgrid::query_radius_batch(qg, q.spheres.data(), qn, mask, o, oc, out, cap, backend);
+            };
+            const auto frustum_batch = [&](uint64_t* o, uint64_t oc, uint32_t* out, uint64_t cap) {
+                return hashgrid::query_frustum_batch(qg, q.frusta.data(), qn, mask, o, oc, out, cap, backend);
+            };
+            const auto ray_batch = [&](uint64_t* o, uint64_t oc, RayHit* out, uint64_t cap) {
+                return hashgrid::query_ray_batch(qg, q.rays.data(), qn, mask, o, oc, out, cap, backend);
+            };
+            const auto nearest_batch = [&](uint64_t* o, uint64_t oc, NearestHit* out, uint64_t cap) {
+                return hashgrid::query_nearest_batch(qg, q.nearest.data(), qn, mask, o, oc, out, cap, backend);
+            };
+            check_batch("point", points, point_batch);
+            check_batch("box", boxes_out, box_batch);
+            check_batch("radius", spheres, radius_batch);
+            check_batch("frustum", frusta, frustum_batch);
+            check_batch("ray", rays, ray_batch);
+            check_batch("nearest", nearest, nearest_batch);
+
+            std::vector<RayHit> first(qn, RayHit{7u, 7.0f});
+            const QueryResult rf = hashgrid::query_ray_first_batch(qg, q.rays.data(), qn, mask, first.data(), backend);
+            CHECK(rf.status.ok());
+            CHECK(rf.written == qn);
+            CHECK(rf.total == static_cast<uint64_t>(std::count_if(firsts.begin(), firsts.end(), [](const RayHit& h) {
+                      return h.index != hashgrid::kNoIndex;
+                  })));
+            CHECK(same_prefix(firsts, first.data(), qn));
+
+            // Every too-small capacity: exact total, complete offsets, valid prefix.
+            check_batch_prefixes("box", boxes_out, 0xdeadbeefu, box_batch);
+            check_batch_prefixes("frustum", frusta, 0xdeadbeefu, frustum_batch);
+            check_batch_prefixes("nearest", nearest, NearestHit{0xdeadbeefu, -1.0f}, nearest_batch);
+
             // Every capacity of a small batch (the first queries).
             const uint32_t few = std::min<uint32_t>(qn, 6);
-            const uint64_t few_total = expect_offsets[1][few];
+            const uint64_t few_total = boxes_out.offsets[few];
+            std::vector<uint64_t> offsets(few + 1);
+            std::vector<uint32_t> out(few_total + 1);
             for (uint64_t cap = 0; cap <= few_total; ++cap) {
                 std::fill(out.begin(), out.end(), 0xdeadbeefu);
-                r = hashgrid::query_boxes(qg, q.boxes.data(), few, offsets.data(), cap == 0 ? nullptr : out.data(), cap,
-                                          backend);
+                const QueryResult r =
+                    hashgrid::query_box_batch(qg, q.boxes.data(), few, mask, offsets.data(), offsets.size(),
+                                              cap == 0 ? nullptr : out.data(), cap, backend);
                 CHECK(r.total == few_total);
                 CHECK(r.written == std::min(cap, few_total));
                 CHECK(r.status.code == (cap < few_total ? StatusCode::output_too_small : StatusCode::ok));
-                CHECK(std::equal(expect_boxes.begin(), expect_boxes.begin() + static_cast<ptrdiff_t>(r.written),
-                                 out.begin()));
-                CHECK(out[static_cast<size_t>(r.written)] == 0xdeadbeefu);
+                CHECK(same_prefix(boxes_out.results, out.data(), r.written));
+                CHECK(out[r.written] == 0xdeadbeefu);
             }
         };
         run_all(hashgrid::serial_backend(), 0);
-        for (uint32_t threads : {1u, 2u, 4u, 8u}) {
+        for (uint32_t threads : {1u, 2u, 3u, 4u, 8u}) {
             ParallelBackend pb(threads);
             run_all(pb.backend(), threads);
         }
@@ -1325,37 +1498,45 @@ std::vector<StatusCode> every_query_status(const BoxQueryGrid& q) {
     uint64_t offsets[2];
     RayHit hits[16];
     NearestHit nearest[16];
-    uint32_t counts[1];
-    const PointQuery pq{{1.5f, 1.5f, 1.5f}, kAllLayers};
-    BoxQuery bq;
+    const QueryPoint pq{{1.5f, 1.5f, 1.5f}};
+    QueryBox bq;
     for (uint32_t d = 0; d < 3; ++d) {
         bq.min[d] = 0.0f;
         bq.max[d] = 4.0f;
     }
-    RadiusQuery rq;
+    QuerySphere rq;
     rq.center[0] = rq.center[1] = rq.center[2] = 1.0f;
     rq.radius = 2.0f;
-    RayQuery ray;
-    ray.ray.direction[0] = 1.0f;
-    ray.ray.max_t = 10.0f;
-    Plane plane;
-    plane.normal[0] = 1.0f;
-    NearestQuery nq;
+    Ray ray;
+    ray.direction[0] = 1.0f;
+    ray.max_t = 10.0f;
+    Frustum frustum;
+    frustum.plane_count = 1;
+    frustum.planes[0].normal[0] = 1.0f;
+    QueryNearest nq;
+    nq.k = 2;
+    const QueryVisitor visitor{[](void*, uint32_t) { return true; }, nullptr};
     return {
-        query_point(q, pq, out, 16).status.code,
-        query_box(q, bq, out, 16).status.code,
-        query_radius(q, rq, out, 16).status.code,
+        query_point(q, pq, kAllLayers, out, 16).status.code,
+        query_point(q, pq, kAllLayers, visitor).status.code,
+        query_box(q, bq, kAllLayers, out, 16).status.code,
+        query_box(q, bq, kAllLayers, visitor).status.code,
+        query_radius(q, rq, kAllLayers, out, 16).status.code,
+        query_radius(q, rq, kAllLayers, visitor).status.code,
+        query_ray(q, ray, kAllLayers, hits, 16).status.code,
+        query_ray_first(q, ray, kAllLayers, hits).status.code,
+        query_frustum(q, frustum, kAllLayers, out, 16).status.code,
+        query_frustum(q, frustum, kAllLayers, visitor).status.code,
+        query_nearest(q, nq, kAllLayers, nearest, 16).status.code,
         query_potential_collisions(q, 0, out, 16).status.code,
-        query_ray(q, ray, hits, 16).status.code,
-        query_ray_first(q, ray, hits).status.code,
-        query_frustum(q, &plane, 1, kAllLayers, out, 16).status.code,
-        query_nearest(q, nq, 2, nearest, 16).status.code,
-        query_points(q, &pq, 1, offsets, out, 16, serial).status.code,
-        query_boxes(q, &bq, 1, offsets, out, 16, serial).status.code,
-        query_radii(q, &rq, 1, offsets, out, 16, serial).status.code,
-        query_rays(q, &ray, 1, offsets, hits, 16, serial).status.code,
-        query_rays_first(q, &ray, 1, hits, serial).status.code,
-        query_nearest_batch(q, &nq, 1, 2, counts, nearest, 16, serial).status.code,
+        query_potential_collisions(q, 0, visitor).status.code,
+        query_point_batch(q, &pq, 1, kAllLayers, offsets, 2, out, 16, serial).status.code,
+        query_box_batch(q, &bq, 1, kAllLayers, offsets, 2, out, 16, serial).status.code,
+        query_radius_batch(q, &rq, 1, kAllLayers, offsets, 2, out, 16, serial).status.code,
+        query_frustum_batch(q, &frustum, 1, kAllLayers, offsets, 2, out, 16, serial).status.code,
+        query_ray_batch(q, &ray, 1, kAllLayers, offsets, 2, hits, 16, serial).status.code,
+        query_nearest_batch(q, &nq, 1, kAllLayers, offsets, 2, nearest, 16, serial).status.code,
+        query_ray_first_batch(q, &ray, 1, kAllLayers, hits, serial).status.code,
     };
 }
 
@@ -1386,8 +1567,8 @@ TEST_CASE("box queries: never built is not_built; a rebuild or re-init makes a p
     for (const StatusCode c : every_query_status(first))
         CHECK(c == StatusCode::ok);
     uint32_t out[4];
-    PointQuery at_one{{1.0f, 0.5f, 0.5f}, kAllLayers};
-    CHECK(query_point(first, at_one, out, 4).count == 2); // both boxes hold x = 1
+    const QueryPoint at_one{{1.0f, 0.5f, 0.5f}};
+    CHECK(query_point(first, at_one, kAllLayers, out, 4).total == 2); // both boxes hold x = 1
 
     min_x[1] = 5.0f;
     max_x[1] = 6.0f;
@@ -1395,19 +1576,19 @@ TEST_CASE("box queries: never built is not_built; a rebuild or re-init makes a p
     for (const StatusCode c : every_query_status(first))
         CHECK(c == StatusCode::stale_view);
     const BoxQueryGrid second = prepare_box_queries(grid.view(), serial);
-    const QueryResult r = query_point(second, at_one, out, 4);
+    const QueryResult r = query_point(second, at_one, kAllLayers, out, 4);
     REQUIRE(r.status.ok());
-    CHECK(r.count == 1); // only box 0 still holds x = 1
+    CHECK(r.total == 1); // only box 0 still holds x = 1
     CHECK(out[0] == 0);
 
     // A rejected frame keeps the previous one: the prepared grid stays valid.
     min_x[0] = std::numeric_limits<float>::quiet_NaN();
     CHECK(grid.rebuild(spans, serial).code == StatusCode::invalid_position);
-    CHECK(query_point(second, at_one, out, 4).status.ok());
+    CHECK(query_point(second, at_one, kAllLayers, out, 4).status.ok());
 
     // A re-init (even with the same config) makes every earlier view stale.
     REQUIRE(grid.init_allocate(config).ok());
-    CHECK(query_point(second, at_one, out, 4).status.code == StatusCode::stale_view);
+    CHECK(query_point(second, at_one, kAllLayers, out, 4).status.code == StatusCode::stale_view);
     for (const StatusCode c : every_query_status(prepare_box_queries(grid.view(), serial)))
         CHECK(c == StatusCode::not_built);
 }

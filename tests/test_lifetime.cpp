@@ -355,7 +355,7 @@ TEST_CASE("ProximityIndex: a failed re-init keeps the clients; use before init i
     hashgrid::ObjectHandle out[8];
     const hashgrid::QueryResult nearby = index.find_near_radius(at, 0.5f, ~0u, out, 8);
     CHECK(nearby.status.ok());
-    CHECK(nearby.count == 3); // clients 3, 4, 5 reach within 0.5 of x = 4 (half edge 0.75)
+    CHECK(nearby.total == 3); // clients 3, 4, 5 reach within 0.5 of x = 4 (half edge 0.75)
     {
         hashgrid::platform::ScopedCountingAssertHook asserts;
         CHECK(index.find_near_radius(at, 0.5f, ~0u, nullptr, 8).status.code == StatusCode::invalid_argument);

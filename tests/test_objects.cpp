@@ -914,9 +914,9 @@ float distance2_to_box(uint32_t dims, const float (&p)[3], const ObjectBox& b) {
     return d2;
 }
 
-std::vector<uint64_t> sorted_keys(const ObjectHandle* handles, uint32_t count) {
+std::vector<uint64_t> sorted_keys(const ObjectHandle* handles, uint64_t count) {
     std::vector<uint64_t> keys;
-    for (uint32_t k = 0; k < count; ++k)
+    for (uint64_t k = 0; k < count; ++k)
         keys.push_back(handle_key(handles[k]));
     std::sort(keys.begin(), keys.end());
     return keys;
@@ -992,7 +992,7 @@ void check_queries(ProximityIndex& index, const std::map<uint64_t, ClientModel>&
         }
         const QueryResult rb = index.find_near(p, size, layer_mask, out.data(), static_cast<uint32_t>(out.size()));
         REQUIRE(rb.status.ok());
-        CHECK(rb.count == expected_box.size());
+        CHECK(rb.total == expected_box.size());
         CHECK(sorted_keys(out.data(), rb.written) == expected_box); // each client once
         const QueryResult rr =
             index.find_near_radius(p, radius, layer_mask, out.data(), static_cast<uint32_t>(out.size()));
@@ -1125,7 +1125,7 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     // Empty index: queries build it and find nothing.
     QueryResult r = index.find_near({0.0f, 0.0f}, {100.0f, 100.0f}, hashgrid::kAllLayers, out, 8);
     CHECK(r.status.ok());
-    CHECK(r.count == 0);
+    CHECK(r.total == 0);
     CHECK_FALSE(index.dirty());
 
     // a: [1.25, 1.75]^2, 1 cell. b: [1.25, 3.75] x [1.25, 1.75], cells x 1..3: 3. c: 1 cell.
@@ -1140,13 +1140,13 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     // The query box [1, 2]^2 overlaps a and b (closed boxes), not c.
     r = index.find_near({1.5f, 1.5f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8);
     REQUIRE(r.status.ok());
-    CHECK(r.count == 2);
+    CHECK(r.total == 2);
     CHECK(sorted_keys(out, r.written) == sorted_keys(std::vector<ObjectHandle>{a, b}.data(), 2));
     CHECK_FALSE(index.dirty());
     CHECK(index.grid().entry_count() == 5);
     // Touching counts: the box [3.75, 4.75] x [1.75, 2.75] touches b's corner.
     r = index.find_near({4.25f, 2.25f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8);
-    CHECK(r.count == 1);
+    CHECK(r.total == 1);
     CHECK(out[0] == b);
     // Too small a buffer: the exact count and a prefix of the full answer.
     ObjectHandle full[8];
@@ -1154,26 +1154,26 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     r = index.find_near({1.5f, 1.5f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 1);
     CHECK(r.status.code == StatusCode::output_too_small);
     CHECK(r.status.needed == 2);
-    CHECK(r.count == 2);
+    CHECK(r.total == 2);
     CHECK(r.written == 1);
     CHECK(out[0] == full[0]);
     r = index.find_near({1.5f, 1.5f}, {1.0f, 1.0f}, hashgrid::kAllLayers, nullptr, 0);
     CHECK(r.status.code == StatusCode::output_too_small);
-    CHECK(r.count == all.count);
+    CHECK(r.total == all.total);
     // Layers: c has category 2.
     r = index.find_near({10.5f, 10.5f}, {1.0f, 1.0f}, 1, out, 8);
-    CHECK(r.count == 0);
+    CHECK(r.total == 0);
     r = index.find_near({10.5f, 10.5f}, {1.0f, 1.0f}, 2, out, 8);
-    CHECK(r.count == 1);
+    CHECK(r.total == 1);
 
     // Circle: c's box ends at x = 10.75; from (11, 10.5) the distance is 0.25 exactly.
     r = index.find_near_radius({11.0f, 10.5f}, 0.2f, hashgrid::kAllLayers, out, 8);
-    CHECK(r.count == 0);
+    CHECK(r.total == 0);
     r = index.find_near_radius({11.0f, 10.5f}, 0.25f, hashgrid::kAllLayers, out, 8);
-    REQUIRE(r.count == 1);
+    REQUIRE(r.total == 1);
     CHECK(out[0] == c);
     r = index.find_near_radius({10.5f, 10.5f}, 0.0f, hashgrid::kAllLayers, out, 8); // inside: distance 0
-    CHECK(r.count == 1);
+    CHECK(r.total == 1);
 
     // Pairs: only (a, b), as dense indices.
     Pair pairs[4];
@@ -1187,7 +1187,7 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     REQUIRE(index.update_client(c, {2.0f, 1.5f}, {0.5f, 0.5f}).ok());
     CHECK(index.dirty());
     r = index.find_near({1.5f, 1.5f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8);
-    CHECK(r.count == 3);
+    CHECK(r.total == 3);
     pr = index.find_pairs(pairs, 4, hashgrid::serial_backend());
     CHECK(pr.total == 3);                 // (a, b), (b, c), (a, c): a ends at 1.75 where c starts (closed boxes touch)
     CHECK(index.cell_entry_count() == 6); // c: [1.75, 2.25] covers cells 1..2
@@ -1218,7 +1218,7 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     REQUIRE(huge.status.ok());
     CHECK(index.cell_entry_count() == 10);
     r = index.find_near({-9.0f, -9.0f}, {0.5f, 0.5f}, hashgrid::kAllLayers, out, 8);
-    REQUIRE(r.count == 1);
+    REQUIRE(r.total == 1);
     CHECK(out[0] == huge.handle);
     REQUIRE(index.remove_client(huge.handle).ok());
 
@@ -1246,9 +1246,9 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
           StatusCode::invalid_query);
     // An infinite query size or radius means everything.
     r = index.find_near({0.0f, 0.0f}, {kInf, kInf}, hashgrid::kAllLayers, out, 8);
-    CHECK(r.count == 3);
+    CHECK(r.total == 3);
     r = index.find_near_radius({0.0f, 0.0f}, kInf, hashgrid::kAllLayers, out, 8);
-    CHECK(r.count == 3);
+    CHECK(r.total == 3);
     CHECK(index.client_count() == 3);
     CHECK(index.cell_entry_count() == 10);
 
@@ -1260,7 +1260,7 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     CHECK_FALSE(index.contains(a));
     CHECK(index.cell_entry_count() == 9);
     r = index.find_near({1.5f, 1.5f}, {0.4f, 0.4f}, hashgrid::kAllLayers, out, 8);
-    CHECK(r.count == 1); // b only
+    CHECK(r.total == 1); // b only
     CHECK(out[0] == b);
 
     // object_capacity: fill the 8 slots with 1-entry clients... entries run out first at 10.
@@ -1282,7 +1282,7 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     CHECK_FALSE(index.contains(b));
     CHECK_FALSE(index.contains(c));
     r = index.find_near({0.0f, 0.0f}, {kInf, kInf}, hashgrid::kAllLayers, out, 8);
-    CHECK(r.count == 0);
+    CHECK(r.total == 0);
 }
 
 TEST_CASE("client API: bounded worlds reject or clamp") {
@@ -1313,7 +1313,7 @@ TEST_CASE("client API: bounded worlds reject or clamp") {
             // Clamped into the border cells: 1 entry, and [-1.5, 0.5] covers cell 0 only.
             CHECK(index.cell_entry_count() == 3);
             const QueryResult r = index.find_near({10.5f, 1.5f}, {0.5f, 0.5f}, hashgrid::kAllLayers, out, 4);
-            REQUIRE(r.count == 1);
+            REQUIRE(r.total == 1);
             CHECK(out[0] == outside.handle);
             REQUIRE(index.update_index(hashgrid::serial_backend()).ok());
             CHECK(index.grid().entry_count() == 3);
@@ -1402,13 +1402,13 @@ TEST_CASE("client API: same operations, same answers in the same order for any t
             size[1] = size[1] * 4.0f;
             const QueryResult ra = (*a)->find_near(p, size, hashgrid::kAllLayers, out_a.data(), 600);
             const QueryResult rb = (*b)->find_near(p, size, hashgrid::kAllLayers, out_b.data(), 600);
-            REQUIRE(ra.count == rb.count);
+            REQUIRE(ra.total == rb.total);
             CHECK(std::equal(out_a.begin(), out_a.begin() + ra.written, out_b.begin()));
             const QueryResult ca = (*a)->find_near_radius(p, size[0], 3u, out_a.data(), 600);
             const QueryResult cb = (*b)->find_near_radius(p, size[0], 3u, out_b.data(), 600);
-            REQUIRE(ca.count == cb.count);
+            REQUIRE(ca.total == cb.total);
             CHECK(std::equal(out_a.begin(), out_a.begin() + ca.written, out_b.begin()));
-            results += ra.count + ca.count;
+            results += ra.total + ca.total;
         }
         CHECK(results > 100);
         std::vector<Pair> pa(static_cast<size_t>((*a)->config().grid.max_pairs));

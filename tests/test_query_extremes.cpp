@@ -282,7 +282,7 @@ void build_boxes(const Kind& k, Rng& rng, uint32_t n, BuiltBoxes& b) {
     b.q = prepare_box_queries(b.grid.view(), serial_backend());
 }
 
-std::vector<uint32_t> run_set(uint32_t n, const std::function<QueryResult(uint32_t*, uint32_t)>& q) {
+std::vector<uint32_t> run_set(uint32_t n, const std::function<QueryResult(uint32_t*, uint64_t)>& q) {
     std::vector<uint32_t> out(n + 1);
     const QueryResult r = q(out.data(), n + 1);
     REQUIRE_MESSAGE(r.status.ok(), to_string(r.status.code));
@@ -321,7 +321,7 @@ TEST_CASE("box-object queries follow their documented float rule at the extremes
             float c[3] = {pick(rng, values), pick(rng, values), pick(rng, values)};
             if (k.dims == 2) c[2] = 0.0f;
             // Radius: point_box_distance2 <= fl(r * r), so +inf <= +inf includes.
-            RadiusQuery rq;
+            QuerySphere rq;
             std::copy(c, c + 3, rq.center);
             rq.radius = pick(rng, kRadii);
             const float r2 = rounded_mul(rq.radius, rq.radius);
@@ -331,12 +331,12 @@ TEST_CASE("box-object queries follow their documented float rule at the extremes
                 s.box(i, lo, hi);
                 if (box_d2(c, lo, hi, k.dims) <= r2) want.push_back(i);
             }
-            auto got = run_set(n, [&](uint32_t* o, uint32_t cap) { return query_radius(b.q, rq, o, cap); });
+            auto got = run_set(n, [&](uint32_t* o, uint64_t cap) { return query_radius(b.q, rq, kAllLayers, o, cap); });
             CHECK_MESSAGE(diff(want, got).empty(), k.name, " radius ", rq.radius, ": ", diff(want, got));
 
             // Point and box.
-            PointQuery pq;
-            std::copy(c, c + 3, pq.p);
+            QueryPoint pq;
+            std::copy(c, c + 3, pq.position);
             want.clear();
             for (uint32_t i = 0; i < n; ++i) {
                 bool in = true;
@@ -344,9 +344,9 @@ TEST_CASE("box-object queries follow their documented float rule at the extremes
                     in = in && s.lo[d][i] <= c[d] && c[d] <= s.hi[d][i];
                 if (in) want.push_back(i);
             }
-            got = run_set(n, [&](uint32_t* o, uint32_t cap) { return query_point(b.q, pq, o, cap); });
+            got = run_set(n, [&](uint32_t* o, uint64_t cap) { return query_point(b.q, pq, kAllLayers, o, cap); });
             CHECK_MESSAGE(diff(want, got).empty(), k.name, " point: ", diff(want, got));
-            BoxQuery bq;
+            QueryBox bq;
             for (uint32_t d = 0; d < 3; ++d) {
                 float lo = pick(rng, values), hi = pick(rng, values);
                 if (rng.below(4) == 0) lo = -kInf;
@@ -362,12 +362,14 @@ TEST_CASE("box-object queries follow their documented float rule at the extremes
                     in = in && bq.min[d] <= s.hi[d][i] && s.lo[d][i] <= bq.max[d];
                 if (in) want.push_back(i);
             }
-            got = run_set(n, [&](uint32_t* o, uint32_t cap) { return query_box(b.q, bq, o, cap); });
+            got = run_set(n, [&](uint32_t* o, uint64_t cap) { return query_box(b.q, bq, kAllLayers, o, cap); });
             CHECK_MESSAGE(diff(want, got).empty(), k.name, " box: ", diff(want, got));
 
             // Frustum: rejected only when a positive vertex value is < 0 (NaN passes).
-            Plane planes[3];
+            Frustum frustum;
+            Plane* planes = frustum.planes;
             const uint32_t plane_count = 1 + rng.below(3);
+            frustum.plane_count = plane_count;
             const std::vector<float> normals = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 1e-38f, 1e20f, -1e20f, FLT_MAX};
             for (uint32_t p = 0; p < plane_count; ++p) {
                 for (uint32_t d = 0; d < 3; ++d)
@@ -388,44 +390,44 @@ TEST_CASE("box-object queries follow their documented float rule at the extremes
                 }
                 if (in) want.push_back(i);
             }
-            got = run_set(n, [&](uint32_t* o, uint32_t cap) {
-                return query_frustum(b.q, planes, plane_count, kAllLayers, o, cap);
-            });
+            got =
+                run_set(n, [&](uint32_t* o, uint64_t cap) { return query_frustum(b.q, frustum, kAllLayers, o, cap); });
             CHECK_MESSAGE(diff(want, got).empty(), k.name, " frustum: ", diff(want, got));
 
             // Ray: the double slab test; ordered by (float t, index).
-            RayQuery ray;
-            std::copy(c, c + 3, ray.ray.origin);
+            Ray ray;
+            std::copy(c, c + 3, ray.origin);
             for (uint32_t d = 0; d < 3; ++d)
-                ray.ray.direction[d] = d < k.dims ? pick(rng, values) : 0.0f;
+                ray.direction[d] = d < k.dims ? pick(rng, values) : 0.0f;
             const std::vector<float> lengths = {0.0f, 1e-45f, 1.0f, 1e20f, FLT_MAX, kInf};
-            ray.ray.max_t = pick(rng, lengths);
+            ray.max_t = pick(rng, lengths);
             std::vector<RayHit> want_hits;
             for (uint32_t i = 0; i < n; ++i) {
                 float lo[3], hi[3], t = 0.0f;
                 s.box(i, lo, hi);
-                if (oracle_ray(ray.ray, lo, hi, k.dims, t)) want_hits.push_back({i, t});
+                if (oracle_ray(ray, lo, hi, k.dims, t)) want_hits.push_back({i, t});
             }
             std::sort(want_hits.begin(), want_hits.end(),
-                      [](const RayHit& a, const RayHit& h) { return a.t != h.t ? a.t < h.t : a.object < h.object; });
+                      [](const RayHit& a, const RayHit& h) { return a.t != h.t ? a.t < h.t : a.index < h.index; });
             std::vector<RayHit> hits(n + 1);
-            const QueryResult rr = query_ray(b.q, ray, hits.data(), n + 1);
+            const QueryResult rr = query_ray(b.q, ray, kAllLayers, hits.data(), n + 1);
             REQUIRE(rr.status.ok());
-            bool same = rr.count == want_hits.size();
+            bool same = rr.total == want_hits.size();
             for (size_t i = 0; same && i < want_hits.size(); ++i)
-                same = hits[i].object == want_hits[i].object && float_bits(hits[i].t) == float_bits(want_hits[i].t);
-            CHECK_MESSAGE(same, k.name, " ray: count ", rr.count, " want ", want_hits.size());
+                same = hits[i].index == want_hits[i].index && float_bits(hits[i].t) == float_bits(want_hits[i].t);
+            CHECK_MESSAGE(same, k.name, " ray: count ", rr.total, " want ", want_hits.size());
             RayHit first;
-            const QueryResult rf = query_ray_first(b.q, ray, &first);
+            const QueryResult rf = query_ray_first(b.q, ray, kAllLayers, &first);
             REQUIRE(rf.status.ok());
-            CHECK(rf.count == (want_hits.empty() ? 0u : 1u));
-            if (!want_hits.empty()) CHECK(first.object == want_hits[0].object);
+            CHECK(rf.total == (want_hits.empty() ? 0u : 1u));
+            if (!want_hits.empty()) CHECK(first.index == want_hits[0].index);
 
             // Nearest: d2 <= fl(max_distance^2), ordered by (d2, index).
-            NearestQuery nq;
-            std::copy(c, c + 3, nq.p);
+            QueryNearest nq;
+            std::copy(c, c + 3, nq.center);
             nq.max_distance = pick(rng, kRadii);
             const uint32_t kk = 1 + rng.below(n + 4);
+            nq.k = kk;
             const float md2 = rounded_mul(nq.max_distance, nq.max_distance);
             std::vector<NearestHit> all;
             for (uint32_t i = 0; i < n; ++i) {
@@ -435,17 +437,18 @@ TEST_CASE("box-object queries follow their documented float rule at the extremes
                 if (d2 <= md2) all.push_back({i, d2});
             }
             std::sort(all.begin(), all.end(), [](const NearestHit& a, const NearestHit& h) {
-                return a.distance2 != h.distance2 ? a.distance2 < h.distance2 : a.object < h.object;
+                return a.distance_squared != h.distance_squared ? a.distance_squared < h.distance_squared
+                                                                : a.index < h.index;
             });
             if (all.size() > kk) all.resize(kk);
             std::vector<NearestHit> got_nearest(kk);
-            const QueryResult rn = query_nearest(b.q, nq, kk, got_nearest.data(), kk);
+            const QueryResult rn = query_nearest(b.q, nq, kAllLayers, got_nearest.data(), kk);
             REQUIRE(rn.status.ok());
-            same = rn.count == all.size();
+            same = rn.total == all.size();
             for (size_t i = 0; same && i < all.size(); ++i)
-                same = got_nearest[i].object == all[i].object &&
-                       float_bits(got_nearest[i].distance2) == float_bits(all[i].distance2);
-            CHECK_MESSAGE(same, k.name, " nearest k=", kk, " max=", nq.max_distance, " count ", rn.count, " want ",
+                same = got_nearest[i].index == all[i].index &&
+                       float_bits(got_nearest[i].distance_squared) == float_bits(all[i].distance_squared);
+            CHECK_MESSAGE(same, k.name, " nearest k=", kk, " max=", nq.max_distance, " count ", rn.total, " want ",
                           all.size());
         }
     }
@@ -479,12 +482,12 @@ TEST_CASE("box query_radius: an overflowing square includes every object") {
         REQUIRE(b.grid.init_allocate(b.config).ok());
         REQUIRE(b.grid.rebuild(s.spans(), serial_backend()).ok());
         b.q = prepare_box_queries(b.grid.view(), serial_backend());
-        RadiusQuery rq;
+        QuerySphere rq;
         rq.radius = 1e20f;
         uint32_t out[4] = {};
-        const QueryResult r = query_radius(b.q, rq, out, 4);
+        const QueryResult r = query_radius(b.q, rq, kAllLayers, out, 4);
         CHECK(r.status.ok());
-        REQUIRE(r.count == 2);
+        REQUIRE(r.total == 2);
         CHECK(out[0] == 0);
         CHECK(out[1] == 1);
     }
@@ -531,42 +534,41 @@ TEST_CASE("NaN and infinite parameters are invalid_query; +inf sizes are allowed
     NearestHit nh[4];
     RayHit rh[4];
     for (float bad : {kNaN, kInf, -kInf}) {
-        PointQuery pq;
-        pq.p[0] = bad;
-        CHECK(query_point(b.q, pq, out, 4).status.code == StatusCode::invalid_query);
-        RadiusQuery rq;
+        QueryPoint pq;
+        pq.position[0] = bad;
+        CHECK(query_point(b.q, pq, kAllLayers, out, 4).status.code == StatusCode::invalid_query);
+        QuerySphere rq;
         rq.center[2] = bad;
-        CHECK(query_radius(b.q, rq, out, 4).status.code == StatusCode::invalid_query);
+        CHECK(query_radius(b.q, rq, kAllLayers, out, 4).status.code == StatusCode::invalid_query);
         rq.center[2] = 0.0f;
         rq.radius = bad;
-        CHECK((query_radius(b.q, rq, out, 4).status.code == StatusCode::invalid_query) == (bad != kInf));
-        BoxQuery bq;
+        CHECK((query_radius(b.q, rq, kAllLayers, out, 4).status.code == StatusCode::invalid_query) == (bad != kInf));
+        QueryBox bq;
         bq.min[0] = kNaN;
-        CHECK(query_box(b.q, bq, out, 4).status.code == StatusCode::invalid_query);
-        RayQuery ray;
-        ray.ray.direction[1] = bad;
-        CHECK(query_ray(b.q, ray, rh, 4).status.code == StatusCode::invalid_query);
-        ray.ray.direction[1] = 1.0f;
-        ray.ray.origin[0] = bad;
-        CHECK(query_ray_first(b.q, ray, rh).status.code == StatusCode::invalid_query);
-        ray.ray.origin[0] = 0.0f;
-        ray.ray.max_t = bad;
-        CHECK((query_ray(b.q, ray, rh, 4).status.code == StatusCode::invalid_query) == (bad != kInf));
-        Plane plane;
-        plane.d = bad;
-        CHECK(query_frustum(b.q, &plane, 1, kAllLayers, out, 4).status.code == StatusCode::invalid_query);
-        NearestQuery nq;
-        nq.p[1] = bad;
-        CHECK(query_nearest(b.q, nq, 1, nh, 4).status.code == StatusCode::invalid_query);
-        nq.p[1] = 0.0f;
+        CHECK(query_box(b.q, bq, kAllLayers, out, 4).status.code == StatusCode::invalid_query);
+        Ray ray;
+        ray.direction[1] = bad;
+        CHECK(query_ray(b.q, ray, kAllLayers, rh, 4).status.code == StatusCode::invalid_query);
+        ray.direction[1] = 1.0f;
+        ray.origin[0] = bad;
+        CHECK(query_ray_first(b.q, ray, kAllLayers, rh).status.code == StatusCode::invalid_query);
+        ray.origin[0] = 0.0f;
+        ray.max_t = bad;
+        CHECK((query_ray(b.q, ray, kAllLayers, rh, 4).status.code == StatusCode::invalid_query) == (bad != kInf));
+        Frustum frustum;
+        frustum.plane_count = 1;
+        frustum.planes[0].d = bad;
+        CHECK(query_frustum(b.q, frustum, kAllLayers, out, 4).status.code == StatusCode::invalid_query);
+        QueryNearest nq;
+        nq.center[1] = bad;
+        CHECK(query_nearest(b.q, nq, kAllLayers, nh, 4).status.code == StatusCode::invalid_query);
+        nq.center[1] = 0.0f;
         nq.max_distance = bad;
-        CHECK((query_nearest(b.q, nq, 1, nh, 4).status.code == StatusCode::invalid_query) == (bad != kInf));
+        CHECK((query_nearest(b.q, nq, kAllLayers, nh, 4).status.code == StatusCode::invalid_query) == (bad != kInf));
     }
     // A segment whose end - start overflows has an infinite direction.
     const float a[3] = {-FLT_MAX, 0.0f, 0.0f}, e[3] = {FLT_MAX, 0.0f, 0.0f};
-    RayQuery seg;
-    seg.ray = segment_ray(a, e);
-    CHECK(query_ray(b.q, seg, rh, 4).status.code == StatusCode::invalid_query);
+    CHECK(query_ray(b.q, segment_ray(a, e), kAllLayers, rh, 4).status.code == StatusCode::invalid_query);
 }
 
 // ---------------------------------------------------------------------------
@@ -598,26 +600,37 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
 
     BuiltBoxes b;
     build_boxes(kKinds[2], rng, 400, b); // clamp world: everything in border cells or inside
-    std::vector<PointQuery> bpoints(nq);
-    std::vector<BoxQuery> bboxes(nq);
-    std::vector<RadiusQuery> bradii(nq);
-    std::vector<RayQuery> brays(nq);
-    std::vector<NearestQuery> bnear(nq);
+    std::vector<QueryPoint> bpoints(nq);
+    std::vector<QueryBox> bboxes(nq);
+    std::vector<QuerySphere> bradii(nq);
+    std::vector<Ray> brays(nq);
+    std::vector<QueryNearest> bnear(nq);
+    std::vector<Frustum> bfrusta(nq);
     const std::vector<float> values = all_values();
-    for (uint32_t i = 0; i < nq; ++i)
+    for (uint32_t i = 0; i < nq; ++i) {
         for (uint32_t d = 0; d < 3; ++d) {
-            bpoints[i].p[d] = pick(rng, values);
+            bpoints[i].position[d] = pick(rng, values);
             float lo = pick(rng, values), hi = pick(rng, values);
             if (lo > hi) std::swap(lo, hi);
             bboxes[i].min[d] = lo;
             bboxes[i].max[d] = hi;
             bradii[i].center[d] = pick(rng, values);
             bradii[i].radius = pick(rng, kRadii);
-            brays[i].ray.origin[d] = pick(rng, values);
-            brays[i].ray.direction[d] = pick(rng, values);
-            brays[i].ray.max_t = kInf;
-            bnear[i].p[d] = pick(rng, values);
+            brays[i].origin[d] = pick(rng, values);
+            brays[i].direction[d] = pick(rng, values);
+            brays[i].max_t = kInf;
+            bnear[i].center[d] = pick(rng, values);
         }
+        bnear[i].k = 3;
+    }
+    for (uint32_t i = 0; i < nq; ++i) { // after the others: their random draws stay as they were
+        bfrusta[i].plane_count = 1 + rng.below(2);
+        for (uint32_t p = 0; p < bfrusta[i].plane_count; ++p) {
+            for (uint32_t d = 0; d < 3; ++d)
+                bfrusta[i].planes[p].normal[d] = rng.uniform(-1.0f, 1.0f);
+            bfrusta[i].planes[p].d = pick(rng, values);
+        }
+    }
 
     struct Output {
         std::vector<uint64_t> offsets;
@@ -652,23 +665,23 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
     };
     auto box_batch = [&](uint32_t which, uint64_t capacity, const ThreadBackend& be) {
         Output o;
-        o.offsets.assign(501, 0x5555555555555555ull);
+        o.offsets.assign(nq + 1, 0x5555555555555555ull);
         const size_t element = which == 3 ? sizeof(RayHit) : (which == 4 ? sizeof(NearestHit) : sizeof(uint32_t));
         o.bytes.assign(static_cast<size_t>(capacity) * element + 8, 0xAB);
-        std::vector<uint32_t> counts(nq, 0x77777777u);
-        BatchResult r;
+        QueryResult r;
+        uint64_t* offsets = o.offsets.data();
+        const uint64_t oc = o.offsets.size();
         auto* u = reinterpret_cast<uint32_t*>(o.bytes.data());
-        if (which == 0) r = query_points(b.q, bpoints.data(), nq, o.offsets.data(), u, capacity, be);
-        if (which == 1) r = query_boxes(b.q, bboxes.data(), nq, o.offsets.data(), u, capacity, be);
-        if (which == 2) r = query_radii(b.q, bradii.data(), nq, o.offsets.data(), u, capacity, be);
+        if (which == 0) r = query_point_batch(b.q, bpoints.data(), nq, kAllLayers, offsets, oc, u, capacity, be);
+        if (which == 1) r = query_box_batch(b.q, bboxes.data(), nq, kAllLayers, offsets, oc, u, capacity, be);
+        if (which == 2) r = query_radius_batch(b.q, bradii.data(), nq, kAllLayers, offsets, oc, u, capacity, be);
         if (which == 3)
-            r = query_rays(b.q, brays.data(), nq, o.offsets.data(), reinterpret_cast<RayHit*>(o.bytes.data()), capacity,
-                           be);
-        if (which == 4) {
-            r = query_nearest_batch(b.q, bnear.data(), nq, 3, counts.data(),
+            r = query_ray_batch(b.q, brays.data(), nq, kAllLayers, offsets, oc,
+                                reinterpret_cast<RayHit*>(o.bytes.data()), capacity, be);
+        if (which == 4)
+            r = query_nearest_batch(b.q, bnear.data(), nq, kAllLayers, offsets, oc,
                                     reinterpret_cast<NearestHit*>(o.bytes.data()), capacity, be);
-            std::copy(counts.begin(), counts.end(), o.offsets.begin());
-        }
+        if (which == 5) r = query_frustum_batch(b.q, bfrusta.data(), nq, kAllLayers, offsets, oc, u, capacity, be);
         o.status = r.status;
         o.total = r.total;
         return o;
@@ -688,10 +701,11 @@ TEST_CASE("overflowing batches write the same bytes on 1, 2, 3 and 8 threads") {
             }
         }
     }
-    for (uint32_t which = 0; which < 5; ++which) {
+    for (uint32_t which = 0; which < 6; ++which) {
+        CAPTURE(which);
         const Output full = box_batch(which, 0, serial_backend());
         REQUIRE(full.status.code == StatusCode::output_too_small);
-        const uint64_t need = which == 4 ? full.status.needed : full.total;
+        const uint64_t need = full.total;
         for (uint64_t capacity : {uint64_t{1}, need / 3, need - 1}) {
             const Output ref = box_batch(which, capacity, serial_backend());
             CHECK(ref.status.code == StatusCode::output_too_small);
@@ -770,48 +784,60 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
     build_boxes(kKinds[0], rng, 10, b);
     const BoxQueryGrid none; // never prepared
     const BoxQueryGrid from_null = prepare_box_queries(BoxGridView{}, be);
-    PointQuery pq;
-    BoxQuery bq;
-    RadiusQuery rq;
-    RayQuery ray;
-    NearestQuery nq;
-    Plane plane;
+    QueryPoint pq;
+    QueryBox bq;
+    QuerySphere rq;
+    Ray ray;
+    QueryNearest nq;
+    Frustum frustum;
+    frustum.plane_count = 1;
     RayHit hit;
     NearestHit nh;
-    uint32_t counts[1];
+    const QueryVisitor no_visitor{};
+    const QueryVisitor visitor{[](void*, uint32_t) { return true; }, nullptr};
     std::vector<Status> statuses;
     for (const BoxQueryGrid* grid_q : {&none, &from_null}) {
-        statuses.push_back(query_point(*grid_q, pq, out, 4).status);
-        statuses.push_back(query_box(*grid_q, bq, out, 4).status);
-        statuses.push_back(query_radius(*grid_q, rq, out, 4).status);
-        statuses.push_back(query_ray(*grid_q, ray, &hit, 1).status);
-        statuses.push_back(query_ray_first(*grid_q, ray, &hit).status);
-        statuses.push_back(query_frustum(*grid_q, &plane, 1, kAllLayers, out, 4).status);
-        statuses.push_back(query_nearest(*grid_q, nq, 1, &nh, 1).status);
+        statuses.push_back(query_point(*grid_q, pq, kAllLayers, out, 4).status);
+        statuses.push_back(query_point(*grid_q, pq, kAllLayers, visitor).status);
+        statuses.push_back(query_box(*grid_q, bq, kAllLayers, out, 4).status);
+        statuses.push_back(query_radius(*grid_q, rq, kAllLayers, out, 4).status);
+        statuses.push_back(query_ray(*grid_q, ray, kAllLayers, &hit, 1).status);
+        statuses.push_back(query_ray_first(*grid_q, ray, kAllLayers, &hit).status);
+        statuses.push_back(query_frustum(*grid_q, frustum, kAllLayers, out, 4).status);
+        statuses.push_back(query_nearest(*grid_q, nq, kAllLayers, &nh, 1).status);
         statuses.push_back(query_potential_collisions(*grid_q, 0, out, 4).status);
-        statuses.push_back(query_points(*grid_q, &pq, 1, offsets, out, 4, be).status);
-        statuses.push_back(query_rays_first(*grid_q, &ray, 1, &hit, be).status);
-        statuses.push_back(query_nearest_batch(*grid_q, &nq, 1, 1, counts, &nh, 1, be).status);
+        statuses.push_back(query_potential_collisions(*grid_q, 0, visitor).status);
+        statuses.push_back(query_point_batch(*grid_q, &pq, 1, kAllLayers, offsets, 4, out, 4, be).status);
+        statuses.push_back(query_frustum_batch(*grid_q, &frustum, 1, kAllLayers, offsets, 4, out, 4, be).status);
+        statuses.push_back(query_ray_first_batch(*grid_q, &ray, 1, kAllLayers, &hit, be).status);
+        statuses.push_back(query_nearest_batch(*grid_q, &nq, 1, kAllLayers, offsets, 4, &nh, 1, be).status);
     }
     const BoxQueryGrid& q3 = b.q;
-    statuses.push_back(query_point(q3, pq, nullptr, 1).status);
-    statuses.push_back(query_box(q3, bq, nullptr, 1).status);
-    statuses.push_back(query_radius(q3, rq, nullptr, 1).status);
-    statuses.push_back(query_ray(q3, ray, nullptr, 1).status);
-    statuses.push_back(query_ray_first(q3, ray, nullptr).status);
-    statuses.push_back(query_frustum(q3, nullptr, 1, kAllLayers, out, 4).status);
-    statuses.push_back(query_frustum(q3, &plane, 1, kAllLayers, nullptr, 4).status);
-    statuses.push_back(query_nearest(q3, nq, 1, nullptr, 1).status);
+    statuses.push_back(query_point(q3, pq, kAllLayers, nullptr, 1).status);
+    statuses.push_back(query_point(q3, pq, kAllLayers, no_visitor).status);
+    statuses.push_back(query_box(q3, bq, kAllLayers, nullptr, 1).status);
+    statuses.push_back(query_box(q3, bq, kAllLayers, no_visitor).status);
+    statuses.push_back(query_radius(q3, rq, kAllLayers, nullptr, 1).status);
+    statuses.push_back(query_radius(q3, rq, kAllLayers, no_visitor).status);
+    statuses.push_back(query_ray(q3, ray, kAllLayers, nullptr, 1).status);
+    statuses.push_back(query_ray_first(q3, ray, kAllLayers, nullptr).status);
+    statuses.push_back(query_frustum(q3, frustum, kAllLayers, nullptr, 4).status);
+    statuses.push_back(query_frustum(q3, frustum, kAllLayers, no_visitor).status);
+    statuses.push_back(query_nearest(q3, nq, kAllLayers, nullptr, 1).status);
     statuses.push_back(query_potential_collisions(q3, 10, out, 4).status); // object out of range
+    statuses.push_back(query_potential_collisions(q3, 10, visitor).status);
     statuses.push_back(query_potential_collisions(q3, 0, nullptr, 4).status);
-    statuses.push_back(query_points(q3, nullptr, 1, offsets, out, 4, be).status);
-    statuses.push_back(query_boxes(q3, &bq, 1, nullptr, out, 4, be).status);
-    statuses.push_back(query_radii(q3, &rq, 1, offsets, nullptr, 4, be).status);
-    statuses.push_back(query_rays_first(q3, nullptr, 1, &hit, be).status);
-    statuses.push_back(query_rays_first(q3, &ray, 1, nullptr, be).status);
-    statuses.push_back(query_nearest_batch(q3, nullptr, 1, 1, counts, &nh, 1, be).status);
-    statuses.push_back(query_nearest_batch(q3, &nq, 1, 1, nullptr, &nh, 1, be).status);
-    statuses.push_back(query_nearest_batch(q3, &nq, 1, 1, counts, nullptr, 1, be).status);
+    statuses.push_back(query_potential_collisions(q3, 0, no_visitor).status);
+    statuses.push_back(query_point_batch(q3, nullptr, 1, kAllLayers, offsets, 4, out, 4, be).status);
+    statuses.push_back(query_box_batch(q3, &bq, 1, kAllLayers, nullptr, 4, out, 4, be).status);
+    statuses.push_back(query_radius_batch(q3, &rq, 1, kAllLayers, offsets, 4, nullptr, 4, be).status);
+    statuses.push_back(query_frustum_batch(q3, nullptr, 1, kAllLayers, offsets, 4, out, 4, be).status);
+    statuses.push_back(query_ray_batch(q3, nullptr, 1, kAllLayers, offsets, 4, &hit, 1, be).status);
+    statuses.push_back(query_ray_first_batch(q3, nullptr, 1, kAllLayers, &hit, be).status);
+    statuses.push_back(query_ray_first_batch(q3, &ray, 1, kAllLayers, nullptr, be).status);
+    statuses.push_back(query_nearest_batch(q3, nullptr, 1, kAllLayers, offsets, 4, &nh, 1, be).status);
+    statuses.push_back(query_nearest_batch(q3, &nq, 1, kAllLayers, nullptr, 4, &nh, 1, be).status);
+    statuses.push_back(query_nearest_batch(q3, &nq, 1, kAllLayers, offsets, 4, nullptr, 1, be).status);
     for (size_t i = 0; i < statuses.size(); ++i)
         CHECK_MESSAGE(statuses[i].code == StatusCode::invalid_argument, "box call ", i, ": ",
                       to_string(statuses[i].code));
@@ -829,8 +855,8 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
     CHECK(without.total == with_serial.total);
     CHECK(std::equal(out, out + without.written, serial_out));
     RayHit serial_hits[4], hits[4];
-    const BatchResult rays_serial = query_rays(q3, &ray, 1, serial_offsets, serial_hits, 4, be);
-    const BatchResult rays_without = query_rays(q3, &ray, 1, offsets, hits, 4, no_backend);
+    const QueryResult rays_serial = query_ray_batch(q3, &ray, 1, kAllLayers, serial_offsets, 4, serial_hits, 4, be);
+    const QueryResult rays_without = query_ray_batch(q3, &ray, 1, kAllLayers, offsets, 4, hits, 4, no_backend);
     REQUIRE(rays_serial.status.ok());
     REQUIRE(rays_without.status.ok());
     CHECK(rays_without.total == rays_serial.total);

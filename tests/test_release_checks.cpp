@@ -314,7 +314,7 @@ TEST_CASE("ProximityIndex: before init, and a null output, are invalid_argument 
     ObjectHandle out[4];
     const hashgrid::QueryResult r = index.find_near(at, size, ~0u, out, 4);
     CHECK(r.status.ok());
-    CHECK(r.count == 1);
+    CHECK(r.total == 1);
     CHECK_FALSE(index.dirty());
 }
 

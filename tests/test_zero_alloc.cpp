@@ -593,7 +593,7 @@ uint64_t feed(Fnv1a& hash, uint64_t count, const uint32_t* out, uint64_t written
 uint64_t feed(Fnv1a& hash, uint64_t count, const hashgrid::RayHit* out, uint64_t written) {
     hash.u64(count);
     for (uint64_t i = 0; i < written; ++i) {
-        hash.u32(out[i].object);
+        hash.u32(out[i].index);
         hash.f32(out[i].t);
     }
     return written;
@@ -707,7 +707,8 @@ uint32_t box_frustum(uint32_t dims, const float (&c)[3], float h, hashgrid::Plan
 }
 
 /// One box grid: moving boxes, moving probe boxes for find_pairs_with(), and
-/// every single and batched box query, rewritten every frame.
+/// every single (buffer and visitor form) and batched box query, rewritten every
+/// frame.
 struct BoxWorkload {
     const char* name;
     MovingBoxes boxes;
@@ -716,20 +717,19 @@ struct BoxWorkload {
     hashgrid::Status init_status;
     hashgrid::BoxQueryGrid query_grid{};
     std::vector<Pair> pairs, probe_pairs;
-    std::vector<hashgrid::PointQuery> point_queries;
-    std::vector<hashgrid::BoxQuery> box_queries;
-    std::vector<hashgrid::RadiusQuery> radius_queries;
-    std::vector<hashgrid::RayQuery> ray_queries;
-    std::vector<hashgrid::NearestQuery> nearest_queries;
+    std::vector<hashgrid::QueryPoint> point_queries;
+    std::vector<hashgrid::QueryBox> box_queries;
+    std::vector<hashgrid::QuerySphere> radius_queries;
+    std::vector<hashgrid::Ray> ray_queries;
+    std::vector<hashgrid::QueryNearest> nearest_queries;
+    std::vector<hashgrid::Frustum> frusta;
     std::vector<uint32_t> out;
     std::vector<hashgrid::RayHit> ray_out;
     std::vector<hashgrid::NearestHit> nearest_out;
     std::vector<uint64_t> offsets;
     std::vector<uint32_t> batch_out;
     std::vector<hashgrid::RayHit> batch_rays, first_hits;
-    std::vector<uint32_t> nearest_counts;
     std::vector<hashgrid::NearestHit> batch_nearest;
-    hashgrid::Plane planes[hashgrid::kMaxFrustumPlanes];
     uint32_t frame = 0;
 
     BoxWorkload(const char* scene_name, uint32_t dims, World world, float wlo, float whi, uint32_t n, uint64_t seed,
@@ -737,9 +737,8 @@ struct BoxWorkload {
         : name(scene_name), boxes(dims, n, wlo, whi, seed, max_edge, 97, large_edge),
           probes(dims, 200, wlo, whi, seed + 1, 4.0f, 0, 0.0f), pairs(200000), probe_pairs(100000),
           point_queries(kBatch), box_queries(kBatch), radius_queries(kBatch), ray_queries(kBatch),
-          nearest_queries(kBatch), out(n), ray_out(n), nearest_out(kNearest), offsets(kBatch + 1),
-          batch_out(kBatch * 1024), batch_rays(kBatch * 256), first_hits(kBatch), nearest_counts(kBatch),
-          batch_nearest(kBatch * kNearest) {
+          nearest_queries(kBatch), frusta(kBatch), out(n), ray_out(n), nearest_out(kNearest), offsets(kBatch + 1),
+          batch_out(kBatch * 1024), batch_rays(kBatch * 256), first_hits(kBatch), batch_nearest(kBatch * kNearest) {
         init_status = grid.init_allocate(moving_box_config(dims, world, wlo, whi, n));
     }
 
@@ -754,30 +753,32 @@ struct BoxWorkload {
                 p[d] = d < dims ? rng.uniform(lo, hi) : 0.0f;
         };
         for (uint32_t q = 0; q < kBatch; ++q) {
-            hashgrid::PointQuery& pq = point_queries[q];
+            hashgrid::QueryPoint& pq = point_queries[q];
             if (q % 2 == 0) {
-                random_point(pq.p);
+                random_point(pq.position);
             } else { // the centre of an object: at least one result
                 const uint32_t object = (q * 97u + frame * 13u) % boxes.size();
                 for (uint32_t d = 0; d < 3; ++d)
-                    pq.p[d] = (boxes.lo[d][object] + boxes.hi[d][object]) * 0.5f;
+                    pq.position[d] = (boxes.lo[d][object] + boxes.hi[d][object]) * 0.5f;
             }
-            hashgrid::BoxQuery& bq = box_queries[q];
+            hashgrid::QueryBox& bq = box_queries[q];
             random_point(bq.min);
             for (uint32_t d = 0; d < dims; ++d)
                 bq.max[d] = bq.min[d] + rng.uniform(0.0f, 3.0f);
-            bq.layer_mask = q % 5 == 0 ? 0x1u : hashgrid::kAllLayers;
-            hashgrid::RadiusQuery& rq = radius_queries[q];
+            hashgrid::QuerySphere& rq = radius_queries[q];
             random_point(rq.center);
             rq.radius = q == 0 ? kInf : rng.uniform(0.0f, 3.0f);
-            hashgrid::RayQuery& ray = ray_queries[q];
-            random_point(ray.ray.origin);
+            hashgrid::Ray& ray = ray_queries[q];
+            random_point(ray.origin);
             for (uint32_t d = 0; d < dims; ++d)
-                ray.ray.direction[d] = rng.uniform(-1.0f, 1.0f);
-            ray.ray.max_t = q % 8 == 0 ? kInf : rng.uniform(0.0f, 12.0f);
-            hashgrid::NearestQuery& nq = nearest_queries[q];
-            random_point(nq.p);
+                ray.direction[d] = rng.uniform(-1.0f, 1.0f);
+            ray.max_t = q % 8 == 0 ? kInf : rng.uniform(0.0f, 12.0f);
+            hashgrid::QueryNearest& nq = nearest_queries[q];
+            random_point(nq.center);
+            nq.k = kNearest;
             nq.max_distance = q % 3 == 0 ? 3.0f : kInf;
+            hashgrid::Frustum& f = frusta[q];
+            f.plane_count = box_frustum(dims, rq.center, 1.0f + static_cast<float>(q % 4), f.planes);
         }
         box_queries[1].min[0] = -kInf; // a half-space
     }
@@ -815,18 +816,20 @@ struct BoxWorkload {
         log.measure(name, "query_point", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
-                const hashgrid::QueryResult r = hashgrid::query_point(g, point_queries[q], out.data(), capacity32(out));
+                const hashgrid::QueryResult r =
+                    hashgrid::query_point(g, point_queries[q], hashgrid::kAllLayers, out.data(), out.size());
                 part.note(r.status);
-                results += feed(hash, r.count, out.data(), r.written);
+                results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
         log.measure(name, "query_box", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
-                const hashgrid::QueryResult r = hashgrid::query_box(g, box_queries[q], out.data(), capacity32(out));
+                const uint32_t layers = q % 5 == 0 ? 0x1u : hashgrid::kAllLayers;
+                const hashgrid::QueryResult r = hashgrid::query_box(g, box_queries[q], layers, out.data(), out.size());
                 part.note(r.status);
-                results += feed(hash, r.count, out.data(), r.written);
+                results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
@@ -834,9 +837,9 @@ struct BoxWorkload {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 const hashgrid::QueryResult r =
-                    hashgrid::query_radius(g, radius_queries[q], out.data(), capacity32(out));
+                    hashgrid::query_radius(g, radius_queries[q], hashgrid::kAllLayers, out.data(), out.size());
                 part.note(r.status);
-                results += feed(hash, r.count, out.data(), r.written);
+                results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
@@ -844,9 +847,9 @@ struct BoxWorkload {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 const hashgrid::QueryResult r =
-                    hashgrid::query_ray(g, ray_queries[q], ray_out.data(), capacity32(ray_out));
+                    hashgrid::query_ray(g, ray_queries[q], hashgrid::kAllLayers, ray_out.data(), ray_out.size());
                 part.note(r.status);
-                results += feed(hash, r.count, ray_out.data(), r.written);
+                results += feed(hash, r.total, ray_out.data(), r.written);
             }
             return results;
         });
@@ -854,32 +857,30 @@ struct BoxWorkload {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 hashgrid::RayHit hit;
-                const hashgrid::QueryResult r = hashgrid::query_ray_first(g, ray_queries[q], &hit);
+                const hashgrid::QueryResult r =
+                    hashgrid::query_ray_first(g, ray_queries[q], hashgrid::kAllLayers, &hit);
                 part.note(r.status);
-                results += feed(hash, r.count, &hit, r.count);
+                results += feed(hash, r.total, &hit, r.total);
             }
             return results;
         });
         log.measure(name, "query_frustum", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
-                const float h = 1.0f + static_cast<float>(q % 4);
-                const uint32_t n = box_frustum(boxes.dims, radius_queries[q].center, h, planes);
                 const uint32_t layers = q % 3 == 0 ? 0x2u : hashgrid::kAllLayers;
-                const hashgrid::QueryResult r =
-                    hashgrid::query_frustum(g, planes, n, layers, out.data(), capacity32(out));
+                const hashgrid::QueryResult r = hashgrid::query_frustum(g, frusta[q], layers, out.data(), out.size());
                 part.note(r.status);
-                results += feed(hash, r.count, out.data(), r.written);
+                results += feed(hash, r.total, out.data(), r.written);
             }
             return results;
         });
         log.measure(name, "query_nearest", [&](Part& part) {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
-                const hashgrid::QueryResult r = hashgrid::query_nearest(g, nearest_queries[q], kNearest,
-                                                                        nearest_out.data(), capacity32(nearest_out));
+                const hashgrid::QueryResult r = hashgrid::query_nearest(g, nearest_queries[q], hashgrid::kAllLayers,
+                                                                        nearest_out.data(), nearest_out.size());
                 part.note(r.status);
-                results += feed(hash, r.count, nearest_out.data(), r.written);
+                results += feed(hash, r.total, nearest_out.data(), r.written);
             }
             return results;
         });
@@ -887,57 +888,101 @@ struct BoxWorkload {
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 const uint32_t object = (q * 131u + frame * 17u) % boxes.size();
-                const hashgrid::QueryResult r =
-                    hashgrid::query_potential_collisions(g, object, out.data(), capacity32(out));
+                const hashgrid::QueryResult r = hashgrid::query_potential_collisions(g, object, out.data(), out.size());
                 part.note(r.status);
-                results += feed(hash, r.count, out.data(), r.written);
+                results += feed(hash, r.total, out.data(), r.written);
+            }
+            return results;
+        });
+        // Visitor forms: the visitor hashes each result; every fourth query stops after 3.
+        log.measure(name, "visitor forms", [&](Part& part) {
+            struct Seen {
+                Fnv1a* hash;
+                uint64_t calls;
+                uint64_t stop_after;
+            };
+            const hashgrid::QueryVisitor visitor{[](void* context, uint32_t index) {
+                                                     auto* seen = static_cast<Seen*>(context);
+                                                     seen->hash->u32(index);
+                                                     return ++seen->calls < seen->stop_after;
+                                                 },
+                                                 nullptr};
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                Seen seen{&hash, 0, q % 4 == 0 ? 3u : ~uint64_t{0}};
+                hashgrid::QueryVisitor v = visitor;
+                v.context = &seen;
+                const uint32_t object = (q * 131u + frame * 17u) % boxes.size();
+                const hashgrid::QueryResult r[] = {
+                    hashgrid::query_point(g, point_queries[q], hashgrid::kAllLayers, v),
+                    hashgrid::query_box(g, box_queries[q], hashgrid::kAllLayers, v),
+                    hashgrid::query_radius(g, radius_queries[q], hashgrid::kAllLayers, v),
+                    hashgrid::query_frustum(g, frusta[q], hashgrid::kAllLayers, v),
+                    hashgrid::query_potential_collisions(g, object, v),
+                };
+                for (const hashgrid::QueryResult& one : r) {
+                    part.note(one.status);
+                    hash.u64(one.total);
+                    results += one.total;
+                }
             }
             return results;
         });
         // Batches.
-        log.measure(name, "query_points", [&](Part& part) {
-            const hashgrid::BatchResult r = hashgrid::query_points(g, point_queries.data(), kBatch, offsets.data(),
-                                                                   batch_out.data(), batch_out.size(), backend);
+        const uint32_t all = hashgrid::kAllLayers;
+        log.measure(name, "query_point_batch", [&](Part& part) {
+            const hashgrid::QueryResult r =
+                hashgrid::query_point_batch(g, point_queries.data(), kBatch, all, offsets.data(), offsets.size(),
+                                            batch_out.data(), batch_out.size(), backend);
             part.note(r.status);
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_out.data(), r.written);
         });
-        log.measure(name, "query_boxes", [&](Part& part) {
-            const hashgrid::BatchResult r = hashgrid::query_boxes(g, box_queries.data(), kBatch, offsets.data(),
-                                                                  batch_out.data(), batch_out.size(), backend);
+        log.measure(name, "query_box_batch", [&](Part& part) {
+            const hashgrid::QueryResult r =
+                hashgrid::query_box_batch(g, box_queries.data(), kBatch, 0x3u, offsets.data(), offsets.size(),
+                                          batch_out.data(), batch_out.size(), backend);
             part.note(r.status);
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_out.data(), r.written);
         });
-        log.measure(name, "query_radii", [&](Part& part) {
-            const hashgrid::BatchResult r = hashgrid::query_radii(g, radius_queries.data(), kBatch, offsets.data(),
-                                                                  batch_out.data(), batch_out.size(), backend);
+        log.measure(name, "query_radius_batch", [&](Part& part) {
+            const hashgrid::QueryResult r =
+                hashgrid::query_radius_batch(g, radius_queries.data(), kBatch, all, offsets.data(), offsets.size(),
+                                             batch_out.data(), batch_out.size(), backend);
             part.note(r.status);
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_out.data(), r.written);
         });
-        log.measure(name, "query_rays", [&](Part& part) {
-            const hashgrid::BatchResult r = hashgrid::query_rays(g, ray_queries.data(), kBatch, offsets.data(),
-                                                                 batch_rays.data(), batch_rays.size(), backend);
+        log.measure(name, "query_frustum_batch", [&](Part& part) {
+            const hashgrid::QueryResult r =
+                hashgrid::query_frustum_batch(g, frusta.data(), kBatch, all, offsets.data(), offsets.size(),
+                                              batch_out.data(), batch_out.size(), backend);
+            part.note(r.status);
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_out.data(), r.written);
+        });
+        log.measure(name, "query_ray_batch", [&](Part& part) {
+            const hashgrid::QueryResult r =
+                hashgrid::query_ray_batch(g, ray_queries.data(), kBatch, all, offsets.data(), offsets.size(),
+                                          batch_rays.data(), batch_rays.size(), backend);
             part.note(r.status);
             feed_offsets(hash, offsets);
             return feed(hash, r.total, batch_rays.data(), r.written);
         });
-        log.measure(name, "query_rays_first", [&](Part& part) {
-            const hashgrid::BatchResult r =
-                hashgrid::query_rays_first(g, ray_queries.data(), kBatch, first_hits.data(), backend);
+        log.measure(name, "query_ray_first_batch", [&](Part& part) {
+            const hashgrid::QueryResult r =
+                hashgrid::query_ray_first_batch(g, ray_queries.data(), kBatch, all, first_hits.data(), backend);
             part.note(r.status);
             return feed(hash, r.total, first_hits.data(), first_hits.size());
         });
         log.measure(name, "query_nearest_batch", [&](Part& part) {
-            const hashgrid::BatchResult r =
-                hashgrid::query_nearest_batch(g, nearest_queries.data(), kBatch, kNearest, nearest_counts.data(),
+            const hashgrid::QueryResult r =
+                hashgrid::query_nearest_batch(g, nearest_queries.data(), kBatch, all, offsets.data(), offsets.size(),
                                               batch_nearest.data(), batch_nearest.size(), backend);
             part.note(r.status);
-            uint64_t results = 0;
-            for (uint32_t q = 0; q < kBatch; ++q)
-                results += feed(hash, nearest_counts[q], batch_nearest.data() + q * kNearest, nearest_counts[q]);
-            return results;
+            feed_offsets(hash, offsets);
+            return feed(hash, r.total, batch_nearest.data(), r.written);
         });
     }
 };
@@ -1293,8 +1338,8 @@ struct ClientChurn {
     }
 
     void feed_handles(Fnv1a& hash, const hashgrid::QueryResult& r) const {
-        hash.u32(r.count);
-        for (uint32_t k = 0; k < r.written; ++k) {
+        hash.u64(r.total);
+        for (uint64_t k = 0; k < r.written; ++k) {
             hash.u32(found[k].index);
             hash.u32(found[k].generation);
         }

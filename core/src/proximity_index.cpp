@@ -316,25 +316,25 @@ Status ProximityIndex::refresh(const ThreadBackend& backend) {
 
 Status ProximityIndex::update_index(const ThreadBackend& backend) { return refresh(backend); }
 
-QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* out, uint32_t capacity) const {
+QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* out, uint64_t capacity) const {
     QueryResult r = found;
     if (!found.status.ok()) {
         r.written = 0;
         return r;
     }
-    HASHGRID_ASSERT(found.written == found.count, "query scratch holds every object");
-    r.written = found.count < capacity ? found.count : capacity;
-    for (uint32_t k = 0; k < r.written; ++k)
+    HASHGRID_ASSERT(found.written == found.total, "query scratch holds every object");
+    r.written = found.total < capacity ? found.total : capacity;
+    for (uint64_t k = 0; k < r.written; ++k)
         out[k] = store_.handle_at(found_[k]);
-    if (found.count > capacity) {
+    if (found.total > capacity) {
         r.status = status_error(StatusCode::output_too_small, "find_near: more clients than the output capacity");
-        r.status.needed = found.count;
+        r.status.needed = found.total;
     }
     return r;
 }
 
 QueryResult ProximityIndex::find_near(const float (&position)[3], const float (&dimensions)[3], uint32_t layer_mask,
-                                      ObjectHandle* out, uint32_t capacity) {
+                                      ObjectHandle* out, uint64_t capacity) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     QueryResult r;
     if (!initialized_) {
@@ -352,18 +352,17 @@ QueryResult ProximityIndex::find_near(const float (&position)[3], const float (&
     }
     r.status = refresh(query_backend_);
     if (!r.status.ok()) return r;
-    BoxQuery q;
+    QueryBox box;
     for (uint32_t d = 0; d < dims; ++d) {
         const float half = dimensions[d] * 0.5f;
-        q.min[d] = position[d] - half;
-        q.max[d] = position[d] + half;
+        box.min[d] = position[d] - half;
+        box.max[d] = position[d] + half;
     }
-    q.layer_mask = layer_mask;
-    return to_handles(query_box(query_grid_, q, found_, config_.grid.max_objects), out, capacity);
+    return to_handles(query_box(query_grid_, box, layer_mask, found_, config_.grid.max_objects), out, capacity);
 }
 
 QueryResult ProximityIndex::find_near_radius(const float (&position)[3], float radius, uint32_t layer_mask,
-                                             ObjectHandle* out, uint32_t capacity) {
+                                             ObjectHandle* out, uint64_t capacity) {
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     QueryResult r;
     if (!initialized_) {
@@ -381,12 +380,11 @@ QueryResult ProximityIndex::find_near_radius(const float (&position)[3], float r
     }
     r.status = refresh(query_backend_);
     if (!r.status.ok()) return r;
-    RadiusQuery q;
+    QuerySphere sphere;
     for (uint32_t d = 0; d < dims; ++d)
-        q.center[d] = position[d];
-    q.radius = radius;
-    q.layer_mask = layer_mask;
-    return to_handles(query_radius(query_grid_, q, found_, config_.grid.max_objects), out, capacity);
+        sphere.center[d] = position[d];
+    sphere.radius = radius;
+    return to_handles(query_radius(query_grid_, sphere, layer_mask, found_, config_.grid.max_objects), out, capacity);
 }
 
 PairResult ProximityIndex::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend) {

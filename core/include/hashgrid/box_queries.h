@@ -36,7 +36,8 @@
 // computation written out below, in that operation order, without FMA (the build uses
 // -ffp-contract=off); a brute-force loop doing the same arithmetic over all
 // objects gives the same answer. Cell ranges are computed in double and
-// widened where rounding could otherwise hide a cell (see box_queries.cpp).
+// widened where rounding could otherwise hide a cell (see the comments of
+// core/src/box_query_internal.h and box_query_ray.cpp).
 //
 // Results are object indices of the grid's frame: for a grid rebuilt from an
 // ObjectStore, dense indices valid until the store's next add or remove. Map

@@ -131,15 +131,15 @@ public:
     /// Clients whose box overlaps the closed box of `dimensions` centred at
     /// `position` and whose category has a bit of `layer_mask`, each once.
     /// position finite; dimensions >= 0 (+inf allowed), else invalid_query.
-    /// `out` gets min(count, capacity) handles (may be null when capacity is
-    /// 0); count is exact; output_too_small (needed = count) when it did not fit.
+    /// `out` gets min(total, capacity) handles (may be null when capacity is
+    /// 0); total is exact; output_too_small (needed = total) when it did not fit.
     QueryResult find_near(const float (&position)[3], const float (&dimensions)[3], uint32_t layer_mask,
-                          ObjectHandle* out, uint32_t capacity);
+                          ObjectHandle* out, uint64_t capacity);
     /// Clients within `radius` of `position` (circle in 2D, sphere in 3D):
     /// point_box_distance2(position, box) <= radius * radius (box_queries.h).
     /// position finite, radius >= 0 (+inf allowed), else invalid_query.
     QueryResult find_near_radius(const float (&position)[3], float radius, uint32_t layer_mask, ObjectHandle* out,
-                                 uint32_t capacity);
+                                 uint64_t capacity);
     /// Every overlapping pair of clients that passes the layer rule, once
     /// (BoxGrid::find_pairs on the current clients; rebuilds first with this
     /// backend when dirty). Pairs hold dense indices: map them with
@@ -170,7 +170,7 @@ private:
     /// Rebuilds with `backend` when dirty.
     Status refresh(const ThreadBackend& backend);
     /// Scratch indices -> handles in `out`, with the output contract.
-    QueryResult to_handles(const QueryResult& found, ObjectHandle* out, uint32_t capacity) const;
+    QueryResult to_handles(const QueryResult& found, ObjectHandle* out, uint64_t capacity) const;
 
     ProximityIndexConfig config_{};
     bool initialized_ = false;

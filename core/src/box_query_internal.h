@@ -1,0 +1,454 @@
+// What the box-grid query files share (box_queries.cpp: set queries, prepare
+// and batches; box_query_ray.cpp; box_query_frustum.cpp; box_query_nearest.cpp).
+//
+// Cells. cell(p) = floor((p - origin) * scale) in double, clamped into the
+// key range (bounded: [0, n - 1], the grid's clamp mode; unbounded: the
+// packing limits, which every stored object respects). It is the function the
+// box grid used to place objects, and it is monotone, so "box B covers cell c"
+// is "c is in [cell(B.min), cell(B.max)]" on every axis.
+//
+// Finding cells. The view has the occupied cells' packed keys in ascending
+// (z, y, x) order. A box of cells is scanned row by row with a binary search
+// per row; a search that lands past the row jumps straight to the next
+// occupied row or slab, so empty space costs nothing per cell.
+//
+// Sinks. A set query's walk reports each result to a sink: IndexSink writes
+// the buffer form's prefix and counts, VisitSink calls the caller's visitor
+// and stops the walk (Cells::walk, scan_box, the large-object tail) as soon as
+// it returns false. The walk is written once; the two forms differ only in
+// the sink, so the visitor sees the buffer form's order.
+#pragma once
+
+#include "hashgrid/assert.h"
+#include "hashgrid/box_queries.h"
+#include "hashgrid/cell_key.h"
+#include "hashgrid/query_types.h"
+#include "query_batch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace hashgrid::box_query {
+
+inline constexpr double kDoubleInf = std::numeric_limits<double>::infinity();
+/// Relative widening of double-precision ranges against float rounding.
+inline constexpr double kRelativeSlack = 0x1p-20;
+/// Absolute widening: covers underflow of float squares and products.
+inline constexpr double kAbsoluteSlack = 0x1p-70;
+
+/// Inclusive box of cell coordinates (z = 0..0 in 2D).
+struct CellBox {
+    int32_t lo[3];
+    int32_t hi[3];
+};
+
+inline bool boxes_meet(const CellBox& a, const CellBox& b) {
+    for (uint32_t d = 0; d < 3; ++d)
+        if (a.lo[d] > b.hi[d] || b.lo[d] > a.hi[d]) return false;
+    return true;
+}
+
+/// A walk that never stops early (buffer forms, rays, nearest).
+inline constexpr bool never_stop() { return false; }
+/// Accepts every row of a walk unchanged.
+inline bool every_row(int32_t, int32_t, int32_t&, int32_t&) { return true; }
+
+/// The grid's cell geometry, with the view's arrays at hand.
+struct Cells {
+    const BoxQueryGrid& grid;
+    const BoxGridView& view;
+    uint32_t dims;
+    double scale;
+    double origin[3];
+    int32_t key_lo[3];
+    int32_t key_hi[3];
+    bool bounded;
+
+    explicit Cells(const BoxQueryGrid& g) : grid(g), view(g.view) {
+        HASHGRID_ASSERT(view.config != nullptr, "BoxQueryGrid: the view has no config (use prepare_box_queries)");
+        const BoxGridConfig& c = *view.config;
+        dims = c.dimensions;
+        scale = view.scale;
+        bounded = c.world == World::bounded;
+        for (uint32_t d = 0; d < 3; ++d) {
+            origin[d] = static_cast<double>(c.origin[d]);
+            if (d >= dims) {
+                key_lo[d] = key_hi[d] = 0;
+            } else if (bounded) {
+                key_lo[d] = 0;
+                key_hi[d] = static_cast<int32_t>(c.cell_counts[d]) - 1;
+            } else {
+                key_hi[d] = dims == 3 ? kKeyLimit3 : kKeyLimit2;
+                key_lo[d] = -key_hi[d];
+            }
+        }
+    }
+
+    /// Clamped cell coordinate of a (double) coordinate; d < dims.
+    [[nodiscard]] int32_t cell(uint32_t d, double p) const {
+        const double f = std::floor((p - origin[d]) * scale);
+        if (!(f > key_lo[d])) return key_lo[d];
+        if (f > key_hi[d]) return key_hi[d];
+        return static_cast<int32_t>(f);
+    }
+    /// World coordinate where cell k starts (approximately: ranges built from it are widened).
+    [[nodiscard]] double boundary(uint32_t d, int64_t k) const { return origin[d] + static_cast<double>(k) / scale; }
+
+    [[nodiscard]] uint64_t key(int32_t x, int32_t y, int32_t z) const {
+        return dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
+    }
+    void unpack(uint64_t k, int32_t& x, int32_t& y, int32_t& z) const {
+        if (dims == 3) {
+            unpack_key3(k, x, y, z);
+        } else {
+            unpack_key2(k, x, y);
+            z = 0;
+        }
+    }
+
+    [[nodiscard]] bool in_layer(uint32_t object, uint32_t layer_mask) const {
+        const uint32_t category = view.category != nullptr ? view.category[object] : ~0u;
+        return (category & layer_mask) != 0;
+    }
+    void object_box(uint32_t object, float lo[3], float hi[3]) const {
+        for (uint32_t d = 0; d < 3; ++d) {
+            lo[d] = d < dims ? view.min[d][object] : 0.0f;
+            hi[d] = d < dims ? view.max[d][object] : 0.0f;
+        }
+    }
+    void object_min_cell(uint32_t object, int32_t lo[3]) const {
+        for (uint32_t d = 0; d < 3; ++d)
+            lo[d] = d < dims ? cell(d, static_cast<double>(view.min[d][object])) : 0;
+    }
+    void object_cells(uint32_t object, CellBox& r) const {
+        for (uint32_t d = 0; d < 3; ++d) {
+            r.lo[d] = d < dims ? cell(d, static_cast<double>(view.min[d][object])) : 0;
+            r.hi[d] = d < dims ? cell(d, static_cast<double>(view.max[d][object])) : 0;
+        }
+    }
+
+    /// Cell range [cell(lo), cell(hi)] per axis of a double box.
+    [[nodiscard]] CellBox cells_of(const double lo[3], const double hi[3]) const {
+        CellBox r{};
+        for (uint32_t d = 0; d < dims; ++d) {
+            r.lo[d] = cell(d, lo[d]);
+            r.hi[d] = cell(d, hi[d]);
+        }
+        return r;
+    }
+
+    /// Intersects a cell box with the occupied extent; false when empty.
+    bool clip(CellBox& r) const {
+        if (!grid.has_cells) return false;
+        for (uint32_t d = 0; d < 3; ++d) {
+            r.lo[d] = std::max(r.lo[d], grid.cell_lo[d]);
+            r.hi[d] = std::min(r.hi[d], grid.cell_hi[d]);
+            if (r.lo[d] > r.hi[d]) return false;
+        }
+        return true;
+    }
+
+    /// Calls cell_fn(cell index, x, y, z) for every occupied cell in `r`, in
+    /// ascending key order, skipping rows for which row_ok(y, z, x_lo, x_hi)
+    /// is false; row_ok may narrow [x_lo, x_hi] (starting as r's x range).
+    /// Empty rows and slabs are jumped over by binary search before row_ok is
+    /// asked, so the cost is O(occupied rows of r * log(cells)) plus the cells
+    /// visited, however many empty rows r spans. Returns as soon as stop() is
+    /// true after a cell.
+    template <typename RowOk, typename CellFn, typename Stop>
+    void walk(CellBox r, RowOk&& row_ok, CellFn&& cell_fn, Stop&& stop) const {
+        if (!clip(r)) return;
+        const uint64_t* keys = view.cell_key;
+        const uint64_t* keys_end = keys + view.cell_count;
+        const uint64_t* from = keys;
+        int32_t z = r.lo[2];
+        int32_t y = r.lo[1];
+        while (z <= r.hi[2]) {
+            if (y > r.hi[1]) {
+                ++z;
+                y = r.lo[1];
+                continue;
+            }
+            // The first occupied cell at or after (r.lo x, y, z): keys only grow from here on.
+            const uint64_t* it = std::lower_bound(from, keys_end, key(r.lo[0], y, z));
+            if (it == keys_end) return;
+            from = it;
+            int32_t kx = 0, ky = 0, kz = 0; // set by unpack; initialised for GCC 12 under ASan (-Wmaybe-uninitialized)
+            unpack(*it, kx, ky, kz);
+            if (kz != z) { // no occupied cell left in this slab: jump to the next occupied one
+                z = kz;
+                y = r.lo[1];
+                continue;
+            }
+            if (ky != y) { // next occupied row of the slab
+                y = ky;
+                continue;
+            }
+            int32_t x_lo = r.lo[0];
+            int32_t x_hi = r.hi[0];
+            if (!row_ok(y, z, x_lo, x_hi) || x_lo > x_hi) {
+                ++y;
+                continue;
+            }
+            it = std::lower_bound(from, keys_end, key(x_lo, y, z));
+            const uint64_t last = key(x_hi, y, z);
+            for (; it != keys_end && *it <= last; ++it) {
+                unpack(*it, kx, ky, kz);
+                cell_fn(static_cast<uint32_t>(it - keys), kx, ky, kz);
+                if (stop()) return;
+            }
+            ++y;
+        }
+    }
+    template <typename RowOk, typename CellFn>
+    void walk(CellBox r, RowOk&& row_ok, CellFn&& cell_fn) const {
+        walk(r, row_ok, cell_fn, never_stop);
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Sinks and results.
+
+/// Buffer form: writes the first `capacity` results and counts all of them.
+struct IndexSink {
+    uint32_t* out;
+    uint64_t capacity;
+    uint64_t count = 0;
+    void add(uint32_t object) {
+        if (count < capacity) out[count] = object;
+        ++count;
+    }
+    [[nodiscard]] static constexpr bool done() { return false; }
+};
+
+/// Visitor form: one call per result until the visitor returns false.
+struct VisitSink {
+    QueryVisitor visitor;
+    uint64_t count = 0;
+    bool stopped = false;
+    void add(uint32_t object) {
+        HASHGRID_ASSERT(!stopped, "box query: a result after the visitor stopped the query");
+        ++count;
+        if (!visitor.visit(visitor.context, object)) stopped = true;
+    }
+    [[nodiscard]] bool done() const { return stopped; }
+};
+
+inline QueryResult finish(uint64_t total, uint64_t capacity) {
+    QueryResult r;
+    r.total = total;
+    r.written = std::min(total, capacity);
+    if (total > capacity) {
+        r.status.code = StatusCode::output_too_small;
+        r.status.needed = total;
+        r.status.message = "query result buffer too small";
+    }
+    return r;
+}
+
+inline Status invalid_status(const char* message) {
+    Status s;
+    s.code = StatusCode::invalid_query;
+    s.message = message;
+    return s;
+}
+
+inline QueryResult invalid(const char* message) {
+    QueryResult r;
+    r.status = invalid_status(message);
+    return r;
+}
+
+inline QueryResult bad_argument(const char* message) {
+    QueryResult r;
+    r.status.code = StatusCode::invalid_argument;
+    r.status.message = message;
+    return r;
+}
+
+/// O(1) check that a BoxQueryGrid came from prepare_box_queries() over a
+/// built view: a default one (null config) or a hand-made view missing the
+/// arrays its counts need would otherwise be dereferenced.
+inline bool usable(const BoxQueryGrid& g) {
+    const BoxGridView& v = g.view;
+    if (v.config == nullptr) return false;
+    if (v.config->dimensions != 2 && v.config->dimensions != 3) return false;
+    if (v.object_count != 0 &&
+        (v.min[0] == nullptr || v.min[1] == nullptr || v.max[0] == nullptr || v.max[1] == nullptr ||
+         (v.config->dimensions == 3 && (v.min[2] == nullptr || v.max[2] == nullptr))))
+        return false;
+    if (v.cell_count != 0 && (v.cell_key == nullptr || v.cell_start == nullptr || v.entry_object == nullptr))
+        return false;
+    if (g.has_cells && v.cell_count == 0) return false;
+    return v.large_count == 0 || v.large_object != nullptr;
+}
+
+/// not_built when the view holds no frame, stale_view when the grid has been
+/// rebuilt or re-initialised since the view was taken, else ok. O(1).
+inline Status frame_status(const BoxQueryGrid& g) {
+    Status s;
+    if (!g.view.built) {
+        s.code = StatusCode::not_built;
+        s.message = "box query before a successful rebuild";
+    } else if (g.view.live_frame != nullptr && *g.view.live_frame != g.view.frame) {
+        s.code = StatusCode::stale_view;
+        s.message = "BoxQueryGrid prepared before the grid's last rebuild: call prepare_box_queries again";
+    }
+    return s;
+}
+
+inline constexpr const char* kUnusableGrid =
+    "BoxQueryGrid: no view (use prepare_box_queries on a built BoxGrid's view)";
+
+// Programmer errors: asserted (debug and test builds stop there first), then
+// reported as invalid_argument in every build.
+#define HASHGRID_REQUIRE_ARGUMENT(cond, message)                                                                       \
+    do {                                                                                                               \
+        HASHGRID_ASSERT(cond, message);                                                                                \
+        if (!(cond)) return ::hashgrid::box_query::bad_argument(message);                                              \
+    } while (0)
+
+// The view's frame: not_built or stale_view, returned before anything is read.
+#define HASHGRID_REQUIRE_FRAME(grid)                                                                                   \
+    do {                                                                                                               \
+        const ::hashgrid::Status frame_check = ::hashgrid::box_query::frame_status(grid);                              \
+        if (!frame_check.ok()) {                                                                                       \
+            ::hashgrid::QueryResult frame_result;                                                                      \
+            frame_result.status = frame_check;                                                                         \
+            return frame_result;                                                                                       \
+        }                                                                                                              \
+    } while (0)
+
+/// Buffer form of a set query: checks the grid and the buffer, then
+/// walk(sink) reports every result to an IndexSink and returns ok, or why the
+/// query is refused (then nothing was written).
+template <typename Walk>
+QueryResult buffer_query(const BoxQueryGrid& grid, uint32_t* out, uint64_t capacity, const char* null_output,
+                         Walk&& walk) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, null_output);
+    IndexSink sink{out, capacity};
+    QueryResult r;
+    r.status = walk(sink);
+    return r.status.ok() ? finish(sink.count, capacity) : r;
+}
+
+/// Visitor form of the same query: the same checks and walk, with a VisitSink.
+/// total = calls made; status ok also after an early stop.
+template <typename Walk>
+QueryResult visitor_query(const BoxQueryGrid& grid, QueryVisitor visitor, const char* null_visitor, Walk&& walk) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, null_visitor);
+    VisitSink sink{visitor};
+    QueryResult r;
+    r.status = walk(sink);
+    if (r.status.ok()) r.total = sink.count;
+    return r;
+}
+
+/// What a batch records for one query (run_query_batch): its total, or
+/// kInvalidQuery.
+inline uint64_t batch_total(const QueryResult& r) {
+    return r.status.code == StatusCode::invalid_query ? detail::kInvalidQuery : r.total;
+}
+
+/// The checks every box batch makes before run_query_batch's own.
+#define HASHGRID_REQUIRE_BATCH(grid, queries, count)                                                                   \
+    do {                                                                                                               \
+        HASHGRID_REQUIRE_ARGUMENT(::hashgrid::box_query::usable(grid), ::hashgrid::box_query::kUnusableGrid);          \
+        HASHGRID_REQUIRE_FRAME(grid);                                                                                  \
+        HASHGRID_REQUIRE_ARGUMENT((queries) != nullptr || (count) == 0, "box query batch: null queries");              \
+    } while (0)
+
+// ---------------------------------------------------------------------------
+// Box scans.
+
+inline bool finite3(const float v[3], uint32_t dims) {
+    for (uint32_t d = 0; d < dims; ++d)
+        if (!std::isfinite(v[d])) return false;
+    return true;
+}
+
+inline bool boxes_overlap(const float alo[3], const float ahi[3], const float blo[3], const float bhi[3],
+                          uint32_t dims) {
+    for (uint32_t d = 0; d < dims; ++d)
+        if (!(alo[d] <= bhi[d] && blo[d] <= ahi[d])) return false;
+    return true;
+}
+
+/// Marks a large object (no entry) in scan_box's callback.
+inline constexpr uint32_t kNoEntry = 0xffffffffu;
+
+/// Box scan with the min-corner rule: calls accept(object, entry) for every
+/// object in a cell of [cell(lo), cell(hi)] whose reporting cell this is, in
+/// order, then accept(object, kNoEntry) for every large object, until stop()
+/// is true. `accept` decides and reports. When the view carries per-entry
+/// first-cell bits (BoxGrid's views do), the rule is a bit test per entry;
+/// otherwise each entry's object is looked up and its first cell recomputed.
+template <typename Accept, typename Stop>
+void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& accept, Stop&& stop) {
+    const CellBox range = c.cells_of(lo, hi);
+    const uint32_t* flags = c.view.entry_flags;
+    c.walk(
+        range, every_row,
+        [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
+            const int32_t at[3] = {x, y, z};
+            const uint32_t end = c.view.cell_start[cell + 1];
+            if (flags != nullptr) {
+                // Axes where this cell is the scan's first need no bit. (Spelled
+                // out per axis: GCC 12 under ASan reports the loop form as
+                // maybe-uninitialized.)
+                const uint32_t need =
+                    (range.lo[0] == x ? 0u : 1u) | (range.lo[1] == y ? 0u : 2u) | (range.lo[2] == z ? 0u : 4u);
+                for (uint32_t e = c.view.cell_start[cell]; e < end && !stop(); ++e)
+                    if ((flags[e] & need) == need) accept(c.view.entry_object[e], e);
+                return;
+            }
+            for (uint32_t e = c.view.cell_start[cell]; e < end && !stop(); ++e) {
+                const uint32_t object = c.view.entry_object[e];
+                int32_t olo[3];
+                c.object_min_cell(object, olo);
+                bool here = true;
+                for (uint32_t d = 0; d < 3; ++d)
+                    here = here && std::max(range.lo[d], olo[d]) == at[d];
+                if (here) accept(object, e);
+            }
+        },
+        stop);
+    for (uint32_t j = 0; j < c.view.large_count && !stop(); ++j)
+        accept(c.view.large_object[j], kNoEntry);
+}
+
+/// The box of `object`, from the entry's sequential copy when there is one.
+inline void entry_or_object_box(const Cells& c, uint32_t object, uint32_t entry, float lo[3], float hi[3]) {
+    if (entry == kNoEntry || c.view.entry_min[0] == nullptr) {
+        c.object_box(object, lo, hi);
+        return;
+    }
+    for (uint32_t d = 0; d < 3; ++d) {
+        lo[d] = d < c.dims ? c.view.entry_min[d][entry] : 0.0f;
+        hi[d] = d < c.dims ? c.view.entry_max[d][entry] : 0.0f;
+    }
+}
+
+/// Every small object once (from its minimum cell) that passes the layer
+/// mask: O(entries), the fallback of the ray and nearest traversals.
+template <typename Hit>
+void scan_all_small(const Cells& c, uint32_t layer_mask, Hit&& hit) {
+    for (uint32_t cell = 0; cell < c.view.cell_count; ++cell) {
+        int32_t at[3] = {0, 0, 0};
+        c.unpack(c.view.cell_key[cell], at[0], at[1], at[2]);
+        for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1]; ++e) {
+            const uint32_t object = c.view.entry_object[e];
+            int32_t lo[3];
+            c.object_min_cell(object, lo);
+            if (lo[0] == at[0] && lo[1] == at[1] && lo[2] == at[2] && c.in_layer(object, layer_mask)) hit(object);
+        }
+    }
+}
+
+} // namespace hashgrid::box_query

@@ -1,0 +1,327 @@
+// Ray queries of the box grid (box_queries.h): query_ray, query_ray_first and
+// their batches.
+//
+// Amanatides & Woo step from cell boundary to cell boundary along the ray.
+// Here the steps cut the t range into pieces, and each piece scans the cells
+// within eps of its part of the ray (usually one or two cells per axis). Why
+// the widening: hits are decided by a float slab test, which can accept a box
+// that the exact ray misses by a rounding error (a ray through a cell corner
+// or along a cell edge); such a box lies within eps of the ray, so a cell of
+// it is scanned. Piece cell ranges only grow along the ray (monotone in t on
+// every axis), so an object whose cell range meets two pieces also meets
+// every piece between them: an object is reported from a piece only when its
+// range misses the previous piece (the "previous cell of the path" rule of a
+// lattice path, applied to pieces), and within the piece from the cell of
+// max(piece.lo, object.lo). No set, no second report, no missed corner.
+#include "box_query_internal.h"
+
+#include "hashgrid/box_queries.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace hashgrid {
+namespace {
+
+using namespace box_query;
+
+/// The ray in double, its rounding margin per axis, and the t range left
+/// after clipping it to the union of the small objects' boxes.
+struct RaySpan {
+    uint32_t dims;
+    double o[3];
+    double dir[3];
+    double eps[3];
+    double t0;
+    double t1;
+
+    [[nodiscard]] double position(uint32_t d, double t) const { return dir[d] == 0.0 ? o[d] : o[d] + t * dir[d]; }
+};
+
+/// Clips the ray to the union of the small objects' boxes, widened by eps;
+/// false when nothing of it is left.
+bool clip_ray(const Cells& c, const Ray& ray, RaySpan& r) {
+    const BoxQueryGrid& g = c.grid;
+    r.dims = c.dims;
+    r.t0 = 0.0;
+    r.t1 = static_cast<double>(ray.max_t);
+    for (uint32_t d = 0; d < r.dims; ++d) {
+        r.o[d] = static_cast<double>(ray.origin[d]);
+        r.dir[d] = static_cast<double>(ray.direction[d]);
+        r.eps[d] = kRelativeSlack * (std::fabs(r.o[d]) + static_cast<double>(g.magnitude[d])) + kAbsoluteSlack;
+        const double lo = static_cast<double>(g.box_lo[d]) - 2.0 * r.eps[d];
+        const double hi = static_cast<double>(g.box_hi[d]) + 2.0 * r.eps[d];
+        if (r.dir[d] == 0.0) {
+            if (r.o[d] < lo || r.o[d] > hi) return false;
+            continue;
+        }
+        double ta = (lo - r.o[d]) / r.dir[d];
+        double tb = (hi - r.o[d]) / r.dir[d];
+        if (ta > tb) std::swap(ta, tb);
+        r.t0 = std::max(r.t0, ta);
+        r.t1 = std::min(r.t1, tb);
+    }
+    return r.t0 <= r.t1;
+}
+
+/// About how many pieces the traversal of [t0, t1] makes (up to a few for rounding).
+double piece_estimate(const Cells& c, const RaySpan& r) {
+    const BoxQueryGrid& g = c.grid;
+    double crossings = 1.0;
+    for (uint32_t d = 0; d < r.dims; ++d) {
+        if (r.dir[d] == 0.0) continue;
+        const int32_t a = std::clamp(c.cell(d, r.position(d, r.t0)), g.cell_lo[d], g.cell_hi[d]);
+        const int32_t b = std::clamp(c.cell(d, r.position(d, r.t1)), g.cell_lo[d], g.cell_hi[d]);
+        crossings += std::fabs(static_cast<double>(a) - static_cast<double>(b));
+    }
+    return crossings;
+}
+
+/// Next boundary to cross per axis from t0 (interior boundaries of the extent
+/// only: beyond them the clamped cell does not change), and its t (+inf: none).
+void first_boundaries(const Cells& c, const RaySpan& r, int64_t next[3], double t_next[3]) {
+    const BoxQueryGrid& g = c.grid;
+    for (uint32_t d = 0; d < r.dims; ++d) {
+        if (r.dir[d] == 0.0) continue;
+        const double f = std::floor((r.position(d, r.t0) - c.origin[d]) * c.scale);
+        const int64_t first = int64_t{g.cell_lo[d]} + 1;
+        const int64_t last = g.cell_hi[d];
+        if (first > last) continue;
+        const double clamped = std::clamp(f, static_cast<double>(first - 1), static_cast<double>(last + 1));
+        int64_t k = static_cast<int64_t>(clamped);
+        if (r.dir[d] > 0.0) {
+            k = std::max(k + 1, first);
+            if (k > last) continue;
+        } else {
+            k = std::min(k, last);
+            if (k < first) continue;
+        }
+        next[d] = k;
+        t_next[d] = (c.boundary(d, k) - r.o[d]) / r.dir[d];
+    }
+}
+
+/// Pieces of the ray (see the file comment): calls visit(piece, previous or
+/// null, t_end) in order along the ray until visit returns false. The ray is
+/// clipped to the union of the small objects' boxes first, so a ray far
+/// longer than the world costs the cells it crosses inside it. Returns false,
+/// having visited nothing, when the pieces would outnumber the occupied cells
+/// (a long ray through a sparse extent): the caller then scans the occupied
+/// cells instead (scan_all_small), which gives the same hits.
+template <typename Visit>
+bool traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
+    const BoxQueryGrid& g = c.grid;
+    if (!g.has_cells) return true;
+    RaySpan r;
+    if (!clip_ray(c, ray, r)) return true;
+    if (piece_estimate(c, r) > 2.0 * static_cast<double>(c.view.cell_count) + 64.0) return false;
+    int64_t next[3] = {0, 0, 0};
+    double t_next[3] = {kDoubleInf, kDoubleInf, kDoubleInf};
+    first_boundaries(c, r, next, t_next);
+
+    CellBox previous{};
+    bool has_previous = false;
+    double ts = r.t0;
+    for (;;) {
+        uint32_t axis = 3;
+        double te = r.t1;
+        for (uint32_t d = 0; d < r.dims; ++d) {
+            if (t_next[d] < te) {
+                te = t_next[d];
+                axis = d;
+            }
+        }
+        te = std::max(te, ts);
+        CellBox piece{};
+        for (uint32_t d = 0; d < r.dims; ++d) {
+            const double a = r.position(d, ts);
+            const double b = r.position(d, te);
+            piece.lo[d] = std::max(c.cell(d, std::min(a, b) - r.eps[d]), g.cell_lo[d]);
+            piece.hi[d] = std::min(c.cell(d, std::max(a, b) + r.eps[d]), g.cell_hi[d]);
+        }
+        if (!visit(piece, has_previous ? &previous : nullptr, te)) return true;
+        previous = piece;
+        has_previous = true;
+        if (axis == 3) return true;
+        ts = te;
+        next[axis] += r.dir[axis] > 0.0 ? 1 : -1;
+        if (next[axis] < int64_t{g.cell_lo[axis]} + 1 || next[axis] > int64_t{g.cell_hi[axis]}) {
+            t_next[axis] = kDoubleInf;
+        } else {
+            t_next[axis] = (c.boundary(axis, next[axis]) - r.o[axis]) / r.dir[axis];
+        }
+    }
+}
+
+/// Small objects of a piece, once along the whole ray: calls hit(object) for
+/// each object reported from this piece that passes the layer mask.
+template <typename Hit>
+void scan_piece(const Cells& c, const CellBox& piece, const CellBox* previous, uint32_t layer_mask, Hit&& hit) {
+    c.walk(piece, every_row, [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
+        const int32_t at[3] = {x, y, z};
+        const uint32_t end = c.view.cell_start[cell + 1];
+        for (uint32_t e = c.view.cell_start[cell]; e < end; ++e) {
+            const uint32_t object = c.view.entry_object[e];
+            if (!c.in_layer(object, layer_mask)) continue;
+            CellBox r;
+            c.object_cells(object, r);
+            if (previous != nullptr && boxes_meet(r, *previous)) continue;
+            bool here = true;
+            for (uint32_t d = 0; d < 3; ++d)
+                here = here && std::max(piece.lo[d], r.lo[d]) == at[d];
+            if (here) hit(object);
+        }
+    });
+}
+
+bool valid_ray(const Ray& ray, uint32_t dims) {
+    return finite3(ray.origin, dims) && finite3(ray.direction, dims) && !std::isnan(ray.max_t) && ray.max_t >= 0.0f;
+}
+
+bool hit_less(const RayHit& a, const RayHit& b) { return a.t < b.t || (a.t == b.t && a.index < b.index); }
+
+} // namespace
+
+Ray segment_ray(const float start[3], const float end[3]) {
+    Ray r;
+    for (uint32_t d = 0; d < 3; ++d) {
+        r.origin[d] = start[d];
+        r.direction[d] = end[d] - start[d];
+    }
+    r.max_t = 1.0f;
+    return r;
+}
+
+bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3], uint32_t dimensions, float& t) {
+    double t_enter = 0.0;
+    double t_exit = static_cast<double>(ray.max_t);
+    for (uint32_t d = 0; d < dimensions; ++d) {
+        const float o = ray.origin[d];
+        const float dir = ray.direction[d];
+        if (dir == 0.0f) {
+            if (o < box_min[d] || o > box_max[d]) return false;
+            continue;
+        }
+        const double od = static_cast<double>(o);
+        const double dd = static_cast<double>(dir);
+        double t1 = (static_cast<double>(box_min[d]) - od) / dd;
+        double t2 = (static_cast<double>(box_max[d]) - od) / dd;
+        if (t1 > t2) std::swap(t1, t2);
+        if (t1 > t_enter) t_enter = t1;
+        if (t2 < t_exit) t_exit = t2;
+    }
+    if (!(t_enter <= t_exit)) return false;
+    t = static_cast<float>(t_enter);
+    return true;
+}
+
+QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
+    const Cells c(grid);
+    if (!valid_ray(ray, c.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
+    // The best `capacity` hits by (t, index) in a max-heap in the caller's
+    // buffer; every hit is counted. Keys are unique, so the sorted heap is the
+    // canonical prefix whatever the discovery order.
+    uint64_t count = 0;
+    uint64_t size = 0;
+    auto consider = [&](uint32_t object) {
+        float lo[3], hi[3];
+        c.object_box(object, lo, hi);
+        float t = 0.0f;
+        if (!ray_box_hit(ray, lo, hi, c.dims, t)) return;
+        ++count;
+        const RayHit h{object, t};
+        if (size < capacity) {
+            out[size++] = h;
+            std::push_heap(out, out + size, hit_less);
+        } else if (capacity != 0 && hit_less(h, out[0])) {
+            std::pop_heap(out, out + size, hit_less);
+            out[size - 1] = h;
+            std::push_heap(out, out + size, hit_less);
+        }
+    };
+    // Hits are ranked by (t, index) whatever the order they are found in.
+    if (!traverse_ray(c, ray, [&](const CellBox& piece, const CellBox* previous, double) {
+            scan_piece(c, piece, previous, layer_mask, consider);
+            return true;
+        }))
+        scan_all_small(c, layer_mask, consider);
+    for (uint32_t j = 0; j < c.view.large_count; ++j)
+        if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
+    std::sort_heap(out, out + size, hit_less);
+    return finish(count, capacity);
+}
+
+QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(hit != nullptr, "query_ray_first: null output");
+    const Cells c(grid);
+    if (!valid_ray(ray, c.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
+    RayHit best{kNoIndex, 0.0f};
+    auto consider = [&](uint32_t object) {
+        float lo[3], hi[3];
+        c.object_box(object, lo, hi);
+        float t = 0.0f;
+        if (!ray_box_hit(ray, lo, hi, c.dims, t)) return;
+        const RayHit h{object, t};
+        if (best.index == kNoIndex || hit_less(h, best)) best = h;
+    };
+    for (uint32_t j = 0; j < c.view.large_count; ++j)
+        if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
+    if (!traverse_ray(c, ray, [&](const CellBox& piece, const CellBox* previous, double t_end) {
+            scan_piece(c, piece, previous, layer_mask, consider);
+            // An unseen object's slab t exceeds t_end up to rounding (float t: 2^-24 relative).
+            return best.index == kNoIndex || !(static_cast<double>(best.t) < t_end * (1.0 - kRelativeSlack));
+        }))
+        scan_all_small(c, layer_mask, consider);
+    *hit = best; // index kNoIndex when nothing is hit
+    return finish(best.index == kNoIndex ? 0 : 1, 1);
+}
+
+// ---------------------------------------------------------------------------
+// Batches.
+
+QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
+                            uint64_t* offsets, uint64_t offsets_capacity, RayHit* out, uint64_t capacity,
+                            const ThreadBackend& backend) {
+    HASHGRID_REQUIRE_BATCH(grid, rays, count);
+    return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                                   [&](uint32_t q, RayHit* o, uint64_t room) {
+                                       return batch_total(query_ray(grid, rays[q], layer_mask, o, room));
+                                   });
+}
+
+QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
+                                  RayHit* hits, const ThreadBackend& backend) {
+    HASHGRID_REQUIRE_BATCH(grid, rays, count);
+    HASHGRID_REQUIRE_ARGUMENT(hits != nullptr || count == 0, "query_ray_first_batch: null hits");
+    // Validate first so that nothing is written for an invalid batch.
+    QueryResult result;
+    const Cells c(grid);
+    uint32_t bad = 0;
+    for (uint32_t q = 0; q < count; ++q) {
+        if (valid_ray(rays[q], c.dims)) continue;
+        if (bad++ == 0) result.status.index = q;
+    }
+    if (bad != 0) {
+        result.status.code = StatusCode::invalid_query;
+        result.status.count = bad;
+        result.status.message = "query batch: a ray is invalid (NaN/infinite or negative max_t)";
+        return result;
+    }
+    const uint32_t grain = detail::query_batch_grain(count);
+    parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t q = begin; q < end; ++q)
+            query_ray_first(grid, rays[q], layer_mask, hits + q);
+    });
+    for (uint32_t q = 0; q < count; ++q)
+        result.total += hits[q].index != kNoIndex ? 1u : 0u;
+    result.written = count;
+    return result;
+}
+
+} // namespace hashgrid
