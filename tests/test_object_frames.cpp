@@ -304,11 +304,11 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
 
     // A box query over [0.9, 1.2]^2 finds a and b (closed boxes), not c.
     const hashgrid::BoxQueryGrid q = hashgrid::prepare_box_queries(frame, serial);
-    hashgrid::BoxQuery bq;
+    hashgrid::QueryBox bq;
     bq.min[0] = bq.min[1] = 0.9f;
     bq.max[0] = bq.max[1] = 1.2f;
     uint32_t found[8];
-    const hashgrid::QueryResult r = hashgrid::query_box(q, bq, found, 8);
+    const hashgrid::QueryResult r = hashgrid::query_box(q, bq, hashgrid::kAllLayers, found, 8);
     REQUIRE(r.status.ok());
     REQUIRE(r.written == 2);
     ObjectHandle hs[2];
@@ -568,14 +568,14 @@ TEST_CASE("store -> BoxGrid: random churn frames resolve pairs and queries to th
             std::vector<uint64_t> users(sc.max_objects);
             std::vector<uint32_t> kept; // the first query's results, for the staleness checks below
             for (uint32_t k = 0; k < 4; ++k) {
-                hashgrid::BoxQuery bq;
-                bq.layer_mask = rng.coin() ? hashgrid::kAllLayers : (rng.next_u32() & 7u);
+                hashgrid::QueryBox bq;
+                const uint32_t layer_mask = rng.coin() ? hashgrid::kAllLayers : (rng.next_u32() & 7u);
                 const ObjectBox qb = random_box(rng, dims, extent, 8.0f);
                 for (uint32_t d = 0; d < 3; ++d) {
                     bq.min[d] = qb.min[d];
                     bq.max[d] = qb.max[d];
                 }
-                const hashgrid::QueryResult r = hashgrid::query_box(q, bq, found.data(), sc.max_objects);
+                const hashgrid::QueryResult r = hashgrid::query_box(q, bq, layer_mask, found.data(), sc.max_objects);
                 REQUIRE(r.status.ok());
                 if (k == 0) kept.assign(found.begin(), found.begin() + r.written);
                 REQUIRE(store.handles_at(q.view, found.data(), r.written, handles.data()).ok());
@@ -589,7 +589,7 @@ TEST_CASE("store -> BoxGrid: random churn frames resolve pairs and queries to th
                 std::sort(got_keys.begin(), got_keys.end());
                 std::vector<uint64_t> expected_keys;
                 for (const auto& [key, o] : live)
-                    if ((o.category & bq.layer_mask) != 0 && overlaps(qb, o.box, dims)) expected_keys.push_back(key);
+                    if ((o.category & layer_mask) != 0 && overlaps(qb, o.box, dims)) expected_keys.push_back(key);
                 CHECK(got_keys == expected_keys);
                 total_found += expected_keys.size();
             }
@@ -656,13 +656,13 @@ TEST_CASE("client API: pairs and query batches resolve through the index's views
 
     // A batch of box queries on query_grid(), mapped through its view.
     REQUIRE(index.update_index(serial).ok());
-    hashgrid::BoxQuery bq;
+    hashgrid::QueryBox bq;
     bq.min[0] = 8.0f;
     bq.min[1] = 8.0f;
     bq.max[0] = 10.0f;
     bq.max[1] = 10.0f;
     uint32_t found[8];
-    const hashgrid::QueryResult r = hashgrid::query_box(index.query_grid(), bq, found, 8);
+    const hashgrid::QueryResult r = hashgrid::query_box(index.query_grid(), bq, hashgrid::kAllLayers, found, 8);
     REQUIRE(r.written == 1);
     ObjectHandle h;
     REQUIRE(objects.handles_at(index.query_grid().view, found, 1, &h).ok());
