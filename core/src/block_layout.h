@@ -81,6 +81,37 @@ inline void release_owned(void*& owned, const void* now_used) {
     owned = nullptr;
 }
 
+/// memory_requirements() of every object kind: a validation result, then the
+/// measured block (measure() lays the block out with no base) checked against
+/// what this target can address.
+template <typename Measure>
+MemoryRequirements block_requirements(const Status& valid, Measure&& measure) {
+    MemoryRequirements r;
+    r.status = valid;
+    if (!r.status.ok()) return r;
+    const uint64_t bytes = measure();
+    if (bytes > SIZE_MAX) {
+        r.status = config_error("capacities need more memory than this target can address");
+        return r;
+    }
+    r.bytes = bytes;
+    r.alignment = kAlignment;
+    return r;
+}
+
+/// init() of every object kind on a caller block: the config's requirements,
+/// the block check, then place(base), which lays the object out on the block
+/// and takes it over (it cannot fail: everything that can was checked before
+/// the object is touched), then an earlier own block is released.
+template <typename Place>
+Status init_on_block(const MemoryRequirements& req, void* memory, size_t bytes, void*& owned, Place&& place) {
+    if (!req.status.ok()) return req.status;
+    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
+    place(static_cast<unsigned char*>(memory));
+    release_owned(owned, memory);
+    return Status{};
+}
+
 /// init_allocate() as a transaction: the new block is allocated and laid out
 /// first; only when init(block) succeeded is the old block freed (by init,
 /// through release_owned) and the new one owned. Any failure leaves the

@@ -93,67 +93,54 @@ Status BoxGrid::validate(const BoxGridConfig& c) {
 }
 
 MemoryRequirements BoxGrid::memory_requirements(const BoxGridConfig& config) {
-    MemoryRequirements r;
-    r.status = validate(config);
-    if (!r.status.ok()) return r;
-    const uint64_t bytes = lay_out(config, nullptr, nullptr);
-    if (bytes > SIZE_MAX) {
-        r.status = config_error("capacities need more memory than this target can address");
-        return r;
-    }
-    r.bytes = bytes;
-    r.alignment = kAlignment;
-    return r;
+    return block_requirements(validate(config), [&] { return lay_out(config, nullptr, nullptr); });
 }
 
 BoxGrid::~BoxGrid() { aligned_free_bytes(owned_memory_); }
 
 Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
     const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
-    auto* base = static_cast<unsigned char*>(memory);
-    BoxState* state = new (base) BoxState();
-    const uint64_t laid = lay_out(config, base, state);
-    HASHGRID_ASSERT(laid == req.bytes, "layout and memory_requirements disagree");
-    (void)laid;
-    state->dims = config.dimensions;
-    state->max_objects = config.max_objects;
-    state->max_entries = config.max_cell_entries;
-    CellParams& k = state->cells;
-    k.scale = key_scale(config.cell_size);
-    const bool bounded = config.world == World::bounded;
-    const int32_t limit = config.dimensions == 3 ? kKeyLimit3 : kKeyLimit2;
-    for (uint32_t d = 0; d < 3; ++d) {
-        k.origin[d] = d < config.dimensions ? config.origin[d] : 0.0f;
-        k.upper[d] = bounded ? static_cast<double>(d < config.dimensions ? config.cell_counts[d] : 1u)
-                             : static_cast<double>(limit) + 1.0;
-    }
-    k.lower = bounded ? 0.0 : -static_cast<double>(limit);
-    k.clamp = bounded && config.out_of_bounds == OutOfBounds::clamp;
-    // Vector loads read up to kEntryPad entries (objects) past the last one,
-    // masked out: keep every slot defined. (Sizes fit: req.bytes <= SIZE_MAX.)
-    const auto entry_slots = static_cast<size_t>(uint64_t{config.max_cell_entries} + kEntryPad);
-    const auto object_slots = static_cast<size_t>(uint64_t{config.max_objects} + kEntryPad);
-    for (uint32_t d = 0; d < config.dimensions; ++d) {
-        std::memset(state->entry_min[d], 0, entry_slots * sizeof(float));
-        std::memset(state->entry_max[d], 0, entry_slots * sizeof(float));
-        std::memset(state->min[d], 0, object_slots * sizeof(float));
-        std::memset(state->max[d], 0, object_slots * sizeof(float));
-    }
-    std::memset(state->entry_flags, 0, entry_slots * sizeof(uint32_t));
-    state->cell_start[0] = 0;
-    state->entry_object = state->payload[0];
+    return init_on_block(req, memory, bytes, owned_memory_, [&](unsigned char* base) {
+        BoxState* state = new (base) BoxState();
+        const uint64_t laid = lay_out(config, base, state);
+        HASHGRID_ASSERT(laid == req.bytes, "layout and memory_requirements disagree");
+        (void)laid;
+        state->dims = config.dimensions;
+        state->max_objects = config.max_objects;
+        state->max_entries = config.max_cell_entries;
+        CellParams& k = state->cells;
+        k.scale = key_scale(config.cell_size);
+        const bool bounded = config.world == World::bounded;
+        const int32_t limit = config.dimensions == 3 ? kKeyLimit3 : kKeyLimit2;
+        for (uint32_t d = 0; d < 3; ++d) {
+            k.origin[d] = d < config.dimensions ? config.origin[d] : 0.0f;
+            k.upper[d] = bounded ? static_cast<double>(d < config.dimensions ? config.cell_counts[d] : 1u)
+                                 : static_cast<double>(limit) + 1.0;
+        }
+        k.lower = bounded ? 0.0 : -static_cast<double>(limit);
+        k.clamp = bounded && config.out_of_bounds == OutOfBounds::clamp;
+        // Vector loads read up to kEntryPad entries (objects) past the last one,
+        // masked out: keep every slot defined. (Sizes fit: req.bytes <= SIZE_MAX.)
+        const auto entry_slots = static_cast<size_t>(uint64_t{config.max_cell_entries} + kEntryPad);
+        const auto object_slots = static_cast<size_t>(uint64_t{config.max_objects} + kEntryPad);
+        for (uint32_t d = 0; d < config.dimensions; ++d) {
+            std::memset(state->entry_min[d], 0, entry_slots * sizeof(float));
+            std::memset(state->entry_max[d], 0, entry_slots * sizeof(float));
+            std::memset(state->min[d], 0, object_slots * sizeof(float));
+            std::memset(state->max[d], 0, object_slots * sizeof(float));
+        }
+        std::memset(state->entry_flags, 0, entry_slots * sizeof(uint32_t));
+        state->cell_start[0] = 0;
+        state->entry_object = state->payload[0];
 
-    config_ = config;
-    state_ = state;
-    built_ = false;
-    initialized_ = true;
-    ++frame_; // views of the old block are stale
-    source_store_ = nullptr;
-    source_layout_ = 0;
-    release_owned(owned_memory_, memory);
-    return {};
+        config_ = config;
+        state_ = state;
+        built_ = false;
+        initialized_ = true;
+        ++frame_; // views of the old block are stale
+        source_store_ = nullptr;
+        source_layout_ = 0;
+    });
 }
 
 Status BoxGrid::init_allocate(const BoxGridConfig& config) {
@@ -192,8 +179,8 @@ PairResult BoxGrid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend
     return Impl::find_pairs(*this, out, capacity, backend, filter);
 }
 
-PairResult BoxGrid::find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity,
-                                    const ThreadBackend& backend, PairFilter filter) {
+PairResult BoxGrid::find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend,
+                                    PairFilter filter) {
     return Impl::find_pairs_with(*this, queries, out, capacity, backend, filter);
 }
 

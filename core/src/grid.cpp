@@ -121,58 +121,47 @@ Status validate(const GridConfig& c) {
 }
 
 MemoryRequirements memory_requirements(const GridConfig& config) {
-    MemoryRequirements r;
-    r.status = validate(config);
-    if (!r.status.ok()) return r;
-    GridState scratch;
-    const uint64_t bytes = lay_out(config, sizes_of(config), nullptr, scratch, nullptr);
-    if (bytes > SIZE_MAX) {
-        r.status = config_error("capacities need more memory than this target can address");
-        return r;
-    }
-    r.bytes = bytes;
-    r.alignment = kAlignment;
-    return r;
+    return block_requirements(validate(config), [&] {
+        GridState scratch;
+        return lay_out(config, sizes_of(config), nullptr, scratch, nullptr);
+    });
 }
 
 Grid::~Grid() { aligned_free_bytes(owned_memory_); }
 
 Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
-    const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
-    const Sizes s = sizes_of(config);
-    // The state lives in the new block, after the arrays; the old block (if
-    // any) is not touched, and nothing can fail from here on.
-    GridState arrays{};
-    GridState* at = nullptr;
-    lay_out(config, s, static_cast<unsigned char*>(memory), arrays, &at);
-    auto* state = new (at) GridState(arrays);
-    state->slot_count = s.slots;
-    state->slot_shift = 64;
-    for (uint32_t v = s.slots; v > 1; v >>= 1)
-        --state->slot_shift;
-    state->block_count = s.pair_blocks;
-    state->sort_grain = s.sort_grain;
-    state->bucket_capacity = s.buckets;
-    state->dense_capacity = s.dense;
-    // The sweep reads up to kPad values past the last particle: make them
-    // ordinary numbers once (the lanes are masked out, but keep them defined).
-    // The block fits in memory (memory_requirements checked it against
-    // SIZE_MAX), so these sizes fit size_t on 32-bit targets too.
-    const auto padded = static_cast<size_t>(s.particles) + kPad;
-    std::memset(state->order, 0, padded * sizeof(uint32_t));
-    for (float* a : state->sorted)
-        if (a != nullptr) std::memset(a, 0, padded * sizeof(float));
-    std::memset(state->sorted_radius, 0, padded * sizeof(float));
-    std::memset(state->particle_cell, 0, padded * sizeof(uint32_t));
-    std::memset(state->cell_start, 0, (static_cast<size_t>(s.cells) + 1) * sizeof(uint32_t));
+    return init_on_block(memory_requirements(config), memory, bytes, owned_memory_, [&](unsigned char* base) {
+        const Sizes s = sizes_of(config);
+        // The state lives in the new block, after the arrays; the old block (if
+        // any) is not touched, and nothing can fail from here on.
+        GridState arrays{};
+        GridState* at = nullptr;
+        lay_out(config, s, base, arrays, &at);
+        auto* state = new (at) GridState(arrays);
+        state->slot_count = s.slots;
+        state->slot_shift = 64;
+        for (uint32_t v = s.slots; v > 1; v >>= 1)
+            --state->slot_shift;
+        state->block_count = s.pair_blocks;
+        state->sort_grain = s.sort_grain;
+        state->bucket_capacity = s.buckets;
+        state->dense_capacity = s.dense;
+        // The sweep reads up to kPad values past the last particle: make them
+        // ordinary numbers once (the lanes are masked out, but keep them defined).
+        // The block fits in memory (memory_requirements checked it against
+        // SIZE_MAX), so these sizes fit size_t on 32-bit targets too.
+        const auto padded = static_cast<size_t>(s.particles) + kPad;
+        std::memset(state->order, 0, padded * sizeof(uint32_t));
+        for (float* a : state->sorted)
+            if (a != nullptr) std::memset(a, 0, padded * sizeof(float));
+        std::memset(state->sorted_radius, 0, padded * sizeof(float));
+        std::memset(state->particle_cell, 0, padded * sizeof(uint32_t));
+        std::memset(state->cell_start, 0, (static_cast<size_t>(s.cells) + 1) * sizeof(uint32_t));
 
-    config_ = config;
-    state_ = state;
-    initialized_ = true;
-    release_owned(owned_memory_, memory);
-    return {};
+        config_ = config;
+        state_ = state;
+        initialized_ = true;
+    });
 }
 
 Status Grid::init_allocate(const GridConfig& config) {

@@ -81,55 +81,43 @@ Status ObjectStore::validate(const ObjectStoreConfig& c) {
 }
 
 MemoryRequirements ObjectStore::memory_requirements(const ObjectStoreConfig& config) {
-    MemoryRequirements r;
-    r.status = validate(config);
-    if (!r.status.ok()) return r;
-    Arrays unused;
-    const uint64_t bytes = lay_out(config, nullptr, unused);
-    if (bytes > SIZE_MAX) {
-        r.status =
-            status_error(StatusCode::invalid_config, "max_objects needs more memory than this target can address");
-        return r;
-    }
-    r.bytes = bytes;
-    r.alignment = kAlignment;
-    return r;
+    return detail::block_requirements(validate(config), [&] {
+        Arrays unused;
+        return lay_out(config, nullptr, unused);
+    });
 }
 
 ObjectStore::~ObjectStore() { aligned_free_bytes(owned_memory_); }
 
 Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t bytes) {
-    const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
-    Arrays a;
-    lay_out(config, static_cast<unsigned char*>(memory), a);
-    for (uint32_t d = 0; d < 3; ++d) {
-        min_[d] = a.min[d];
-        max_[d] = a.max[d];
-    }
-    category_ = a.category;
-    mask_ = a.mask;
-    user_ = a.user;
-    dense_slot_ = a.dense_slot;
-    slot_generation_ = a.slot_generation;
-    slot_dense_ = a.slot_dense;
-    free_ring_ = a.free_ring;
+    return detail::init_on_block(memory_requirements(config), memory, bytes, owned_memory_, [&](unsigned char* base) {
+        Arrays a;
+        lay_out(config, base, a);
+        for (uint32_t d = 0; d < 3; ++d) {
+            min_[d] = a.min[d];
+            max_[d] = a.max[d];
+        }
+        category_ = a.category;
+        mask_ = a.mask;
+        user_ = a.user;
+        dense_slot_ = a.dense_slot;
+        slot_generation_ = a.slot_generation;
+        slot_dense_ = a.slot_dense;
+        free_ring_ = a.free_ring;
 
-    config_ = config;
-    for (uint32_t s = 0; s < config.max_objects; ++s) {
-        slot_generation_[s] = detail::first_generation(config.handle_salt, s);
-        slot_dense_[s] = kFreeSlot;
-        free_ring_[s] = s; // slots are first issued in ascending order
-    }
-    free_head_ = 0;
-    free_count_ = config.max_objects;
-    count_ = 0;
-    retired_ = 0;
-    ++layout_; // views of the old layout are stale
-    initialized_ = true;
-    detail::release_owned(owned_memory_, memory);
-    return {};
+        config_ = config;
+        for (uint32_t s = 0; s < config.max_objects; ++s) {
+            slot_generation_[s] = detail::first_generation(config.handle_salt, s);
+            slot_dense_[s] = kFreeSlot;
+            free_ring_[s] = s; // slots are first issued in ascending order
+        }
+        free_head_ = 0;
+        free_count_ = config.max_objects;
+        count_ = 0;
+        retired_ = 0;
+        ++layout_; // views of the old layout are stale
+        initialized_ = true;
+    });
 }
 
 Status ObjectStore::init_allocate(const ObjectStoreConfig& config) {

@@ -138,31 +138,27 @@ MemoryRequirements ProximityIndex::memory_requirements(const ProximityIndexConfi
 ProximityIndex::~ProximityIndex() { aligned_free_bytes(owned_memory_); }
 
 Status ProximityIndex::init(const ProximityIndexConfig& config, void* memory, size_t bytes) {
-    const MemoryRequirements req = memory_requirements(config);
-    if (!req.status.ok()) return req.status;
-    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
-    const BlockLayout l = lay_out(config);
-    auto* base = static_cast<unsigned char*>(memory);
-    // Both configs were validated by memory_requirements() above, and their
-    // blocks are the sizes it measured: these inits cannot fail, so the
-    // store and the grid never end up on different blocks.
-    Status s = store_.init(store_config_of(config), base + l.store_offset, static_cast<size_t>(l.store.bytes));
-    HASHGRID_ASSERT(s.ok(), "ProximityIndex: store init failed after validation");
-    s = grid_.init(config.grid, base + l.grid_offset, static_cast<size_t>(l.grid.bytes));
-    HASHGRID_ASSERT(s.ok(), "ProximityIndex: grid init failed after validation");
-    (void)s;
-    slot_entries_ = reinterpret_cast<uint32_t*>(base + l.slot_entries_offset);
-    found_ = reinterpret_cast<uint32_t*>(base + l.found_offset);
-    for (uint32_t i = 0; i < config.grid.max_objects; ++i)
-        slot_entries_[i] = 0;
-    config_ = config;
-    entry_total_ = 0;
-    query_grid_ = BoxQueryGrid{};
-    query_backend_ = serial_backend();
-    dirty_ = true; // the first query builds the (empty) grid
-    initialized_ = true;
-    detail::release_owned(owned_memory_, memory);
-    return {};
+    return detail::init_on_block(memory_requirements(config), memory, bytes, owned_memory_, [&](unsigned char* base) {
+        const BlockLayout l = lay_out(config);
+        // Both configs were validated by memory_requirements() above, and their
+        // blocks are the sizes it measured: these inits cannot fail, so the
+        // store and the grid never end up on different blocks.
+        Status s = store_.init(store_config_of(config), base + l.store_offset, static_cast<size_t>(l.store.bytes));
+        HASHGRID_ASSERT(s.ok(), "ProximityIndex: store init failed after validation");
+        s = grid_.init(config.grid, base + l.grid_offset, static_cast<size_t>(l.grid.bytes));
+        HASHGRID_ASSERT(s.ok(), "ProximityIndex: grid init failed after validation");
+        (void)s;
+        slot_entries_ = reinterpret_cast<uint32_t*>(base + l.slot_entries_offset);
+        found_ = reinterpret_cast<uint32_t*>(base + l.found_offset);
+        for (uint32_t i = 0; i < config.grid.max_objects; ++i)
+            slot_entries_[i] = 0;
+        config_ = config;
+        entry_total_ = 0;
+        query_grid_ = BoxQueryGrid{};
+        query_backend_ = serial_backend();
+        dirty_ = true; // the first query builds the (empty) grid
+        initialized_ = true;
+    });
 }
 
 Status ProximityIndex::init_allocate(const ProximityIndexConfig& config) {
