@@ -4,7 +4,6 @@
 #include "hashgrid/assert.h"
 #include "hashgrid/objects.h"
 
-#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -65,30 +64,17 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
 } // namespace
 
 Status BoxGrid::validate(const BoxGridConfig& c) {
-    if (c.dimensions != 2 && c.dimensions != 3) return config_error("dimensions must be 2 or 3");
-    if (!positive_finite(c.cell_size)) return config_error("cell_size must be finite and > 0");
-    for (uint32_t d = 0; d < c.dimensions; ++d)
-        if (!std::isfinite(c.origin[d])) return config_error("origin must be finite");
+    if (const Status s = hashgrid::validate(static_cast<const LatticeConfig&>(c)); !s.ok()) return s;
+    // Cells are named by packed keys (cell_key.h) in bounded worlds too.
+    if (c.world == World::bounded && c.dimensions == 3)
+        for (const uint32_t count : c.cell_counts)
+            if (count > uint32_t{kKeyLimit3} + 1)
+                return config_error("bounded 3D world: each cell count must be <= 2^20 - 1");
     if (c.max_objects == 0 || c.max_objects >= (1u << 31)) return config_error("max_objects must be in [1, 2^31)");
     if (c.max_cell_entries == 0 || c.max_cell_entries >= (1u << 31))
         return config_error("max_cell_entries must be in [1, 2^31)");
     if (c.max_pairs >= (uint64_t{1} << 40)) return config_error("max_pairs must be < 2^40");
     if (c.large_object_cells == 0) return config_error("large_object_cells must be >= 1");
-    if (c.world == World::bounded) {
-        uint64_t cells = 1;
-        for (uint32_t d = 0; d < c.dimensions; ++d) {
-            if (c.cell_counts[d] == 0) return config_error("bounded world: cell_counts must be >= 1");
-            // Cells are named by packed keys (cell_key.h) in bounded worlds too.
-            if (c.dimensions == 3 && c.cell_counts[d] > uint32_t{kKeyLimit3} + 1)
-                return config_error("bounded 3D world: each cell count must be <= 2^20 - 1");
-            cells *= c.cell_counts[d];
-            if (cells >= (uint64_t{1} << 31)) return config_error("bounded world: total cells must be < 2^31");
-        }
-        if (c.out_of_bounds != OutOfBounds::reject && c.out_of_bounds != OutOfBounds::clamp)
-            return config_error("out_of_bounds must be reject or clamp");
-    } else if (c.world != World::unbounded) {
-        return config_error("world must be bounded or unbounded");
-    }
     return {};
 }
 

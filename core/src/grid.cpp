@@ -4,7 +4,6 @@
 
 #include "hashgrid/assert.h"
 
-#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -94,29 +93,14 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, GridS
 } // namespace
 
 Status validate(const GridConfig& c) {
-    if (c.dimensions != 2 && c.dimensions != 3) return config_error("dimensions must be 2 or 3");
-    if (!positive_finite(c.cell_size)) return config_error("cell_size must be finite and > 0");
+    if (const Status s = validate(static_cast<const LatticeConfig&>(c)); !s.ok()) return s;
     if (!positive_finite(c.interaction_distance)) return config_error("interaction_distance must be finite and > 0");
     if (c.interaction_distance > c.cell_size) return config_error("interaction_distance must be <= cell_size");
-    for (uint32_t d = 0; d < c.dimensions; ++d)
-        if (!std::isfinite(c.origin[d])) return config_error("origin must be finite");
     if (c.max_particles == 0 || c.max_particles >= (1u << 31))
         return config_error("max_particles must be in [1, 2^31)");
     if (c.max_pairs >= (uint64_t{1} << 40)) return config_error("max_pairs must be < 2^40");
-    if (c.world == World::bounded) {
-        uint64_t cells = 1;
-        for (uint32_t d = 0; d < c.dimensions; ++d) {
-            if (c.cell_counts[d] == 0) return config_error("bounded world: cell_counts must be >= 1");
-            cells *= c.cell_counts[d];
-            if (cells >= (uint64_t{1} << 31)) return config_error("bounded world: total cells must be < 2^31");
-        }
-        if (c.out_of_bounds != OutOfBounds::reject && c.out_of_bounds != OutOfBounds::clamp)
-            return config_error("out_of_bounds must be reject or clamp");
-    } else if (c.world == World::unbounded) {
-        if (c.max_cells == 0 || c.max_cells >= (1u << 30)) return config_error("max_cells must be in [1, 2^30)");
-    } else {
-        return config_error("world must be bounded or unbounded");
-    }
+    if (c.world == World::unbounded && (c.max_cells == 0 || c.max_cells >= (1u << 30)))
+        return config_error("max_cells must be in [1, 2^30)");
     return {};
 }
 

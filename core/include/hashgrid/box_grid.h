@@ -53,6 +53,7 @@
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
+#include "hashgrid/lattice_config.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 
@@ -63,19 +64,11 @@ namespace hashgrid {
 class ObjectStore; // objects.h
 
 /// Everything fixed at init for a box grid. All capacities are hard limits.
-struct BoxGridConfig {
-    /// 2 or 3. In 2D only x and y are read.
-    uint32_t dimensions = 3;
-    /// Edge length of a (square/cubic) cell, > 0. About the median box edge is a good start.
-    float cell_size = 1.0f;
-    World world = World::unbounded;
-    /// Bounded: the world's minimum corner. Unbounded: where cell (0,0,0) starts.
-    float origin[3] = {0.0f, 0.0f, 0.0f};
-    /// Bounded only: cells per axis (each >= 1, product < 2^31).
-    uint32_t cell_counts[3] = {0, 0, 0};
-    /// Bounded only: reject boxes reaching outside the world (position_out_of_range)
-    /// or clamp them into the border cells (their pairs stay exact).
-    OutOfBounds out_of_bounds = OutOfBounds::reject;
+/// The lattice fields (dimensions, cell_size, world, origin, cell_counts,
+/// out_of_bounds) are those of LatticeConfig (lattice_config.h); a bounded 3D
+/// box grid also needs each cell count <= 2^20 - 1 (its cells are named by
+/// packed keys, cell_key.h).
+struct BoxGridConfig : LatticeConfig {
     /// Largest object count passed to rebuild(), in [1, 2^31).
     uint32_t max_objects = 0;
     /// Most (object, cell) entries per frame, summed over small objects, in [1, 2^31).
@@ -86,6 +79,9 @@ struct BoxGridConfig {
     /// above). >= 1. Default measured in profiling/RESULTS.md (bench_boxes).
     uint32_t large_object_cells = 64;
 };
+
+/// Not the box grid's check: it would see the lattice only. Use BoxGrid::validate.
+Status validate(const BoxGridConfig& config) = delete;
 
 /// Input boxes as structure-of-arrays. Pointers must stay valid during the call only.
 struct BoxSpans {
@@ -161,6 +157,8 @@ public:
 
     /// Exact bytes and alignment init() needs for a config (invalid_config when rejected).
     static MemoryRequirements memory_requirements(const BoxGridConfig& config);
+    /// The lattice rules of validate(const LatticeConfig&) first, then the
+    /// 3D cell-count limit above and this config's own fields.
     static Status validate(const BoxGridConfig& config);
 
     /// Lays the grid out in caller memory; nothing allocates here or later.
