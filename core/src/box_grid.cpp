@@ -94,17 +94,7 @@ Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
         state->dims = config.dimensions;
         state->max_objects = config.max_objects;
         state->max_entries = config.max_cell_entries;
-        CellParams& k = state->cells;
-        k.scale = key_scale(config.cell_size);
-        const bool bounded = config.world == World::bounded;
-        const int32_t limit = config.dimensions == 3 ? kKeyLimit3 : kKeyLimit2;
-        for (uint32_t d = 0; d < 3; ++d) {
-            k.origin[d] = d < config.dimensions ? config.origin[d] : 0.0f;
-            k.upper[d] = bounded ? static_cast<double>(d < config.dimensions ? config.cell_counts[d] : 1u)
-                                 : static_cast<double>(limit) + 1.0;
-        }
-        k.lower = bounded ? 0.0 : -static_cast<double>(limit);
-        k.clamp = bounded && config.out_of_bounds == OutOfBounds::clamp;
+        state->cells = make_lattice(config);
         // Vector loads read up to kEntryPad entries (objects) past the last one,
         // masked out: keep every slot defined. (Sizes fit: req.bytes <= SIZE_MAX.)
         const auto entry_slots = static_cast<size_t>(uint64_t{config.max_cell_entries} + kEntryPad);

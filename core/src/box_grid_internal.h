@@ -10,6 +10,7 @@
 #pragma once
 
 #include "grid_impl.h" // detail::scan_chunk_sums
+#include "lattice/lattice.h"
 
 #include "hashgrid/box_grid.h"
 #include "hashgrid/cell_key.h"
@@ -93,53 +94,11 @@ struct PairChunk {
     uint32_t overflow;
 };
 
-/// Cell coordinates of a coordinate (cell_key.h): floor((p - origin) * scale).
-struct CellParams {
-    double scale;
-    float origin[3];
-    double lower;    // bounded: 0; unbounded: -limit
-    double upper[3]; // bounded: cell counts; unbounded: limit + 1
-    bool clamp;      // bounded clamp mode
-};
-
-/// Cell coordinate of p on axis d; false if outside the range and not clamped.
-inline bool cell_of(const CellParams& k, uint32_t d, float p, int32_t& cell) {
-    double t = scaled_coordinate(p, k.origin[d], k.scale);
-    if (!(t >= k.lower && t < k.upper[d])) {
-        if (!k.clamp) return false;
-        t = t < k.lower ? k.lower : k.upper[d] - 1.0;
-    }
-    cell = floor_to_int(t);
-    return true;
-}
-
-/// Cell coordinate of a finite p, always clamped into the key range (queries:
-/// every object lies inside, and clamping is monotone, so the minimum-corner
-/// rule still holds).
-inline int32_t clamped_cell_of(const CellParams& k, uint32_t d, float p) {
-    double t = scaled_coordinate(p, k.origin[d], k.scale);
-    t = t > k.lower ? t : k.lower;
-    t = t < k.upper[d] - 1.0 ? t : k.upper[d] - 1.0;
-    return floor_to_int(t);
-}
-
-inline uint64_t pack_cell(uint32_t dims, int32_t x, int32_t y, int32_t z) {
-    return dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
-}
-inline void unpack_cell(uint32_t dims, uint64_t key, int32_t& x, int32_t& y, int32_t& z) {
-    if (dims == 3) {
-        unpack_key3(key, x, y, z);
-    } else {
-        unpack_key2(key, x, y);
-        z = 0;
-    }
-}
-
 /// Everything BoxGrid points to; lives at the start of the block.
 struct BoxState {
     uint32_t dims = 3;
     bool layers = false; // this frame has a category or mask span
-    CellParams cells{};
+    Lattice cells{};     // make_lattice(config)
 
     // Capacities (from the config).
     uint32_t max_objects = 0;
@@ -191,8 +150,7 @@ struct BoxGrid::Impl {
     // box_grid_rebuild.cpp
     static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& b);
     // box_grid_pairs.cpp
-    static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b,
-                                 PairFilter filter);
+    static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b, PairFilter filter);
     static PairResult find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
                                       const ThreadBackend& b, PairFilter filter);
 };

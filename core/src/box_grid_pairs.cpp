@@ -275,35 +275,35 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
         for (uint32_t d = 0; d < D; ++d) {
             box.min[d] = in.lo[d][q];
             box.max[d] = in.hi[d][q];
-            c_lo[d] = clamped_cell_of(s.cells, d, box.min[d]);
-            c_hi[d] = clamped_cell_of(s.cells, d, box.max[d]);
+            c_lo[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.min[d]));
+            c_hi[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.max[d]));
         }
         const uint32_t q_category = in.category != nullptr ? in.category[q] : ~0u;
         const uint32_t q_mask = in.mask != nullptr ? in.mask[q] : ~0u;
         const bool layers = s.layers || query_layers;
 
         // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
-        const uint64_t last_key = pack_cell(dims, c_hi[0], c_hi[1], c_hi[2]);
-        uint32_t pos = lower_bound_from(keys, 0, cells, pack_cell(dims, c_lo[0], c_lo[1], c_lo[2]));
+        const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
+        uint32_t pos = lower_bound_from(keys, 0, cells, Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
         while (pos < cells && keys[pos] <= last_key) {
             int32_t x, y, z;
-            unpack_cell(dims, keys[pos], x, y, z);
+            Lattice::unpack(dims, keys[pos], x, y, z);
             // z is within [c_lo[2], c_hi[2]] here (keys order z first); in 2D z = 0.
             if (y < c_lo[1]) {
-                pos = lower_bound_from(keys, pos, cells, pack_cell(dims, c_lo[0], c_lo[1], z));
+                pos = lower_bound_from(keys, pos, cells, Lattice::pack(dims, c_lo[0], c_lo[1], z));
                 continue;
             }
             if (y > c_hi[1]) { // then z < c_hi[2], or the key would exceed last_key
-                pos = lower_bound_from(keys, pos, cells, pack_cell(dims, c_lo[0], c_lo[1], z + 1));
+                pos = lower_bound_from(keys, pos, cells, Lattice::pack(dims, c_lo[0], c_lo[1], z + 1));
                 continue;
             }
             if (x < c_lo[0]) {
-                pos = lower_bound_from(keys, pos, cells, pack_cell(dims, c_lo[0], y, z));
+                pos = lower_bound_from(keys, pos, cells, Lattice::pack(dims, c_lo[0], y, z));
                 continue;
             }
             if (x > c_hi[0]) { // next row: (y + 1, z) or (c_lo y, z + 1), both within the query
                 const uint64_t next =
-                    y < c_hi[1] ? pack_cell(dims, c_lo[0], y + 1, z) : pack_cell(dims, c_lo[0], c_lo[1], z + 1);
+                    y < c_hi[1] ? Lattice::pack(dims, c_lo[0], y + 1, z) : Lattice::pack(dims, c_lo[0], c_lo[1], z + 1);
                 pos = lower_bound_from(keys, pos, cells, next);
                 continue;
             }

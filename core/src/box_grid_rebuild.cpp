@@ -16,6 +16,7 @@
 // 4. Cell runs: packed keys and starts of the occupied cells, and each
 //    entry's box and first-cell flags for the pair search.
 #include "box_grid_internal.h"
+#include "lattice/radix_sort.h"
 
 #include "hashgrid/assert.h"
 
@@ -69,52 +70,6 @@ struct DenseBox {
     uint64_t extent[3];
 };
 
-/// Stable LSD radix sort of (key, payload) over the low `bits` bits of the
-/// keys. Returns which buffer of the ping-pong holds the result.
-template <typename K>
-uint32_t radix_sort(const ThreadBackend& b, K* const key[2], uint32_t* const payload[2], uint32_t n, uint32_t bits,
-                    uint32_t* hist, uint32_t grain) {
-    if (bits == 0 || n < 2) return 0;
-    const uint32_t passes = (bits + kMaxDigitBits - 1) / kMaxDigitBits;
-    const uint32_t digit_bits = (bits + passes - 1) / passes;
-    const uint32_t radix = 1u << digit_bits;
-    const K mask = static_cast<K>(radix - 1);
-    const uint32_t chunks = chunk_count(n, grain);
-    uint32_t src = 0;
-    for (uint32_t pass = 0; pass < passes; ++pass) {
-        const uint32_t shift = pass * digit_bits;
-        const K* from = key[src];
-        const uint32_t* from_payload = payload[src];
-        K* to = key[1 - src];
-        uint32_t* to_payload = payload[1 - src];
-        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint32_t* h = hist + uint64_t{begin / grain} * radix;
-            std::memset(h, 0, radix * sizeof(uint32_t));
-            for (uint32_t i = begin; i < end; ++i)
-                ++h[static_cast<uint32_t>((from[i] >> shift) & mask)];
-        });
-        uint32_t running = 0;
-        for (uint32_t digit = 0; digit < radix; ++digit)
-            for (uint32_t c = 0; c < chunks; ++c) {
-                uint32_t& h = hist[uint64_t{c} * radix + digit];
-                const uint32_t v = h;
-                h = running;
-                running += v;
-            }
-        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint32_t* h = hist + uint64_t{begin / grain} * radix;
-            for (uint32_t i = begin; i < end; ++i) {
-                const K k = from[i];
-                const uint32_t at = h[static_cast<uint32_t>((k >> shift) & mask)]++;
-                to[at] = k;
-                to_payload[at] = from_payload[i];
-            }
-        });
-        src = 1 - src;
-    }
-    return src;
-}
-
 /// Step 4's write pass: keys and starts of the cells, and each entry's box and
 /// first-cell flags (gathered from the objects, which are scattered: fetched
 /// ahead). Cell starts per chunk come from s.entry_chunk.
@@ -149,7 +104,7 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
             const K k = sorted[e];
             if (e == 0 || k != sorted[e - 1]) {
                 decode(k);
-                cell_key[cell] = pack_cell(D, cx, cy, cz);
+                cell_key[cell] = Lattice::pack(D, cx, cy, cz);
                 cell_start[cell] = e;
                 ++cell;
             }
@@ -216,7 +171,11 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
 
     // 3. Sort by dense index (stable: ascending object within a cell).
     const uint32_t entry_grain = static_cast<uint32_t>(grain_for(entries, kEntryGrain, kMaxEntryChunks));
-    const uint32_t src = radix_sort<K>(b, key, s.payload, entries, bits, s.radix_hist, entry_grain);
+    // Digits of up to kMaxDigitBits bits, all of one width, over the low `bits` bits.
+    const uint32_t passes = (bits + kMaxDigitBits - 1) / kMaxDigitBits;
+    const uint32_t digit_bits = passes == 0 ? 0 : (bits + passes - 1) / passes;
+    const uint64_t varying = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    const uint32_t src = radix_sort<K>(b, key, s.payload, entries, varying, digit_bits, s.radix_hist, entry_grain);
     const K* sorted = key[src];
     const uint32_t* object = s.payload[src];
 
@@ -260,7 +219,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
         return {StatusCode::invalid_argument, 0, 0, 0, "BoxSpans: min/max x, y (and z in 3D) must be set"};
     const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
     const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
-    const CellParams& k = s.cells;
+    const Lattice& k = s.cells;
     const uint64_t large_cells = g.config_.large_object_cells;
 
     // 1. Validation, cell ranges and counts (scratch only).
@@ -293,7 +252,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
             } else {
                 o.lo[2] = o.hi[2] = 0;
                 for (uint32_t d = 0; d < dims; ++d)
-                    if (!cell_of(k, d, o.min[d], o.lo[d]) || !cell_of(k, d, o.max[d], o.hi[d]))
+                    if (!k.cell_of(d, o.min[d], o.lo[d]) || !k.cell_of(d, o.max[d], o.hi[d]))
                         code = StatusCode::position_out_of_range;
             }
             if (code != StatusCode::ok) {

@@ -64,7 +64,7 @@ void prepare_cell_extent(const Cells& c, BoxQueryGrid& g, Part* parts, const Thr
 /// boxes (large objects are listed, ascending) and their widest cell span.
 void prepare_object_bounds(const Cells& c, BoxQueryGrid& g, Part* parts, const ThreadBackend& backend) {
     const BoxGridView& view = g.view;
-    const uint32_t dims = c.dims;
+    const uint32_t dims = c.lat.dims;
     const uint32_t n = view.object_count;
     const uint32_t object_grain = part_grain(n);
     parallel_chunks(backend, n, object_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -112,10 +112,10 @@ void prepare_object_bounds(const Cells& c, BoxQueryGrid& g, Part* parts, const T
 template <typename Sink>
 Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, Sink& sink) {
     const float* p = point.position;
-    if (!finite3(p, c.dims)) return invalid_status("query_point: the point is not finite");
+    if (!finite3(p, c.lat.dims)) return invalid_status("query_point: the point is not finite");
     auto consider = [&](uint32_t object) {
         if (!c.in_layer(object, layer_mask)) return;
-        for (uint32_t d = 0; d < c.dims; ++d)
+        for (uint32_t d = 0; d < c.lat.dims; ++d)
             if (!(c.view.min[d][object] <= p[d] && p[d] <= c.view.max[d][object])) return;
         sink.add(object);
     };
@@ -123,7 +123,7 @@ Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, 
     if (grid.has_cells) {
         int32_t at[3] = {0, 0, 0};
         bool inside = true;
-        for (uint32_t d = 0; d < c.dims; ++d) {
+        for (uint32_t d = 0; d < c.lat.dims; ++d) {
             at[d] = c.cell(d, static_cast<double>(p[d]));
             inside = inside && at[d] >= grid.cell_lo[d] && at[d] <= grid.cell_hi[d];
         }
@@ -145,11 +145,11 @@ Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, 
 
 template <typename Sink>
 Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& sink) {
-    for (uint32_t d = 0; d < c.dims; ++d)
+    for (uint32_t d = 0; d < c.lat.dims; ++d)
         if (!(box.min[d] <= box.max[d])) return invalid_status("query_box: min > max or NaN");
     double lo[3] = {0.0, 0.0, 0.0};
     double hi[3] = {0.0, 0.0, 0.0};
-    for (uint32_t d = 0; d < c.dims; ++d) {
+    for (uint32_t d = 0; d < c.lat.dims; ++d) {
         lo[d] = static_cast<double>(box.min[d]);
         hi[d] = static_cast<double>(box.max[d]);
     }
@@ -158,7 +158,8 @@ Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& 
         [&](uint32_t object, uint32_t entry) {
             float olo[3], ohi[3];
             entry_or_object_box(c, object, entry, olo, ohi);
-            if (boxes_overlap(box.min, box.max, olo, ohi, c.dims) && c.in_layer(object, layer_mask)) sink.add(object);
+            if (boxes_overlap(box.min, box.max, olo, ohi, c.lat.dims) && c.in_layer(object, layer_mask))
+                sink.add(object);
         },
         [&] { return sink.done(); });
     return {};
@@ -166,7 +167,7 @@ Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& 
 
 template <typename Sink>
 Status radius_walk(const Cells& c, const QuerySphere& sphere, uint32_t layer_mask, Sink& sink) {
-    if (!finite3(sphere.center, c.dims)) return invalid_status("query_radius: the centre is not finite");
+    if (!finite3(sphere.center, c.lat.dims)) return invalid_status("query_radius: the centre is not finite");
     if (std::isnan(sphere.radius) || sphere.radius < 0.0f)
         return invalid_status("query_radius: radius is NaN or negative");
     // A box passes only if it reaches within radius * (1 + 2^-22) (+ underflow)
@@ -179,7 +180,7 @@ Status radius_walk(const Cells& c, const QuerySphere& sphere, uint32_t layer_mas
                             : static_cast<double>(sphere.radius) * (1.0 + kRelativeSlack) + kAbsoluteSlack;
     double lo[3] = {0.0, 0.0, 0.0};
     double hi[3] = {0.0, 0.0, 0.0};
-    for (uint32_t d = 0; d < c.dims; ++d) {
+    for (uint32_t d = 0; d < c.lat.dims; ++d) {
         lo[d] = static_cast<double>(sphere.center[d]) - half;
         hi[d] = static_cast<double>(sphere.center[d]) + half;
     }
@@ -188,7 +189,7 @@ Status radius_walk(const Cells& c, const QuerySphere& sphere, uint32_t layer_mas
         [&](uint32_t object, uint32_t entry) {
             float olo[3], ohi[3];
             entry_or_object_box(c, object, entry, olo, ohi);
-            if (point_box_distance2(sphere.center, olo, ohi, c.dims) <= r2 && c.in_layer(object, layer_mask))
+            if (point_box_distance2(sphere.center, olo, ohi, c.lat.dims) <= r2 && c.in_layer(object, layer_mask))
                 sink.add(object);
         },
         [&] { return sink.done(); });
@@ -224,7 +225,7 @@ Status collisions_walk(const Cells& c, uint32_t object, Sink& sink) {
             if ((category & other_mask) == 0 || (other_category & mask) == 0) return;
             float olo[3], ohi[3];
             c.object_box(other, olo, ohi);
-            if (boxes_overlap(qlo, qhi, olo, ohi, c.dims)) sink.add(other);
+            if (boxes_overlap(qlo, qhi, olo, ohi, c.lat.dims)) sink.add(other);
         },
         [&] { return sink.done(); });
     return {};

@@ -37,10 +37,10 @@ Status plane_set(const Cells& c, const Frustum& frustum, PlaneSet& ps) {
     ps.planes = planes;
     ps.count = plane_count;
     for (uint32_t p = 0; p < plane_count; ++p) {
-        if (!finite3(planes[p].normal, c.dims) || !std::isfinite(planes[p].d))
+        if (!finite3(planes[p].normal, c.lat.dims) || !std::isfinite(planes[p].d))
             return invalid_status("query_frustum: a plane is not finite");
         double scale_sum = std::fabs(static_cast<double>(planes[p].d));
-        for (uint32_t d = 0; d < c.dims; ++d) {
+        for (uint32_t d = 0; d < c.lat.dims; ++d) {
             double m = static_cast<double>(grid.magnitude[d]);
             if (grid.has_cells) {
                 m = std::max(m, std::fabs(c.boundary(d, grid.cell_lo[d])));
@@ -60,15 +60,15 @@ Status plane_set(const Cells& c, const Frustum& frustum, PlaneSet& ps) {
 bool cells_may_pass(const Cells& c, const PlaneSet& ps, const int32_t lo[3], const int32_t hi[3]) {
     double box_lo[3];
     double box_hi[3];
-    for (uint32_t d = 0; d < c.dims; ++d) {
+    for (uint32_t d = 0; d < c.lat.dims; ++d) {
         // Bounded clamp mode keeps outside objects in the border cells: those reach to infinity.
-        box_lo[d] = c.bounded && lo[d] == 0 ? -kDoubleInf : c.boundary(d, lo[d]);
-        box_hi[d] = c.bounded && hi[d] == c.key_hi[d] ? kDoubleInf : c.boundary(d, int64_t{hi[d]} + 1);
+        box_lo[d] = c.lat.bounded && lo[d] == 0 ? -kDoubleInf : c.boundary(d, lo[d]);
+        box_hi[d] = c.lat.bounded && hi[d] == c.lat.hi[d] ? kDoubleInf : c.boundary(d, int64_t{hi[d]} + 1);
     }
     for (uint32_t p = 0; p < ps.count; ++p) {
         const Plane& plane = ps.planes[p];
         double v = static_cast<double>(plane.d);
-        for (uint32_t d = 0; d < c.dims; ++d) {
+        for (uint32_t d = 0; d < c.lat.dims; ++d) {
             const double n = static_cast<double>(plane.normal[d]);
             if (n > 0.0) v += n * box_hi[d];
             if (n < 0.0) v += n * box_lo[d];
@@ -85,9 +85,9 @@ bool cells_may_pass(const Cells& c, const PlaneSet& ps, const int32_t lo[3], con
 void row_interval(const Cells& c, const PlaneSet& ps, const int32_t lo[3], const int32_t hi[3], int32_t reach,
                   int32_t& x_lo, int32_t& x_hi) {
     double rest_lo[3], rest_hi[3];
-    for (uint32_t d = 1; d < c.dims; ++d) {
-        rest_lo[d] = c.bounded && lo[d] == 0 ? -kDoubleInf : c.boundary(d, lo[d]);
-        rest_hi[d] = c.bounded && hi[d] == c.key_hi[d] ? kDoubleInf : c.boundary(d, int64_t{hi[d]} + 1);
+    for (uint32_t d = 1; d < c.lat.dims; ++d) {
+        rest_lo[d] = c.lat.bounded && lo[d] == 0 ? -kDoubleInf : c.boundary(d, lo[d]);
+        rest_hi[d] = c.lat.bounded && hi[d] == c.lat.hi[d] ? kDoubleInf : c.boundary(d, int64_t{hi[d]} + 1);
     }
     int64_t first = x_lo;
     int64_t last = x_hi;
@@ -96,14 +96,14 @@ void row_interval(const Cells& c, const PlaneSet& ps, const int32_t lo[3], const
         const double nx = static_cast<double>(plane.normal[0]);
         if (nx == 0.0) continue; // decided by the row test
         double rest = static_cast<double>(plane.d) + ps.margin[p];
-        for (uint32_t d = 1; d < c.dims; ++d) {
+        for (uint32_t d = 1; d < c.lat.dims; ++d) {
             const double n = static_cast<double>(plane.normal[d]);
             if (n > 0.0) rest += n * rest_hi[d];
             if (n < 0.0) rest += n * rest_lo[d];
         }
         if (rest == kDoubleInf) continue;
         // Passing: nx * X + rest >= 0 with X the reach box's far x boundary.
-        const double threshold = std::floor((-rest / nx - c.origin[0]) * c.scale);
+        const double threshold = std::floor((-rest / nx - c.lat.origin[0]) * c.lat.scale);
         if (!std::isfinite(threshold)) {
             if ((threshold > 0.0) == (nx > 0.0)) return void(x_hi = x_lo - 1); // nothing passes
             continue;
@@ -111,11 +111,11 @@ void row_interval(const Cells& c, const PlaneSet& ps, const int32_t lo[3], const
         const double t = std::clamp(threshold, -0x1p40, 0x1p40);
         if (nx > 0.0) { // B(x + reach + 1) >= X: x >= threshold - reach - 1 (one more for rounding)
             int64_t from = static_cast<int64_t>(t) - reach - 2;
-            if (c.bounded) from = std::min<int64_t>(from, int64_t{c.key_hi[0]} - reach); // border reaches to +inf
+            if (c.lat.bounded) from = std::min<int64_t>(from, int64_t{c.lat.hi[0]} - reach); // border reaches to +inf
             first = std::max(first, from);
         } else { // B(x) <= X: x <= threshold (one more for rounding)
             int64_t to = static_cast<int64_t>(t) + 1;
-            if (c.bounded) to = std::max<int64_t>(to, 0); // border reaches to -inf
+            if (c.lat.bounded) to = std::max<int64_t>(to, 0); // border reaches to -inf
             last = std::min(last, to);
         }
     }
@@ -148,7 +148,7 @@ Status frustum_walk(const Cells& c, const Frustum& frustum, uint32_t layer_mask,
         if (!c.in_layer(object, layer_mask)) return;
         float lo[3], hi[3];
         c.object_box(object, lo, hi);
-        if (box_in_frustum(ps.planes, ps.count, lo, hi, c.dims)) sink.add(object);
+        if (box_in_frustum(ps.planes, ps.count, lo, hi, c.lat.dims)) sink.add(object);
     };
     const BoxQueryGrid& grid = c.grid;
     if (grid.has_cells) {

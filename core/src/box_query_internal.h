@@ -23,6 +23,7 @@
 #include "hashgrid/box_queries.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/query_types.h"
+#include "lattice/lattice.h"
 #include "query_batch.h"
 
 #include <algorithm>
@@ -55,58 +56,27 @@ inline constexpr bool never_stop() { return false; }
 /// Accepts every row of a walk unchanged.
 inline bool every_row(int32_t, int32_t, int32_t&, int32_t&) { return true; }
 
-/// The grid's cell geometry, with the view's arrays at hand.
+/// The grid's cell geometry (detail::Lattice), with the view's arrays at hand.
 struct Cells {
     const BoxQueryGrid& grid;
     const BoxGridView& view;
-    uint32_t dims;
-    double scale;
-    double origin[3];
-    int32_t key_lo[3];
-    int32_t key_hi[3];
-    bool bounded;
+    detail::Lattice lat;
 
     explicit Cells(const BoxQueryGrid& g) : grid(g), view(g.view) {
         HASHGRID_ASSERT(view.config != nullptr, "BoxQueryGrid: the view has no config (use prepare_box_queries)");
-        const BoxGridConfig& c = *view.config;
-        dims = c.dimensions;
-        scale = view.scale;
-        bounded = c.world == World::bounded;
-        for (uint32_t d = 0; d < 3; ++d) {
-            origin[d] = static_cast<double>(c.origin[d]);
-            if (d >= dims) {
-                key_lo[d] = key_hi[d] = 0;
-            } else if (bounded) {
-                key_lo[d] = 0;
-                key_hi[d] = static_cast<int32_t>(c.cell_counts[d]) - 1;
-            } else {
-                key_hi[d] = dims == 3 ? kKeyLimit3 : kKeyLimit2;
-                key_lo[d] = -key_hi[d];
-            }
-        }
+        lat = detail::make_lattice(*view.config);
+        lat.scale = view.scale;
     }
 
     /// Clamped cell coordinate of a (double) coordinate; d < dims.
-    [[nodiscard]] int32_t cell(uint32_t d, double p) const {
-        const double f = std::floor((p - origin[d]) * scale);
-        if (!(f > key_lo[d])) return key_lo[d];
-        if (f > key_hi[d]) return key_hi[d];
-        return static_cast<int32_t>(f);
-    }
+    [[nodiscard]] int32_t cell(uint32_t d, double p) const { return lat.clamped_cell(d, lat.scaled(d, p)); }
     /// World coordinate where cell k starts (approximately: ranges built from it are widened).
-    [[nodiscard]] double boundary(uint32_t d, int64_t k) const { return origin[d] + static_cast<double>(k) / scale; }
+    [[nodiscard]] double boundary(uint32_t d, int64_t k) const {
+        return lat.origin[d] + static_cast<double>(k) / lat.scale;
+    }
 
-    [[nodiscard]] uint64_t key(int32_t x, int32_t y, int32_t z) const {
-        return dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
-    }
-    void unpack(uint64_t k, int32_t& x, int32_t& y, int32_t& z) const {
-        if (dims == 3) {
-            unpack_key3(k, x, y, z);
-        } else {
-            unpack_key2(k, x, y);
-            z = 0;
-        }
-    }
+    [[nodiscard]] uint64_t key(int32_t x, int32_t y, int32_t z) const { return lat.pack(x, y, z); }
+    void unpack(uint64_t k, int32_t& x, int32_t& y, int32_t& z) const { lat.unpack(k, x, y, z); }
 
     [[nodiscard]] bool in_layer(uint32_t object, uint32_t layer_mask) const {
         const uint32_t category = view.category != nullptr ? view.category[object] : ~0u;
@@ -114,25 +84,25 @@ struct Cells {
     }
     void object_box(uint32_t object, float lo[3], float hi[3]) const {
         for (uint32_t d = 0; d < 3; ++d) {
-            lo[d] = d < dims ? view.min[d][object] : 0.0f;
-            hi[d] = d < dims ? view.max[d][object] : 0.0f;
+            lo[d] = d < lat.dims ? view.min[d][object] : 0.0f;
+            hi[d] = d < lat.dims ? view.max[d][object] : 0.0f;
         }
     }
     void object_min_cell(uint32_t object, int32_t lo[3]) const {
         for (uint32_t d = 0; d < 3; ++d)
-            lo[d] = d < dims ? cell(d, static_cast<double>(view.min[d][object])) : 0;
+            lo[d] = d < lat.dims ? cell(d, static_cast<double>(view.min[d][object])) : 0;
     }
     void object_cells(uint32_t object, CellBox& r) const {
         for (uint32_t d = 0; d < 3; ++d) {
-            r.lo[d] = d < dims ? cell(d, static_cast<double>(view.min[d][object])) : 0;
-            r.hi[d] = d < dims ? cell(d, static_cast<double>(view.max[d][object])) : 0;
+            r.lo[d] = d < lat.dims ? cell(d, static_cast<double>(view.min[d][object])) : 0;
+            r.hi[d] = d < lat.dims ? cell(d, static_cast<double>(view.max[d][object])) : 0;
         }
     }
 
     /// Cell range [cell(lo), cell(hi)] per axis of a double box.
     [[nodiscard]] CellBox cells_of(const double lo[3], const double hi[3]) const {
         CellBox r{};
-        for (uint32_t d = 0; d < dims; ++d) {
+        for (uint32_t d = 0; d < lat.dims; ++d) {
             r.lo[d] = cell(d, lo[d]);
             r.hi[d] = cell(d, hi[d]);
         }
@@ -430,8 +400,8 @@ inline void entry_or_object_box(const Cells& c, uint32_t object, uint32_t entry,
         return;
     }
     for (uint32_t d = 0; d < 3; ++d) {
-        lo[d] = d < c.dims ? c.view.entry_min[d][entry] : 0.0f;
-        hi[d] = d < c.dims ? c.view.entry_max[d][entry] : 0.0f;
+        lo[d] = d < c.lat.dims ? c.view.entry_min[d][entry] : 0.0f;
+        hi[d] = d < c.lat.dims ? c.view.entry_max[d][entry] : 0.0f;
     }
 }
 

@@ -52,7 +52,7 @@ uint32_t count_within(const Cells& c, const float center[3], uint32_t layer_mask
         if (!c.in_layer(o, layer_mask)) continue;
         float lo[3], hi[3];
         c.object_box(o, lo, hi);
-        if (point_box_distance2(center, lo, hi, c.dims) <= max_d2) ++n;
+        if (point_box_distance2(center, lo, hi, c.lat.dims) <= max_d2) ++n;
     }
     return n;
 }
@@ -61,7 +61,7 @@ uint32_t count_within(const Cells& c, const float center[3], uint32_t layer_mask
 double cube_cells(const Cells& c, const int64_t centre[3], int64_t s) {
     const BoxQueryGrid& grid = c.grid;
     double cells = 1.0;
-    for (uint32_t d = 0; d < c.dims; ++d)
+    for (uint32_t d = 0; d < c.lat.dims; ++d)
         cells *= static_cast<double>(std::min<int64_t>(centre[d] + s, grid.cell_hi[d]) -
                                      std::max<int64_t>(centre[d] - s, grid.cell_lo[d]) + 1);
     return cells;
@@ -75,7 +75,7 @@ void consider_unseen(const Cells& c, const int64_t centre[3], int64_t s, uint32_
     const BoxQueryGrid& grid = c.grid;
     CellBox seen{};
     for (uint32_t d = 0; d < 3; ++d) {
-        const int64_t reach = d < c.dims ? s - 1 : 0;
+        const int64_t reach = d < c.lat.dims ? s - 1 : 0;
         seen.lo[d] = static_cast<int32_t>(std::max<int64_t>(centre[d] - reach, grid.cell_lo[d]));
         seen.hi[d] = static_cast<int32_t>(std::min<int64_t>(centre[d] + reach, grid.cell_hi[d]));
     }
@@ -96,10 +96,10 @@ void consider_shell(const Cells& c, const int64_t centre[3], int64_t s, uint32_t
     CellBox cube{};
     CellBox inner{};
     for (uint32_t d = 0; d < 3; ++d) {
-        const int64_t reach = d < c.dims ? s : 0;
+        const int64_t reach = d < c.lat.dims ? s : 0;
         cube.lo[d] = static_cast<int32_t>(std::max<int64_t>(centre[d] - reach, grid.cell_lo[d]));
         cube.hi[d] = static_cast<int32_t>(std::min<int64_t>(centre[d] + reach, grid.cell_hi[d]));
-        const int64_t inner_reach = d < c.dims ? s - 1 : 0;
+        const int64_t inner_reach = d < c.lat.dims ? s - 1 : 0;
         inner.lo[d] = static_cast<int32_t>(std::max<int64_t>(centre[d] - inner_reach, INT32_MIN));
         inner.hi[d] = static_cast<int32_t>(std::min<int64_t>(centre[d] + inner_reach, INT32_MAX));
     }
@@ -124,7 +124,7 @@ void consider_shell(const Cells& c, const int64_t centre[3], int64_t s, uint32_t
         return;
     }
     CellBox rest = cube; // shrinks as faces are taken off, axis by axis (z, y, x)
-    for (uint32_t axis = c.dims; axis-- > 0;) {
+    for (uint32_t axis = c.lat.dims; axis-- > 0;) {
         const int64_t low_face = centre[axis] - s;
         const int64_t high_face = centre[axis] + s;
         if (low_face >= rest.lo[axis] && low_face <= rest.hi[axis]) {
@@ -150,9 +150,9 @@ double unseen_bound(const Cells& c, const float center[3], const int64_t centre[
     const BoxQueryGrid& grid = c.grid;
     double bound = kDoubleInf;
     double size = 0.0;
-    for (uint32_t d = 0; d < c.dims; ++d) {
+    for (uint32_t d = 0; d < c.lat.dims; ++d) {
         const double p = static_cast<double>(center[d]);
-        size = std::max(size, std::fabs(p) + std::fabs(c.origin[d]));
+        size = std::max(size, std::fabs(p) + std::fabs(c.lat.origin[d]));
         if (centre[d] - s > grid.cell_lo[d]) {
             const double face = c.boundary(d, centre[d] - s);
             bound = std::min(bound, p - face);
@@ -175,7 +175,7 @@ void nearest_shells(const Cells& c, const float center[3], uint32_t layer_mask, 
                     Consider&& consider) {
     const BoxQueryGrid& grid = c.grid;
     int64_t centre[3] = {0, 0, 0};
-    for (uint32_t d = 0; d < c.dims; ++d)
+    for (uint32_t d = 0; d < c.lat.dims; ++d)
         centre[d] = std::clamp(c.cell(d, static_cast<double>(center[d])), grid.cell_lo[d], grid.cell_hi[d]);
     const double budget = 2.0 * static_cast<double>(c.view.cell_count) + 64.0;
     for (int64_t s = 0;; ++s) {
@@ -203,7 +203,7 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, u
     const Cells c(grid);
     const uint32_t k = query.k;
     if (k == 0) return invalid("query_nearest: k == 0");
-    if (!finite3(query.center, c.dims)) return invalid("query_nearest: the centre is not finite");
+    if (!finite3(query.center, c.lat.dims)) return invalid("query_nearest: the centre is not finite");
     if (std::isnan(query.max_distance) || query.max_distance < 0.0f)
         return invalid("query_nearest: max_distance is NaN or negative");
     const float max_d2 = query.max_distance * query.max_distance;
@@ -213,7 +213,7 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, u
     auto consider = [&](uint32_t object) {
         float lo[3], hi[3];
         c.object_box(object, lo, hi);
-        const float d2 = point_box_distance2(query.center, lo, hi, c.dims);
+        const float d2 = point_box_distance2(query.center, lo, hi, c.lat.dims);
         if (d2 <= max_d2) list.offer(object, d2);
     };
     for (uint32_t j = 0; j < c.view.large_count; ++j)

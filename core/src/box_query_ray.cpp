@@ -43,7 +43,7 @@ struct RaySpan {
 /// false when nothing of it is left.
 bool clip_ray(const Cells& c, const Ray& ray, RaySpan& r) {
     const BoxQueryGrid& g = c.grid;
-    r.dims = c.dims;
+    r.dims = c.lat.dims;
     r.t0 = 0.0;
     r.t1 = static_cast<double>(ray.max_t);
     for (uint32_t d = 0; d < r.dims; ++d) {
@@ -84,7 +84,7 @@ void first_boundaries(const Cells& c, const RaySpan& r, int64_t next[3], double 
     const BoxQueryGrid& g = c.grid;
     for (uint32_t d = 0; d < r.dims; ++d) {
         if (r.dir[d] == 0.0) continue;
-        const double f = std::floor((r.position(d, r.t0) - c.origin[d]) * c.scale);
+        const double f = std::floor((r.position(d, r.t0) - c.lat.origin[d]) * c.lat.scale);
         const int64_t first = int64_t{g.cell_lo[d]} + 1;
         const int64_t last = g.cell_hi[d];
         if (first > last) continue;
@@ -221,7 +221,7 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
     HASHGRID_REQUIRE_FRAME(grid);
     HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
     const Cells c(grid);
-    if (!valid_ray(ray, c.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
+    if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
     // The best `capacity` hits by (t, index) in a max-heap in the caller's
     // buffer; every hit is counted. Keys are unique, so the sorted heap is the
     // canonical prefix whatever the discovery order.
@@ -231,7 +231,7 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
         float lo[3], hi[3];
         c.object_box(object, lo, hi);
         float t = 0.0f;
-        if (!ray_box_hit(ray, lo, hi, c.dims, t)) return;
+        if (!ray_box_hit(ray, lo, hi, c.lat.dims, t)) return;
         ++count;
         const RayHit h{object, t};
         if (size < capacity) {
@@ -260,13 +260,13 @@ QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t l
     HASHGRID_REQUIRE_FRAME(grid);
     HASHGRID_REQUIRE_ARGUMENT(hit != nullptr, "query_ray_first: null output");
     const Cells c(grid);
-    if (!valid_ray(ray, c.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
+    if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
     RayHit best{kNoIndex, 0.0f};
     auto consider = [&](uint32_t object) {
         float lo[3], hi[3];
         c.object_box(object, lo, hi);
         float t = 0.0f;
-        if (!ray_box_hit(ray, lo, hi, c.dims, t)) return;
+        if (!ray_box_hit(ray, lo, hi, c.lat.dims, t)) return;
         const RayHit h{object, t};
         if (best.index == kNoIndex || hit_less(h, best)) best = h;
     };
@@ -304,7 +304,7 @@ QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uin
     const Cells c(grid);
     uint32_t bad = 0;
     for (uint32_t q = 0; q < count; ++q) {
-        if (valid_ray(rays[q], c.dims)) continue;
+        if (valid_ray(rays[q], c.lat.dims)) continue;
         if (bad++ == 0) result.status.index = q;
     }
     if (bad != 0) {

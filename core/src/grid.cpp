@@ -1,6 +1,7 @@
 // Config validation, the memory layout and init.
 #include "grid_internal.h"
 #include "grid_state.h"
+#include "lattice/cell_table.h"
 
 #include "hashgrid/assert.h"
 
@@ -123,9 +124,7 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
         lay_out(config, s, base, arrays, &at);
         auto* state = new (at) GridState(arrays);
         state->slot_count = s.slots;
-        state->slot_shift = 64;
-        for (uint32_t v = s.slots; v > 1; v >>= 1)
-            --state->slot_shift;
+        state->slot_shift = table_shift(s.slots);
         state->block_count = s.pair_blocks;
         state->sort_grain = s.sort_grain;
         state->bucket_capacity = s.buckets;

@@ -1,6 +1,7 @@
 // Private helpers of the object store, shared with its tests.
 #pragma once
 
+#include "hashgrid/cell_key.h"
 #include "hashgrid/objects.h"
 
 #include <cstdint>
@@ -22,12 +23,7 @@ namespace detail {
 /// First generation of a slot: 1 without a salt, else a hash of (salt, slot) (never 0).
 inline uint32_t first_generation(uint32_t salt, uint32_t slot) {
     if (salt == 0) return 1;
-    uint64_t k = (uint64_t{salt} << 32) | slot;
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
+    const uint64_t k = hash_key((uint64_t{salt} << 32) | slot);
     const auto g = static_cast<uint32_t>(k >> 32);
     return g != 0 ? g : 1;
 }

@@ -8,6 +8,7 @@
 // visited in ascending order. The order therefore depends on the input only,
 // not on chunking, threads or the SIMD width.
 #include "grid_impl.h"
+#include "lattice/cell_table.h"
 #include "lattice/wrapped_cells.h"
 
 #include "hashgrid/assert.h"

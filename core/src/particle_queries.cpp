@@ -40,7 +40,7 @@ namespace {
 /// Largest value of a plane over a cell box (its "positive vertex").
 double plane_max(const View& v, const Plane& plane, const double lo[3], const double hi[3]) {
     double value = plane.d;
-    for (uint32_t d = 0; d < v.dims; ++d) {
+    for (uint32_t d = 0; d < v.lat.dims; ++d) {
         const double n = plane.normal[d];
         if (n > 0.0)
             value += n * hi[d];
@@ -57,7 +57,7 @@ double plane_max(const View& v, const Plane& plane, const double lo[3], const do
 /// predict; below 2^127 no product or partial sum reaches FLT_MAX.
 double plane_slack(const View& v, const Plane& plane, const double magnitude[3]) {
     double s = std::fabs(static_cast<double>(plane.d));
-    for (uint32_t d = 0; d < v.dims; ++d)
+    for (uint32_t d = 0; d < v.lat.dims; ++d)
         s += std::fabs(static_cast<double>(plane.normal[d])) * magnitude[d];
     if (!(s <= 0x1p127)) return INFINITY;
     return s * 0x1p-18 + 1e-30;
@@ -66,11 +66,11 @@ double plane_slack(const View& v, const Plane& plane, const double magnitude[3])
 /// The float inside test of particle k (header's operation order).
 bool frustum_contains(const View& v, const Frustum& f, uint32_t k) {
     const float x = v.p[0][k], y = v.p[1][k];
-    const float z = v.dims == 3 ? v.p[2][k] : 0.0f;
+    const float z = v.lat.dims == 3 ? v.p[2][k] : 0.0f;
     for (uint32_t i = 0; i < f.plane_count; ++i) {
         const Plane& pl = f.planes[i];
         float value = pl.normal[0] * x + pl.normal[1] * y;
-        if (v.dims == 3) value = value + pl.normal[2] * z;
+        if (v.lat.dims == 3) value = value + pl.normal[2] * z;
         value = value + pl.d;
         if (!(value >= 0.0f)) return false;
     }
@@ -100,7 +100,7 @@ template <typename Sink>
 void frustum_visit_occupied(const View& v, const Frustum& f, Sink& sink) {
     for_each_occupied(v, [&](const int64_t k[3], uint32_t c) {
         double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, magnitude[3] = {0.0, 0.0, 0.0};
-        for (uint32_t d = 0; d < v.dims; ++d) {
+        for (uint32_t d = 0; d < v.lat.dims; ++d) {
             cell_extent(v, d, k[d], lo[d], hi[d]);
             magnitude[d] = std::fabs(lo[d]) > std::fabs(hi[d]) ? std::fabs(lo[d]) : std::fabs(hi[d]);
         }
@@ -120,20 +120,20 @@ void frustum_visit_bounded(const View& v, const Frustum& f, Sink& sink) {
     // Clamped particles outside the box lie on the far side of their border
     // cell, where every plane value is monotone too: the box's magnitude suffices.
     double magnitude[3] = {0.0, 0.0, 0.0};
-    for (uint32_t d = 0; d < v.dims; ++d) {
-        const double a = std::fabs(v.origin[d]);
-        const double b = std::fabs(v.origin[d] + static_cast<double>(v.n[d]) * v.edge);
-        magnitude[d] = (a > b ? a : b) + v.edge;
+    for (uint32_t d = 0; d < v.lat.dims; ++d) {
+        const double a = std::fabs(v.lat.origin[d]);
+        const double b = std::fabs(v.lat.origin[d] + static_cast<double>(v.lat.n[d]) * v.lat.edge);
+        magnitude[d] = (a > b ? a : b) + v.lat.edge;
     }
     double slack[kMaxFrustumPlanes];
     for (uint32_t i = 0; i < f.plane_count; ++i)
         slack[i] = plane_slack(v, f.planes[i], magnitude);
-    const int64_t nx = v.n[0];
-    for (int64_t z = 0; z <= v.hi[2]; ++z)
-        for (int64_t y = 0; y <= v.hi[1]; ++y) {
+    const int64_t nx = v.lat.n[0];
+    for (int64_t z = 0; z <= v.lat.hi[2]; ++z)
+        for (int64_t y = 0; y <= v.lat.hi[1]; ++y) {
             double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
             cell_extent(v, 1, y, lo[1], hi[1]);
-            if (v.dims == 3) cell_extent(v, 2, z, lo[2], hi[2]);
+            if (v.lat.dims == 3) cell_extent(v, 2, z, lo[2], hi[2]);
             auto keeps = [&](uint32_t plane, int64_t x) {
                 double l[3] = {0.0, lo[1], lo[2]}, h[3] = {0.0, hi[1], hi[2]};
                 cell_extent(v, 0, x, l[0], h[0]);
@@ -167,8 +167,8 @@ void frustum_visit_bounded(const View& v, const Frustum& f, Sink& sink) {
                 }
             }
             if (first > last) continue;
-            const auto c0 = static_cast<uint32_t>(first + nx * (y + int64_t{v.n[1]} * z));
-            const auto c1 = static_cast<uint32_t>(last + 1 + nx * (y + int64_t{v.n[1]} * z));
+            const auto c0 = static_cast<uint32_t>(first + nx * (y + int64_t{v.lat.n[1]} * z));
+            const auto c1 = static_cast<uint32_t>(last + 1 + nx * (y + int64_t{v.lat.n[1]} * z));
             if (!test_cell_frustum(v, f, v.start[c0], v.start[c1], sink)) return;
         }
 }
@@ -203,10 +203,10 @@ template <typename Sink>
 uint64_t run_frustum(const View& v, const Frustum& f, Sink& sink) {
     if (!valid_frustum(f)) return kInvalidQuery;
     // Bounded: rows of the world, or the occupied cells when there are far fewer.
-    const double rows = static_cast<double>(v.n[1]) * static_cast<double>(v.n[2]);
+    const double rows = static_cast<double>(v.lat.n[1]) * static_cast<double>(v.lat.n[2]);
     if (v.wrapped) // a cell's extent is only known modulo the period: no culling
         test_cell_frustum(v, f, 0, v.count, sink);
-    else if (v.bounded && rows <= 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0)
+    else if (v.lat.bounded && rows <= 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0)
         frustum_visit_bounded(v, f, sink);
     else
         frustum_visit_occupied(v, f, sink);

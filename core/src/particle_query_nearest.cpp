@@ -82,7 +82,7 @@ struct NearestSearch {
     /// Squared exact distance from the centre to a cell's (enlarged) box.
     [[nodiscard]] double cell_distance2(const int64_t cell[3]) const {
         double sum = 0.0;
-        for (uint32_t d = 0; d < v.dims; ++d) {
+        for (uint32_t d = 0; d < v.lat.dims; ++d) {
             double lo, hi;
             cell_extent(v, d, cell[d], lo, hi);
             const double p = c[d];
@@ -118,11 +118,13 @@ struct NearestSearch {
         }
         int64_t centre[3] = {0, 0, 0};
         int64_t reach = 0; // shells beyond this hold no cells
-        for (uint32_t d = 0; d < v.dims; ++d) {
+        for (uint32_t d = 0; d < v.lat.dims; ++d) {
             // Clamped into the grid's cells: every particle cell is in range,
             // so the shell bound below holds for the clamped centre too.
-            centre[d] = clamp_i64(floor_cell(scaled_coordinate(c[d], v.origin_f[d], v.scale)), v.lo[d], v.hi[d]);
-            const int64_t r = centre[d] - v.lo[d] > v.hi[d] - centre[d] ? centre[d] - v.lo[d] : v.hi[d] - centre[d];
+            centre[d] = clamp_i64(floor_cell(scaled_coordinate(c[d], v.lat.origin_f[d], v.lat.scale)), v.lat.lo[d],
+                                  v.lat.hi[d]);
+            const int64_t r =
+                centre[d] - v.lat.lo[d] > v.lat.hi[d] - centre[d] ? centre[d] - v.lat.lo[d] : v.lat.hi[d] - centre[d];
             reach = r > reach ? r : reach;
         }
         const double budget = 2.0 * static_cast<double>(occupied_bound(v)) + 64.0;
@@ -130,7 +132,7 @@ struct NearestSearch {
         for (int64_t s = 0; s <= reach; ++s) {
             if (s >= 1) {
                 // Every particle in shell s is more than (s - 1) cells away.
-                const double gap = (static_cast<double>(s - 1) - 0x1p-10) * v.edge * (1.0 - 0x1p-20);
+                const double gap = (static_cast<double>(s - 1) - 0x1p-10) * v.lat.edge * (1.0 - 0x1p-20);
                 if (gap > 0.0 && gap * gap > bound2()) break;
             }
             const double shell_cells = clipped_cells(centre, s) - (s > 0 ? clipped_cells(centre, s - 1) : 0.0);
@@ -139,7 +141,7 @@ struct NearestSearch {
                 // occupied cells outside the shells already visited instead.
                 for_each_occupied(v, [&](const int64_t k[3], uint32_t cell) {
                     int64_t cheb = 0;
-                    for (uint32_t d = 0; d < v.dims; ++d) {
+                    for (uint32_t d = 0; d < v.lat.dims; ++d) {
                         const int64_t a = k[d] > centre[d] ? k[d] - centre[d] : centre[d] - k[d];
                         cheb = a > cheb ? a : cheb;
                     }
@@ -168,9 +170,9 @@ struct NearestSearch {
     /// Cells of the cube centre +- s (per used axis) inside the grid's cells.
     [[nodiscard]] double clipped_cells(const int64_t centre[3], int64_t s) const {
         double cells = 1.0;
-        for (uint32_t d = 0; d < v.dims; ++d) {
-            const int64_t a = centre[d] - s > v.lo[d] ? centre[d] - s : v.lo[d];
-            const int64_t b = centre[d] + s < v.hi[d] ? centre[d] + s : v.hi[d];
+        for (uint32_t d = 0; d < v.lat.dims; ++d) {
+            const int64_t a = centre[d] - s > v.lat.lo[d] ? centre[d] - s : v.lat.lo[d];
+            const int64_t b = centre[d] + s < v.lat.hi[d] ? centre[d] + s : v.lat.hi[d];
             cells *= static_cast<double>(b - a + 1);
         }
         return cells;
@@ -181,15 +183,15 @@ struct NearestSearch {
     /// faces without them, then the x faces), each cell once.
     void visit_shell(const int64_t centre[3], int64_t s) {
         int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-        for (uint32_t d = 0; d < v.dims; ++d) {
-            lo[d] = centre[d] - s > v.lo[d] ? centre[d] - s : v.lo[d];
-            hi[d] = centre[d] + s < v.hi[d] ? centre[d] + s : v.hi[d];
+        for (uint32_t d = 0; d < v.lat.dims; ++d) {
+            lo[d] = centre[d] - s > v.lat.lo[d] ? centre[d] - s : v.lat.lo[d];
+            hi[d] = centre[d] + s < v.lat.hi[d] ? centre[d] + s : v.lat.hi[d];
         }
         if (s == 0) {
             visit_cells(lo, hi);
             return;
         }
-        for (uint32_t axis = v.dims; axis-- > 0;) {
+        for (uint32_t axis = v.lat.dims; axis-- > 0;) {
             const int64_t low_face = centre[axis] - s;
             const int64_t high_face = centre[axis] + s;
             if (low_face >= lo[axis] && low_face <= hi[axis]) {

@@ -4,6 +4,8 @@
 // query must visit are at the top of particle_queries.cpp.
 #pragma once
 
+#include "lattice/cell_table.h"
+#include "lattice/lattice.h"
 #include "lattice/wrapped_cells.h"
 #include "query_batch.h"
 
@@ -23,18 +25,9 @@ constexpr uint32_t kNoCell = 0xffffffffu;
 /// Cell coordinates far outside any key range, for saturating conversions.
 constexpr double kFarCell = 0x1p40;
 
-/// The grid's arrays and key parameters, read once per query.
+/// The grid's arrays and lattice, read once per query.
 struct View {
-    uint32_t dims = 3;
-    bool bounded = false;
-    bool clamp = false;
-    int64_t lo[3] = {0, 0, 0}; ///< Valid cell coordinates per axis (inclusive).
-    int64_t hi[3] = {0, 0, 0};
-    uint32_t n[3] = {1, 1, 1}; ///< Bounded: cells per axis.
-    float origin_f[3] = {0.0f, 0.0f, 0.0f};
-    double origin[3] = {0.0, 0.0, 0.0};
-    double scale = 1.0; ///< key_scale(cell_size)
-    double edge = 1.0;  ///< Guarded cell edge, cell_size * kCellGuard.
+    Lattice lat; ///< make_lattice(config)
     const float* p[3] = {nullptr, nullptr, nullptr};
     const uint32_t* order = nullptr;
     const uint32_t* start = nullptr;
@@ -56,22 +49,10 @@ inline bool make_view(const Grid& g, View& v) {
     const CellTableView t = g.cells();
     if (t.start == nullptr) return false;
     const GridConfig& c = g.config();
-    v.dims = c.dimensions;
-    v.bounded = c.world == World::bounded;
-    v.clamp = v.bounded && c.out_of_bounds == OutOfBounds::clamp;
-    for (uint32_t d = 0; d < 3; ++d) {
-        const bool used = d < v.dims;
-        v.n[d] = v.bounded && used ? c.cell_counts[d] : 1u;
-        v.lo[d] = !used || v.bounded ? 0 : wrap_min(v.dims);
-        v.hi[d] = !used ? 0 : (v.bounded ? int64_t{c.cell_counts[d]} - 1 : wrap_max(v.dims));
-        v.origin_f[d] = c.origin[d];
-        v.origin[d] = c.origin[d];
-    }
-    v.scale = key_scale(c.cell_size);
-    v.edge = static_cast<double>(c.cell_size) * kCellGuard;
+    v.lat = make_lattice(c);
     v.p[0] = g.sorted_x();
     v.p[1] = g.sorted_y();
-    v.p[2] = v.dims == 3 ? g.sorted_z() : nullptr;
+    v.p[2] = v.lat.dims == 3 ? g.sorted_z() : nullptr;
     v.order = g.sorted_to_original();
     v.start = t.start;
     v.cell_count = t.cell_count;
@@ -81,9 +62,7 @@ inline bool make_view(const Grid& g, View& v) {
     v.slot_cell = t.slot_cell;
     if (t.slot_count != 0) {
         v.slot_mask = t.slot_count - 1;
-        v.slot_shift = 64;
-        for (uint32_t s = t.slot_count; s > 1; s >>= 1)
-            --v.slot_shift;
+        v.slot_shift = table_shift(t.slot_count);
     }
     v.interaction_distance = c.interaction_distance;
     v.wrapped = t.wrapped;
@@ -136,7 +115,7 @@ inline QueryResult finish(uint64_t total, uint64_t capacity) {
 }
 
 inline bool finite_point(const View& v, const float* c) {
-    for (uint32_t d = 0; d < v.dims; ++d)
+    for (uint32_t d = 0; d < v.lat.dims; ++d)
         if (!std::isfinite(c[d])) return false;
     return true;
 }
@@ -155,16 +134,16 @@ inline int64_t clamp_i64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo
 /// False when nothing is left.
 inline bool clip_range(const View& v, int64_t lo[3], int64_t hi[3]) {
     for (uint32_t d = 0; d < 3; ++d) {
-        if (d >= v.dims) {
+        if (d >= v.lat.dims) {
             lo[d] = hi[d] = 0;
             continue;
         }
-        if (v.clamp) {
-            lo[d] = clamp_i64(lo[d], v.lo[d], v.hi[d]);
-            hi[d] = clamp_i64(hi[d], v.lo[d], v.hi[d]);
+        if (v.lat.clamp) {
+            lo[d] = clamp_i64(lo[d], v.lat.lo[d], v.lat.hi[d]);
+            hi[d] = clamp_i64(hi[d], v.lat.lo[d], v.lat.hi[d]);
         } else {
-            lo[d] = lo[d] > v.lo[d] ? lo[d] : v.lo[d];
-            hi[d] = hi[d] < v.hi[d] ? hi[d] : v.hi[d];
+            lo[d] = lo[d] > v.lat.lo[d] ? lo[d] : v.lat.lo[d];
+            hi[d] = hi[d] < v.lat.hi[d] ? hi[d] : v.lat.hi[d];
             if (lo[d] > hi[d]) return false;
         }
     }
@@ -172,16 +151,12 @@ inline bool clip_range(const View& v, int64_t lo[3], int64_t hi[3]) {
 }
 
 inline uint64_t pack(const View& v, int64_t x, int64_t y, int64_t z) {
-    return v.dims == 3 ? pack_key3(static_cast<int32_t>(x), static_cast<int32_t>(y), static_cast<int32_t>(z))
-                       : pack_key2(static_cast<int32_t>(x), static_cast<int32_t>(y));
+    return v.lat.pack(static_cast<int32_t>(x), static_cast<int32_t>(y), static_cast<int32_t>(z));
 }
 
 inline void unpack(const View& v, uint64_t key, int64_t c[3]) {
     int32_t x = 0, y = 0, z = 0;
-    if (v.dims == 3)
-        unpack_key3(key, x, y, z);
-    else
-        unpack_key2(key, x, y);
+    v.lat.unpack(key, x, y, z);
     c[0] = x;
     c[1] = y;
     c[2] = z;
@@ -189,15 +164,9 @@ inline void unpack(const View& v, uint64_t key, int64_t c[3]) {
 
 /// Cell index of in-range cell coordinates, or kNoCell (unbounded: not occupied).
 inline uint32_t find_cell(const View& v, int64_t x, int64_t y, int64_t z) {
-    if (v.bounded) return static_cast<uint32_t>(x + int64_t{v.n[0]} * (y + int64_t{v.n[1]} * z));
-    const uint64_t key = pack(v, x, y, z);
-    uint32_t s = static_cast<uint32_t>(hash_key(key) >> v.slot_shift);
-    for (;;) {
-        const uint64_t k = v.slot_key[s];
-        if (k == key) return v.slot_cell[s];
-        if (k == kEmptyKey) return kNoCell;
-        s = (s + 1) & v.slot_mask;
-    }
+    if (v.lat.bounded) return v.lat.linear(x, y, z);
+    static_assert(kNoCell == kNone);
+    return probe_cell(v.slot_key, v.slot_cell, v.slot_mask, v.slot_shift, pack(v, x, y, z));
 }
 
 /// First cell (unbounded, sorted keys) with key >= key.
@@ -223,7 +192,7 @@ inline uint32_t log2_ceil(uint32_t x) {
 /// Upper bound on the occupied cells: the distinct cells (unbounded) or the
 /// particle count (bounded worlds keep no list of their occupied cells).
 inline uint32_t occupied_bound(const View& v) {
-    if (!v.bounded) return v.cell_count;
+    if (!v.lat.bounded) return v.cell_count;
     return v.count < v.cell_count ? v.count : v.cell_count;
 }
 
@@ -235,7 +204,7 @@ inline uint32_t occupied_bound(const View& v) {
 /// and empty the world's box is.
 template <typename CellFn>
 inline bool for_each_occupied(const View& v, CellFn&& cell_fn) {
-    if (!v.bounded) {
+    if (!v.lat.bounded) {
         for (uint32_t c = 0; c < v.cell_count; ++c) {
             int64_t k[3];
             unpack(v, v.key[c], k);
@@ -255,7 +224,7 @@ inline bool for_each_occupied(const View& v, CellFn&& cell_fn) {
                 hi = mid - 1;
         }
         const uint32_t c = lo;
-        const int64_t k[3] = {c % v.n[0], (c / v.n[0]) % v.n[1], c / v.n[0] / v.n[1]};
+        const int64_t k[3] = {c % v.lat.n[0], (c / v.lat.n[0]) % v.lat.n[1], c / v.lat.n[0] / v.lat.n[1]};
         if (!cell_fn(k, c)) return false;
         at = v.start[c + 1];
     }
@@ -286,8 +255,8 @@ constexpr AxisSpan kUnusedAxis{{0, 0}, {0, -1}, 1};
 /// The span of `length` consecutive cells starting at wrapped coordinate
 /// `first` (the whole axis when length reaches the period).
 inline AxisSpan wrapped_span(const View& v, int64_t first, double length) {
-    const int64_t period = wrap_period(v.dims);
-    const int64_t lo = wrap_min(v.dims), hi = wrap_max(v.dims);
+    const int64_t period = wrap_period(v.lat.dims);
+    const int64_t lo = wrap_min(v.lat.dims), hi = wrap_max(v.lat.dims);
     if (!(length < static_cast<double>(period))) return AxisSpan{{lo, 0}, {hi, -1}, 1};
     const int64_t last = first + static_cast<int64_t>(length) - 1;
     if (last <= hi) return AxisSpan{{first, 0}, {last, -1}, 1};
@@ -349,7 +318,7 @@ inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
 template <typename Range>
 inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], Range&& range) {
     const int64_t row_length = hi[0] - lo[0] + 1;
-    if (v.bounded) {
+    if (v.lat.bounded) {
         const double box_rows = static_cast<double>(hi[1] - lo[1] + 1) * static_cast<double>(hi[2] - lo[2] + 1);
         if (box_rows > 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0) {
             for_each_occupied(v, [&](const int64_t k[3], uint32_t c) {
@@ -361,7 +330,7 @@ inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], R
         }
         for (int64_t z = lo[2]; z <= hi[2]; ++z)
             for (int64_t y = lo[1]; y <= hi[1]; ++y) {
-                const auto c0 = static_cast<uint32_t>(lo[0] + int64_t{v.n[0]} * (y + int64_t{v.n[1]} * z));
+                const uint32_t c0 = v.lat.linear(lo[0], y, z);
                 const uint32_t b = v.start[c0];
                 const uint32_t e = v.start[c0 + static_cast<uint32_t>(row_length)];
                 if (b != e && !range(b, e)) return;
@@ -379,7 +348,7 @@ inline float distance2(const View& v, uint32_t k, const float* c) {
     const float dx = v.p[0][k] - c[0];
     const float dy = v.p[1][k] - c[1];
     float d2 = dx * dx + dy * dy;
-    if (v.dims == 3) {
+    if (v.lat.dims == 3) {
         const float dz = v.p[2][k] - c[2];
         d2 = d2 + dz * dz;
     }
@@ -415,7 +384,7 @@ struct VisitorSink {
 /// Particles with d2 < fl(radius * radius), in sorted order.
 template <typename Sink>
 inline void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
-    const double tr = static_cast<double>(radius) * v.scale;
+    const double tr = static_cast<double>(radius) * v.lat.scale;
     const float r2 = radius * radius;
     auto test = [&](uint32_t b, uint32_t e) {
         for (uint32_t k = b; k < e; ++k)
@@ -430,17 +399,17 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
         const double reach = std::ceil(tr * (1.0 + 0x1p-20)) + 2.0;
         const auto back = static_cast<int64_t>(reach < 0x1p40 ? reach : 0x1p40);
         AxisSpan span[3] = {kUnusedAxis, kUnusedAxis, kUnusedAxis};
-        for (uint32_t d = 0; d < v.dims; ++d) {
+        for (uint32_t d = 0; d < v.lat.dims; ++d) {
             bool unused = false;
-            const int64_t centre = unbounded_cell(c[d], v.origin_f[d], v.scale, v.dims, unused);
-            span[d] = wrapped_span(v, wrap_cell(centre - back, v.dims), 2.0 * reach + 1.0);
+            const int64_t centre = unbounded_cell(c[d], v.lat.origin_f[d], v.lat.scale, v.lat.dims, unused);
+            span[d] = wrapped_span(v, wrap_cell(centre - back, v.lat.dims), 2.0 * reach + 1.0);
         }
         visit_spans(v, span, test);
         return;
     }
     int64_t lo[3], hi[3];
-    for (uint32_t d = 0; d < v.dims; ++d) {
-        const double tc = scaled_coordinate(c[d], v.origin_f[d], v.scale);
+    for (uint32_t d = 0; d < v.lat.dims; ++d) {
+        const double tc = scaled_coordinate(c[d], v.lat.origin_f[d], v.lat.scale);
         const double margin = (std::fabs(tc) + tr) * 0x1p-30 + 0x1p-30;
         lo[d] = floor_cell(tc - tr - margin);
         hi[d] = floor_cell(tc + tr + margin);
@@ -456,7 +425,7 @@ inline uint64_t radius_collect(const View& v, const float* c, float radius, uint
 }
 
 inline bool valid_box(const View& v, const QueryBox& b) {
-    for (uint32_t d = 0; d < v.dims; ++d)
+    for (uint32_t d = 0; d < v.lat.dims; ++d)
         if (std::isnan(b.min[d]) || std::isnan(b.max[d]) || b.min[d] > b.max[d]) return false;
     return true;
 }
@@ -466,7 +435,7 @@ inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
     auto test = [&](uint32_t b, uint32_t e) {
         for (uint32_t k = b; k < e; ++k) {
             bool inside = true;
-            for (uint32_t d = 0; d < v.dims; ++d) {
+            for (uint32_t d = 0; d < v.lat.dims; ++d) {
                 const float p = v.p[d][k];
                 inside = inside && p >= box.min[d] && p <= box.max[d];
             }
@@ -477,29 +446,30 @@ inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
     if (v.wrapped) {
         // Far cells come from far_cell(), within a cell of the fast formula:
         // one more cell on each side. Infinite bounds cover the whole axis.
-        const int64_t period = wrap_period(v.dims);
+        const int64_t period = wrap_period(v.lat.dims);
         AxisSpan span[3] = {kUnusedAxis, kUnusedAxis, kUnusedAxis};
-        for (uint32_t d = 0; d < v.dims; ++d) {
-            const double length = (static_cast<double>(box.max[d]) - static_cast<double>(box.min[d])) * v.scale + 4.0;
+        for (uint32_t d = 0; d < v.lat.dims; ++d) {
+            const double length =
+                (static_cast<double>(box.max[d]) - static_cast<double>(box.min[d])) * v.lat.scale + 4.0;
             if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]) || !(length < 0x1p40)) {
                 span[d] = wrapped_span(v, 0, INFINITY);
                 continue;
             }
             bool unused = false;
-            const int64_t first = unbounded_cell(box.min[d], v.origin_f[d], v.scale, v.dims, unused) - 1;
-            const int64_t last = unbounded_cell(box.max[d], v.origin_f[d], v.scale, v.dims, unused) + 1;
+            const int64_t first = unbounded_cell(box.min[d], v.lat.origin_f[d], v.lat.scale, v.lat.dims, unused) - 1;
+            const int64_t last = unbounded_cell(box.max[d], v.lat.origin_f[d], v.lat.scale, v.lat.dims, unused) + 1;
             const int64_t cells = ((last - first) % period + period) % period + 1;
-            span[d] = wrapped_span(v, wrap_cell(first, v.dims),
+            span[d] = wrapped_span(v, wrap_cell(first, v.lat.dims),
                                    length < static_cast<double>(period) ? static_cast<double>(cells) : INFINITY);
         }
         visit_spans(v, span, test);
         return;
     }
     int64_t lo[3], hi[3];
-    for (uint32_t d = 0; d < v.dims; ++d) {
+    for (uint32_t d = 0; d < v.lat.dims; ++d) {
         // The grid's own key function: exact by monotonicity (no margin).
-        lo[d] = floor_cell(scaled_coordinate(box.min[d], v.origin_f[d], v.scale));
-        hi[d] = floor_cell(scaled_coordinate(box.max[d], v.origin_f[d], v.scale));
+        lo[d] = floor_cell(scaled_coordinate(box.min[d], v.lat.origin_f[d], v.lat.scale));
+        hi[d] = floor_cell(scaled_coordinate(box.max[d], v.lat.origin_f[d], v.lat.scale));
     }
     if (!clip_range(v, lo, hi)) return;
     visit_box(v, lo, hi, test);
@@ -510,14 +480,14 @@ inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
 /// that covers the rounding of the key computation. Clamp-mode border cells
 /// reach to infinity on their outer side.
 inline void cell_extent(const View& v, uint32_t d, int64_t i, double& lo, double& hi) {
-    const double a = v.origin[d] + static_cast<double>(i) * v.edge;
-    const double b = a + v.edge;
-    const double margin = (std::fabs(v.origin[d]) + std::fabs(a) + v.edge) * 0x1p-40 + v.edge * 0x1p-20;
+    const double a = v.lat.origin[d] + static_cast<double>(i) * v.lat.edge;
+    const double b = a + v.lat.edge;
+    const double margin = (std::fabs(v.lat.origin[d]) + std::fabs(a) + v.lat.edge) * 0x1p-40 + v.lat.edge * 0x1p-20;
     lo = a - margin;
     hi = b + margin;
-    if (v.clamp) {
-        if (i <= v.lo[d]) lo = -INFINITY;
-        if (i >= v.hi[d]) hi = INFINITY;
+    if (v.lat.clamp) {
+        if (i <= v.lat.lo[d]) lo = -INFINITY;
+        if (i >= v.lat.hi[d]) hi = INFINITY;
     }
 }
 
@@ -576,11 +546,11 @@ auto index_batch_run(SinkRun&& run) {
 inline void load_point(const View& v, const ParticleSpans& s, uint32_t q, float* c) {
     c[0] = s.x[q];
     c[1] = s.y[q];
-    c[2] = v.dims == 3 ? s.z[q] : 0.0f;
+    c[2] = v.lat.dims == 3 ? s.z[q] : 0.0f;
 }
 
 inline bool spans_set(const View& v, const ParticleSpans& s) {
-    return s.count == 0 || (s.x != nullptr && s.y != nullptr && (v.dims == 2 || s.z != nullptr));
+    return s.count == 0 || (s.x != nullptr && s.y != nullptr && (v.lat.dims == 2 || s.z != nullptr));
 }
 
 } // namespace hashgrid::particle_query

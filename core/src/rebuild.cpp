@@ -55,15 +55,10 @@ RebuildFrame frame_for(const GridConfig& c, const GridState& s, const ParticleSp
     k.coord[1] = p.y;
     k.coord[2] = p.z;
     k.radius = p.radius;
-    k.scale = key_scale(c.cell_size);
-    k.cell_size = c.cell_size;
-    k.clamp = c.out_of_bounds == OutOfBounds::clamp;
-    for (uint32_t d = 0; d < 3; ++d) {
-        k.origin[d] = c.origin[d];
-        k.counts[d] = c.cell_counts[d];
-        k.upper[d] = f.bounded ? static_cast<double>(c.cell_counts[d]) : kFastCellLimit;
-    }
-    k.lower = f.bounded ? 0.0 : -kFastCellLimit;
+    k.lattice = make_lattice(c);
+    for (uint32_t d = 0; d < 3; ++d)
+        k.upper[d] = f.bounded ? k.lattice.upper(d) : kFastCellLimit;
+    k.lower = f.bounded ? k.lattice.lower(0) : -kFastCellLimit;
 
     if (f.bounded) {
         f.cells = static_cast<uint32_t>(uint64_t{c.cell_counts[0]} * c.cell_counts[1] *

@@ -25,20 +25,15 @@ StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell, bool& wra
         const float v = k.coord[d][i];
         if (!std::isfinite(v)) return StatusCode::invalid_position;
         if constexpr (!Bounded) {
-            cell[d] = unbounded_cell(v, k.origin[d], k.scale, D, wrapped);
+            cell[d] = unbounded_cell(v, k.lattice.origin_f[d], k.lattice.scale, D, wrapped);
             continue;
         }
-        double t = scaled_coordinate(v, k.origin[d], k.scale);
-        if (!(t >= k.lower && t < k.upper[d])) {
-            if (!k.clamp) return StatusCode::position_out_of_range;
-            t = t < k.lower ? k.lower : k.upper[d] - 1.0;
-        }
-        cell[d] = floor_to_int(t);
+        if (!k.lattice.cell_of(d, v, cell[d])) return StatusCode::position_out_of_range;
     }
     if (k.radius != nullptr) {
         const float r = k.radius[i];
         if (!(r > 0.0f) || !std::isfinite(r)) return StatusCode::invalid_radius;
-        if (!(r * 2.0f <= k.cell_size)) return StatusCode::radius_too_large;
+        if (!(r * 2.0f <= k.lattice.cell_size)) return StatusCode::radius_too_large;
     }
     return StatusCode::ok;
 }
@@ -65,11 +60,11 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
     const float* __restrict py = k.coord[1];
     const float* __restrict pz = D == 3 ? k.coord[2] : k.coord[0];
     const float* __restrict pr = Radius ? k.radius : k.coord[0];
-    const double ox = k.origin[0], oy = k.origin[1], oz = k.origin[2];
-    const double scale = k.scale, lo = k.lower;
+    const double ox = k.lattice.origin[0], oy = k.lattice.origin[1], oz = k.lattice.origin[2];
+    const double scale = k.lattice.scale, lo = k.lower;
     const double ux = k.upper[0], uy = k.upper[1], uz = k.upper[2];
-    const uint32_t nx = k.counts[0], nxy = k.counts[0] * k.counts[1];
-    const float cell_size = k.cell_size;
+    const uint32_t nx = k.lattice.n[0], nxy = k.lattice.n[0] * k.lattice.n[1];
+    const float cell_size = k.lattice.cell_size;
     uint32_t valid = 1;
     for (uint32_t i = begin; i < end; ++i) {
         const float vx = px[i], vy = py[i], vz = D == 3 ? pz[i] : 0.0f;
@@ -210,7 +205,7 @@ void key_pass(const RebuildFrame& f, GridState& s, const ThreadBackend& b) {
 template <uint32_t D, bool Bounded>
 void key_pass_for(const RebuildFrame& f, GridState& s, const ThreadBackend& b) {
     const bool radius = f.keys.radius != nullptr;
-    if (Bounded && f.keys.clamp) {
+    if (Bounded && f.keys.lattice.clamp) {
         if (radius)
             key_pass<D, Bounded, true, true>(f, s, b);
         else

@@ -12,6 +12,8 @@
 #pragma once
 
 #include "grid_impl.h"
+#include "lattice/cell_table.h"
+#include "lattice/lattice.h"
 
 #include <cstdint>
 #include <cstring>
@@ -22,13 +24,11 @@ namespace hashgrid::detail {
 struct KeyParams {
     const float* coord[3];
     const float* radius;
-    float origin[3];
-    double scale;
-    double upper[3]; // bounded: cell counts; unbounded: kFastCellLimit
-    double lower;    // bounded: 0; unbounded: -kFastCellLimit
-    uint32_t counts[3];
-    float cell_size;
-    bool clamp;
+    Lattice lattice; // make_lattice(config)
+    // The key block's range of scaled coordinates, [lower, upper[d]):
+    // bounded, the lattice's; unbounded, the fast key formula's.
+    double upper[3];
+    double lower;
 };
 
 /// What the steps of one rebuild hand to each other.
@@ -148,22 +148,14 @@ inline uint32_t bucket_shift(uint32_t cells, uint32_t buckets) {
     return shift;
 }
 
-/// Slot holding `key`, or kNone. Linear probing from the key's home slot.
+/// Slot holding `key`, or kNone (lattice/cell_table.h).
 inline uint32_t find_slot(const GridState& s, uint64_t key) {
-    const uint32_t mask = s.slot_count - 1;
-    uint32_t slot = static_cast<uint32_t>(hash_key(key) >> s.slot_shift);
-    for (;;) {
-        const uint64_t k = s.slot_key[slot];
-        if (k == key) return slot;
-        if (k == kEmptyKey) return kNone;
-        slot = (slot + 1) & mask;
-    }
+    return probe_slot(s.slot_key, s.slot_count - 1, s.slot_shift, key);
 }
 
 /// Cell index of `key`, or kNone.
 inline uint32_t find_cell(const GridState& s, uint64_t key) {
-    const uint32_t slot = find_slot(s, key);
-    return slot == kNone ? kNone : s.slot_cell[slot];
+    return probe_cell(s.slot_key, s.slot_cell, s.slot_count - 1, s.slot_shift, key);
 }
 
 } // namespace hashgrid::detail

@@ -5,6 +5,7 @@
 // key set, never on timing. The distinct keys are compacted in slot order and
 // radix-sorted, giving cells in lexicographic (z, y, x) order; each particle
 // then looks up its cell index.
+#include "lattice/radix_sort.h"
 #include "rebuild_steps.h"
 
 #include "hashgrid/assert.h"
@@ -58,7 +59,7 @@ private:
 /// slot while carried and gives it back if it meets its duplicate. Returns
 /// false if the table reached its fill limit.
 bool insert_key(uint64_t* slots, uint32_t mask, uint32_t shift, uint64_t key, FillShare& fill) {
-    uint32_t s = static_cast<uint32_t>(hash_key(key) >> shift);
+    uint32_t s = home_slot(key, shift);
     bool counted = false; // the key in hand already holds a fill slot
     for (;;) {
         std::atomic_ref<uint64_t> slot(slots[s]);
@@ -68,7 +69,7 @@ bool insert_key(uint64_t* slots, uint32_t mask, uint32_t shift, uint64_t key, Fi
             return true;
         }
         if (current != kEmptyKey && key < current) {
-            s = (s + 1) & mask;
+            s = next_slot(s, mask);
             continue;
         }
         // Take the slot: it is empty, or holds a key of lower priority.
@@ -80,61 +81,21 @@ bool insert_key(uint64_t* slots, uint32_t mask, uint32_t shift, uint64_t key, Fi
         counted = true;
         if (current == kEmptyKey) return true;
         key = current; // carry the displaced key forward
-        s = (s + 1) & mask;
+        s = next_slot(s, mask);
     }
 }
 
-/// LSD radix sort of distinct keys with a 32-bit payload each, 8-bit digits,
-/// only over bytes that vary. Stable and chunked by a fixed grain:
-/// deterministic. Results end in `keys` and `payload`.
-void radix_sort(const ThreadBackend& b, uint64_t* keys, uint32_t* payload, uint64_t* tmp, uint32_t* payload_tmp,
-                uint32_t n, uint32_t* hist, uint64_t* chunk_scratch) {
+/// Sorts distinct keys with a 32-bit payload each (lattice/radix_sort.h):
+/// 8-bit digits, only over bytes that vary. Results end in `keys` and `payload`.
+void sort_keys(const ThreadBackend& b, uint64_t* keys, uint32_t* payload, uint64_t* tmp, uint32_t* payload_tmp,
+               uint32_t n, uint32_t* hist, uint64_t* chunk_scratch) {
     if (n < 2) return;
-    const uint32_t chunks = chunk_count(n, kRadixGrain);
-    parallel_chunks(b, n, kRadixGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint64_t diff = 0;
-        const uint64_t first = keys[0];
-        for (uint32_t i = begin; i < end; ++i)
-            diff |= keys[i] ^ first;
-        chunk_scratch[begin / kRadixGrain] = diff;
-    });
-    uint64_t diff = 0;
-    for (uint32_t c = 0; c < chunks; ++c)
-        diff |= chunk_scratch[c];
-    uint64_t* src = keys;
-    uint64_t* dst = tmp;
-    uint32_t* psrc = payload;
-    uint32_t* pdst = payload_tmp;
-    for (uint32_t shift = 0; shift < 64; shift += 8) {
-        if (((diff >> shift) & 0xff) == 0) continue;
-        parallel_chunks(b, n, kRadixGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint32_t* h = hist + (begin / kRadixGrain) * 256;
-            std::memset(h, 0, 256 * sizeof(uint32_t));
-            for (uint32_t i = begin; i < end; ++i)
-                ++h[(src[i] >> shift) & 0xff];
-        });
-        uint32_t running = 0;
-        for (uint32_t digit = 0; digit < 256; ++digit) {
-            for (uint32_t c = 0; c < chunks; ++c) {
-                const uint32_t v = hist[c * 256 + digit];
-                hist[c * 256 + digit] = running;
-                running += v;
-            }
-        }
-        parallel_chunks(b, n, kRadixGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            uint32_t* h = hist + (begin / kRadixGrain) * 256;
-            for (uint32_t i = begin; i < end; ++i) {
-                const uint32_t to = h[(src[i] >> shift) & 0xff]++;
-                dst[to] = src[i];
-                pdst[to] = psrc[i];
-            }
-        });
-        std::swap(src, dst);
-        std::swap(psrc, pdst);
-    }
-    if (src != keys) {
-        std::memcpy(keys, src, uint64_t{n} * sizeof(uint64_t));
-        std::memcpy(payload, psrc, uint64_t{n} * sizeof(uint32_t));
+    const uint64_t varying = varying_bits(b, keys, n, kRadixGrain, chunk_scratch);
+    uint64_t* const key[2] = {keys, tmp};
+    uint32_t* const pay[2] = {payload, payload_tmp};
+    if (radix_sort<uint64_t>(b, key, pay, n, varying, 8, hist, kRadixGrain) != 0) {
+        std::memcpy(keys, tmp, uint64_t{n} * sizeof(uint64_t));
+        std::memcpy(payload, payload_tmp, uint64_t{n} * sizeof(uint32_t));
     }
 }
 
@@ -164,7 +125,7 @@ void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b) 
         FillShare fill(occupied, table_limit, 1);
         for (uint32_t i = begin; i < end; ++i) {
             // Keys are sorted, their home slots random: fetch ahead.
-            if (i + 16 < end) __builtin_prefetch(s.slot_key + (hash_key(s.cell_key[i + 16]) >> s.slot_shift), 1);
+            if (i + 16 < end) __builtin_prefetch(s.slot_key + home_slot(s.cell_key[i + 16], s.slot_shift), 1);
             const bool inserted = insert_key(s.slot_key, s.slot_count - 1, s.slot_shift, s.cell_key[i], fill);
             HASHGRID_ASSERT(inserted, "table below max_cells cannot be full");
             (void)inserted;
@@ -172,7 +133,7 @@ void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b) 
     });
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i) {
-            if (i + 16 < end) __builtin_prefetch(s.slot_key + (hash_key(s.cell_key[i + 16]) >> s.slot_shift));
+            if (i + 16 < end) __builtin_prefetch(s.slot_key + home_slot(s.cell_key[i + 16], s.slot_shift));
             const uint32_t slot = find_slot(s, s.cell_key[i]);
             s.cell_slot[i] = slot;
             s.slot_cell[slot] = i;
@@ -234,7 +195,7 @@ Status insert_keys(GridState& s, RebuildFrame& f, const PreviousFrame& previous,
             const uint64_t key = s.particle_key[i];
             if (key == last) continue; // runs of one cell (sorted input) insert once
             if (i + 8 < end)           // the home slot of a key a few inserts ahead
-                __builtin_prefetch(s.slot_key + (hash_key(s.particle_key[i + 8]) >> s.slot_shift));
+                __builtin_prefetch(s.slot_key + home_slot(s.particle_key[i + 8], s.slot_shift));
             if (!insert_key(s.slot_key, mask, s.slot_shift, key, fill)) {
                 std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
                 return;
@@ -274,7 +235,7 @@ void sort_distinct_cells(GridState& s, const RebuildFrame& f, const ThreadBacken
             }
     });
     // Sort (key, slot) by key; cell_cursor is free until the counting sort.
-    radix_sort(b, s.cell_key, s.cell_slot, s.key_tmp, s.cell_cursor, cells, s.radix_hist, s.chunk_scratch);
+    sort_keys(b, s.cell_key, s.cell_slot, s.key_tmp, s.cell_cursor, cells, s.radix_hist, s.chunk_scratch);
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i)
             s.slot_cell[s.cell_slot[i]] = i;
