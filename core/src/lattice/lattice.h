@@ -21,6 +21,7 @@
 #include "hashgrid/box_grid.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/config.h"
+#include "hashgrid/lattice_config.h"
 
 #include <cstdint>
 
@@ -86,8 +87,7 @@ struct Lattice {
 };
 
 /// The lattice of a config with the given unbounded per-axis range.
-template <typename Config>
-Lattice make_lattice(const Config& c, int64_t unbounded_lo, int64_t unbounded_hi) {
+inline Lattice make_lattice(const LatticeConfig& c, int64_t unbounded_lo, int64_t unbounded_hi) {
     Lattice l;
     l.dims = c.dimensions;
     l.bounded = c.world == World::bounded;
