@@ -739,10 +739,11 @@ void box_queries(Input& in) {
         single_rays.insert(single_rays.end(), hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(rr.written));
         ray_offsets.push_back(ray_offsets.back() + rr.written);
         hashgrid::query_ray_first(qg[0], rays[q], all, &firsts[q]);
-        std::vector<hashgrid::NearestHit> near(nearest[q].k);
-        const hashgrid::QueryResult rn = hashgrid::query_nearest(qg[0], nearest[q], all, near.data(), near.size());
-        single_nearest.insert(single_nearest.end(), near.begin(),
-                              near.begin() + static_cast<std::ptrdiff_t>(rn.written));
+        std::vector<hashgrid::NearestHit> nearest_hits(nearest[q].k);
+        const hashgrid::QueryResult rn =
+            hashgrid::query_nearest(qg[0], nearest[q], all, nearest_hits.data(), nearest_hits.size());
+        single_nearest.insert(single_nearest.end(), nearest_hits.begin(),
+                              nearest_hits.begin() + static_cast<std::ptrdiff_t>(rn.written));
         nearest_offsets.push_back(nearest_offsets.back() + rn.written);
     }
     for (int b = 0; b < 2; ++b) {

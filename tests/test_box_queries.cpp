@@ -1273,7 +1273,7 @@ TEST_CASE("batches: offsets_capacity < count + 1 is output_too_small with needed
         f.plane_count = 1;
     std::vector<uint32_t> out(64);
     std::vector<RayHit> hits(64);
-    std::vector<NearestHit> near(64);
+    std::vector<NearestHit> nearest_hits(64);
     for (uint64_t offsets_capacity : {uint64_t{0}, uint64_t{1}, uint64_t{count}}) {
         CAPTURE(offsets_capacity);
         std::vector<uint64_t> offsets(count + 1, 77);
@@ -1288,8 +1288,8 @@ TEST_CASE("batches: offsets_capacity < count + 1 is output_too_small with needed
                                           out.size(), serial),
             hashgrid::query_ray_batch(qg, rays.data(), count, all, offsets.data(), offsets_capacity, hits.data(),
                                       hits.size(), serial),
-            hashgrid::query_nearest_batch(qg, nearest.data(), count, all, offsets.data(), offsets_capacity, near.data(),
-                                          near.size(), serial),
+            hashgrid::query_nearest_batch(qg, nearest.data(), count, all, offsets.data(), offsets_capacity,
+                                          nearest_hits.data(), nearest_hits.size(), serial),
         };
         for (const QueryResult& r : results) {
             CHECK(r.status.code == StatusCode::output_too_small);
