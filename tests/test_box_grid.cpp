@@ -1200,7 +1200,7 @@ TEST_CASE("PairFilter: random scenes give the filtered oracle at 1, 2, 3 and 8 t
     ParallelBackend p1(1), p2(2), p3(3), p8(8);
     const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p1.backend(), p2.backend(),
                                                            p3.backend(), p8.backend()};
-    for (uint64_t seed = 11000; seed < 11000 + scaled_count(60, 6); ++seed) {
+    for (uint64_t seed = 11000; seed < 11000 + scaled_count(20, 6); ++seed) {
         // Every fourth scene is bigger: several chunks per pass.
         const BoxCase bc = random_case(seed, seed % 4 == 0 ? 1200 : 300);
         INFO(bc.label);

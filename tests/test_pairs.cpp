@@ -707,7 +707,7 @@ TEST_CASE("PairFilter: random scenes give the filtered oracle at 1, 2, 3 and 8 t
     const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p1.backend(), p2.backend(),
                                                            p3.backend(), p8.backend()};
     uint64_t bounded = 0;
-    for (uint64_t seed = 9001; seed < 9001 + scaled_count(150); ++seed) {
+    for (uint64_t seed = 9001; seed < 9001 + scaled_count(50); ++seed) {
         const Case c = random_case(seed);
         check_filtered_case(c, hashgrid::World::unbounded, backends, seed);
         if (origin_fits_bounded(c)) {
@@ -728,7 +728,7 @@ TEST_CASE("PairFilter: every pair-test kernel (scalar, SSE2, AVX2 where the CPU 
          {hashgrid::PairKernel::scalar, hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2}) {
         if (!hashgrid::set_pair_kernel(kernel)) continue;
         INFO("kernel " << static_cast<int>(kernel));
-        for (uint64_t seed = 9501; seed < 9501 + scaled_count(40); ++seed)
+        for (uint64_t seed = 9501; seed < 9501 + scaled_count(14); ++seed)
             check_filtered_case(random_case(seed), hashgrid::World::unbounded, backends, seed);
         Rng rng(83);
         Case c = make_case(3, 1.0f, 1.0f, "clusters 3D 12k");
@@ -743,14 +743,14 @@ TEST_CASE("PairFilter: large scenes (many chunks, chunks searched again below ma
                                                            p3.backend(), p8.backend()};
     {
         Rng rng(81);
-        Case c = make_case(3, 1.0f, 1.0f, "uniform 3D 20k");
-        c.scene = uniform_scene(rng, 3, 20000, -12.0f, 12.0f);
+        Case c = make_case(3, 1.0f, 1.0f, "uniform 3D 10k");
+        c.scene = uniform_scene(rng, 3, 10000, -12.0f, 12.0f);
         check_filtered_case(c, hashgrid::World::unbounded, backends, 81);
     }
     {
         Rng rng(82);
-        Case c = make_case(2, 2.0f, 2.0f, "clusters 2D 30k, radii");
-        c.scene = clustered_scene(rng, 2, 30000, 7, -150.0f, 150.0f, 10.0f);
+        Case c = make_case(2, 2.0f, 2.0f, "clusters 2D 15k, radii");
+        c.scene = clustered_scene(rng, 2, 15000, 7, -150.0f, 150.0f, 10.0f);
         add_radii(rng, c.scene, 0.01f, 1.0f);
         bounded_origin(c.scene, c.cell, c.origin);
         check_filtered_case(c, hashgrid::World::bounded, backends, 82);
