@@ -4,6 +4,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "pair_filter_rule.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -558,44 +559,6 @@ TEST_CASE("[long] random scenes match brute force, 6000 more seeds" * doctest::s
 
 namespace {
 
-/// A deterministic keep rule behind a PairFilter. The filter runs on worker
-/// threads, so what it records of its calls is atomic.
-struct FilterRule {
-    bool by_team = false;                       ///< false: keep (a ^ b) & 1; true: keep team[a] != team[b]
-    const std::vector<uint8_t>* team = nullptr; ///< One entry per particle (original index).
-    std::atomic<uint64_t> calls{0};
-    std::atomic<bool> bad_call{false}; ///< A call with a >= b or b out of range.
-
-    [[nodiscard]] bool keeps(const Pair& p) const {
-        return by_team ? (*team)[p.a] != (*team)[p.b] : ((p.a ^ p.b) & 1u) != 0;
-    }
-    [[nodiscard]] hashgrid::PairFilter filter() { return hashgrid::PairFilter{&accept, this}; }
-
-    static bool accept(void* context, uint32_t a, uint32_t b) {
-        auto* rule = static_cast<FilterRule*>(context);
-        rule->calls.fetch_add(1, std::memory_order_relaxed);
-        if (a >= b || b >= rule->team->size()) {
-            rule->bad_call.store(true, std::memory_order_relaxed);
-            return false;
-        }
-        return rule->keeps(Pair{a, b});
-    }
-};
-
-/// The pairs the rule keeps, in their order.
-std::vector<Pair> kept_pairs(const Pair* pairs, uint64_t count, const FilterRule& rule) {
-    std::vector<Pair> out;
-    for (uint64_t k = 0; k < count; ++k)
-        if (rule.keeps(pairs[k])) out.push_back(pairs[k]);
-    return out;
-}
-
-struct FilteredRun {
-    hashgrid::PairResult result;
-    std::vector<Pair> pairs; ///< The written prefix.
-    bool past_capacity_untouched = true;
-};
-
 FilteredRun run_filtered(hashgrid::Grid& grid, const hashgrid::ThreadBackend& b, uint64_t capacity,
                          hashgrid::PairFilter filter) {
     FilteredRun run;
@@ -606,24 +569,6 @@ FilteredRun run_filtered(hashgrid::Grid& grid, const hashgrid::ThreadBackend& b,
     const uint64_t written = std::min(run.result.written, capacity);
     run.pairs.assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(written));
     return run;
-}
-
-/// "" when the run has status `code` (needed = the total when not ok), total =
-/// expected.size() and exactly the first `written` expected pairs; else the
-/// first difference.
-std::string check_filtered(const FilteredRun& run, StatusCode code, const std::vector<Pair>& expected,
-                           uint64_t written) {
-    const hashgrid::PairResult& r = run.result;
-    if (r.status.code != code)
-        return std::string("status ") + hashgrid::to_string(r.status.code) + ", expected " + hashgrid::to_string(code);
-    if (code != StatusCode::ok && r.status.needed != expected.size())
-        return "needed " + std::to_string(r.status.needed) + ", expected " + std::to_string(expected.size());
-    if (r.total != expected.size())
-        return "total " + std::to_string(r.total) + ", expected " + std::to_string(expected.size());
-    if (r.written != written) return "written " + std::to_string(r.written) + ", expected " + std::to_string(written);
-    if (!run.past_capacity_untouched) return "wrote past the capacity";
-    const std::vector<Pair> prefix(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(written));
-    return diff_pairs(prefix, run.pairs.data(), run.pairs.size());
 }
 
 /// One scene in one world, both rules, every backend: a roomy buffer, a
@@ -638,17 +583,15 @@ void check_filtered_case(const Case& c, hashgrid::World world, const std::vector
     REQUIRE(all_in_range(c.scene, config));
     const std::vector<Pair> all = in_documented_order(oracle, expected_order(c.scene, config));
     const uint64_t unfiltered = all.size();
-    Rng rng(team_seed);
-    std::vector<uint8_t> team(c.scene.size());
-    for (uint8_t& t : team)
-        t = static_cast<uint8_t>(rng.below(3));
+    const std::vector<uint8_t> team = random_teams(team_seed, c.scene.size());
     auto grid = make_grid(config);
     REQUIRE(grid->init_status.ok());
     for (const bool by_team : {false, true}) {
         FilterRule rule;
         rule.by_team = by_team;
-        rule.team = &team;
-        const std::vector<Pair> expected = kept_pairs(all.data(), all.size(), rule);
+        rule.team_a = &team;
+        rule.team_b = &team;
+        const std::vector<Pair> expected = kept_pairs(all, rule);
         const uint64_t total = expected.size();
         const std::string rule_name = by_team ? "team[a] != team[b]" : "(a ^ b) & 1";
         INFO(rule_name << ": " << total << " of " << unfiltered << " pairs");
@@ -667,7 +610,7 @@ void check_filtered_case(const Case& c, hashgrid::World world, const std::vector
             // minus the rejected pairs.
             const FilteredRun plain = run_filtered(**grid, b, unfiltered, {});
             CHECK(check_filtered(plain, StatusCode::ok, all, unfiltered) == "");
-            const std::vector<Pair> plain_kept = kept_pairs(plain.pairs.data(), plain.pairs.size(), rule);
+            const std::vector<Pair> plain_kept = kept_pairs(plain.pairs, rule);
             rule.calls.store(0);
             const FilteredRun roomy = run_filtered(**grid, b, total + 3, rule.filter());
             CHECK(check_filtered(roomy, StatusCode::ok, plain_kept, total) == "");
