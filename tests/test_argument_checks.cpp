@@ -1,10 +1,12 @@
 // Programmer errors that cost O(1) per call to detect are statuses in every
 // build, not only assertions. CTest runs this file twice: against the normal
-// core (asserts on: each check also fires the assert hook, counted here) and
+// core (asserts on: each check also fires the assert hook, which returns) and
 // against a copy of the core built without HASHGRID_ENABLE_ASSERTS (the
 // Release behaviour), where the same statuses must come back.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+
+#include "continue_on_assert.h"
 
 #include "hashgrid/assert.h"
 #include "hashgrid/box_grid.h"
@@ -21,19 +23,7 @@ using hashgrid::StatusCode;
 
 namespace {
 
-int g_asserts = 0;
-
-bool count_and_continue(const char*, const char*, const char*, int) {
-    ++g_asserts;
-    return false;
-}
-
-/// Failed assertions are counted and execution continues, as in a build
-/// without asserts.
-struct ContinueOnAssert {
-    ContinueOnAssert() { hashgrid::set_assert_hook(&count_and_continue); }
-    ~ContinueOnAssert() { hashgrid::set_assert_hook(nullptr); }
-};
+using hashgrid_test::ContinueOnAssert;
 
 struct Points {
     std::vector<float> x, y, z;

@@ -8,6 +8,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "continue_on_assert.h"
+
 #include "hashgrid/assert.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
@@ -38,17 +40,7 @@ using hashgrid::UserValuePair;
 
 namespace {
 
-/// Failed assertions are counted and execution continues, as in a build
-/// without asserts.
-int g_asserts = 0;
-bool count_and_continue(const char*, const char*, const char*, int) {
-    ++g_asserts;
-    return false;
-}
-struct ContinueOnAssert {
-    ContinueOnAssert() { hashgrid::set_assert_hook(&count_and_continue); }
-    ~ContinueOnAssert() { hashgrid::set_assert_hook(nullptr); }
-};
+using hashgrid_test::ContinueOnAssert;
 
 ObjectStoreConfig store_config(uint32_t dims, uint32_t max_objects, uint32_t salt = 0) {
     ObjectStoreConfig c;
