@@ -31,8 +31,7 @@ uint32_t part_grain(uint32_t n) { return std::max<uint32_t>(4096, (n + kParts - 
 
 /// g.cell_lo / cell_hi: the extent of the occupied cells.
 void prepare_cell_extent(const Cells& c, BoxQueryGrid& g, Part* parts, const ThreadBackend& backend) {
-    const BoxGridView& view = g.view;
-    const uint32_t cells = view.cell_count;
+    const uint32_t cells = c.cell_count;
     const uint32_t cell_grain = part_grain(cells);
     parallel_chunks(backend, cells, cell_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         Part& p = parts[begin / cell_grain];
@@ -42,7 +41,7 @@ void prepare_cell_extent(const Cells& c, BoxQueryGrid& g, Part* parts, const Thr
         }
         for (uint32_t i = begin; i < end; ++i) {
             int32_t at[3];
-            c.unpack(view.cell_key[i], at[0], at[1], at[2]);
+            c.coordinates(i, at[0], at[1], at[2]);
             for (uint32_t d = 0; d < 3; ++d) {
                 p.lo[d] = std::min(p.lo[d], at[d]);
                 p.hi[d] = std::max(p.hi[d], at[d]);
@@ -128,12 +127,9 @@ Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, 
             inside = inside && at[d] >= grid.cell_lo[d] && at[d] <= grid.cell_hi[d];
         }
         if (inside) {
-            const uint64_t key = c.key(at[0], at[1], at[2]);
-            const uint64_t* end = c.view.cell_key + c.view.cell_count;
-            const uint64_t* it = std::lower_bound(c.view.cell_key, end, key);
-            if (it != end && *it == key) {
-                const auto cell = static_cast<uint32_t>(it - c.view.cell_key);
-                for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1] && !sink.done(); ++e)
+            const uint32_t cell = c.find(at[0], at[1], at[2]);
+            if (cell != detail::kNone) {
+                for (uint32_t e = c.begin(cell); e < c.end(cell) && !sink.done(); ++e)
                     consider(c.view.entry_object[e]);
             }
         }

@@ -175,7 +175,7 @@ Status frustum_walk(const Cells& c, const Frustum& frustum, uint32_t layer_mask,
                 const int32_t at[3] = {x, y, z};
                 const int32_t hi[3] = {reachable_hi(0, x), reachable_hi(1, y), reachable_hi(2, z)};
                 if (!cells_may_pass(c, ps, at, hi)) return;
-                for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1] && !sink.done(); ++e) {
+                for (uint32_t e = c.begin(cell); e < c.end(cell) && !sink.done(); ++e) {
                     const uint32_t object = c.view.entry_object[e];
                     int32_t olo[3];
                     c.object_min_cell(object, olo);

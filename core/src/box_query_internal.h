@@ -7,7 +7,7 @@
 // box grid used to place objects, and it is monotone, so "box B covers cell c"
 // is "c is in [cell(B.min), cell(B.max)]" on every axis.
 //
-// Finding cells. The view has the occupied cells' packed keys in ascending
+// Finding cells. The frame's CellIndex (cell_index.h) has the occupied cells' packed keys in ascending
 // (z, y, x) order. A box of cells is scanned row by row with a binary search
 // per row; a search that lands past the row jumps straight to the next
 // occupied row or slab, so empty space costs nothing per cell.
@@ -23,7 +23,7 @@
 #include "hashgrid/box_queries.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/query_types.h"
-#include "lattice/lattice.h"
+#include "lattice/cell_index.h"
 #include "query_batch.h"
 
 #include <algorithm>
@@ -56,16 +56,17 @@ inline constexpr bool never_stop() { return false; }
 /// Accepts every row of a walk unchanged.
 inline bool every_row(int32_t, int32_t, int32_t&, int32_t&) { return true; }
 
-/// The grid's cell geometry (detail::Lattice), with the view's arrays at hand.
-struct Cells {
+/// The frame's cell index (its lattice, occupied cells and their entries),
+/// with the view's object arrays at hand.
+struct Cells : detail::CellIndex {
     const BoxQueryGrid& grid;
     const BoxGridView& view;
-    detail::Lattice lat;
 
     explicit Cells(const BoxQueryGrid& g) : grid(g), view(g.view) {
         HASHGRID_ASSERT(view.config != nullptr, "BoxQueryGrid: the view has no config (use prepare_box_queries)");
-        lat = detail::make_lattice(*view.config);
-        lat.scale = view.scale;
+        detail::Lattice l = detail::make_lattice(*view.config);
+        l.scale = view.scale;
+        static_cast<detail::CellIndex&>(*this) = detail::make_cell_index(l, view);
     }
 
     /// Clamped cell coordinate of a (double) coordinate; d < dims.
@@ -74,9 +75,6 @@ struct Cells {
     [[nodiscard]] double boundary(uint32_t d, int64_t k) const {
         return lat.origin[d] + static_cast<double>(k) / lat.scale;
     }
-
-    [[nodiscard]] uint64_t key(int32_t x, int32_t y, int32_t z) const { return lat.pack(x, y, z); }
-    void unpack(uint64_t k, int32_t& x, int32_t& y, int32_t& z) const { lat.unpack(k, x, y, z); }
 
     [[nodiscard]] bool in_layer(uint32_t object, uint32_t layer_mask) const {
         const uint32_t category = view.category != nullptr ? view.category[object] : ~0u;
@@ -130,9 +128,7 @@ struct Cells {
     template <typename RowOk, typename CellFn, typename Stop>
     void walk(CellBox r, RowOk&& row_ok, CellFn&& cell_fn, Stop&& stop) const {
         if (!clip(r)) return;
-        const uint64_t* keys = view.cell_key;
-        const uint64_t* keys_end = keys + view.cell_count;
-        const uint64_t* from = keys;
+        uint32_t from = 0; // cells before it are behind the walk
         int32_t z = r.lo[2];
         int32_t y = r.lo[1];
         while (z <= r.hi[2]) {
@@ -142,11 +138,12 @@ struct Cells {
                 continue;
             }
             // The first occupied cell at or after (r.lo x, y, z): keys only grow from here on.
-            const uint64_t* it = std::lower_bound(from, keys_end, key(r.lo[0], y, z));
-            if (it == keys_end) return;
-            from = it;
-            int32_t kx = 0, ky = 0, kz = 0; // set by unpack; initialised for GCC 12 under ASan (-Wmaybe-uninitialized)
-            unpack(*it, kx, ky, kz);
+            uint32_t at = lower_bound(lat.pack(r.lo[0], y, z), from);
+            if (at == cell_count) return;
+            from = at;
+            int32_t kx = 0, ky = 0,
+                    kz = 0; // set by coordinates; initialised for GCC 12 under ASan (-Wmaybe-uninitialized)
+            coordinates(at, kx, ky, kz);
             if (kz != z) { // no occupied cell left in this slab: jump to the next occupied one
                 z = kz;
                 y = r.lo[1];
@@ -162,11 +159,11 @@ struct Cells {
                 ++y;
                 continue;
             }
-            it = std::lower_bound(from, keys_end, key(x_lo, y, z));
-            const uint64_t last = key(x_hi, y, z);
-            for (; it != keys_end && *it <= last; ++it) {
-                unpack(*it, kx, ky, kz);
-                cell_fn(static_cast<uint32_t>(it - keys), kx, ky, kz);
+            at = lower_bound(lat.pack(x_lo, y, z), from);
+            const uint64_t last = lat.pack(x_hi, y, z);
+            for (; at < cell_count && key[at] <= last; ++at) {
+                coordinates(at, kx, ky, kz);
+                cell_fn(at, kx, ky, kz);
                 if (stop()) return;
             }
             ++y;
@@ -367,18 +364,18 @@ void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& a
         range, every_row,
         [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
             const int32_t at[3] = {x, y, z};
-            const uint32_t end = c.view.cell_start[cell + 1];
+            const uint32_t end = c.end(cell);
             if (flags != nullptr) {
                 // Axes where this cell is the scan's first need no bit. (Spelled
                 // out per axis: GCC 12 under ASan reports the loop form as
                 // maybe-uninitialized.)
                 const uint32_t need =
                     (range.lo[0] == x ? 0u : 1u) | (range.lo[1] == y ? 0u : 2u) | (range.lo[2] == z ? 0u : 4u);
-                for (uint32_t e = c.view.cell_start[cell]; e < end && !stop(); ++e)
+                for (uint32_t e = c.begin(cell); e < end && !stop(); ++e)
                     if ((flags[e] & need) == need) accept(c.view.entry_object[e], e);
                 return;
             }
-            for (uint32_t e = c.view.cell_start[cell]; e < end && !stop(); ++e) {
+            for (uint32_t e = c.begin(cell); e < end && !stop(); ++e) {
                 const uint32_t object = c.view.entry_object[e];
                 int32_t olo[3];
                 c.object_min_cell(object, olo);
@@ -409,10 +406,10 @@ inline void entry_or_object_box(const Cells& c, uint32_t object, uint32_t entry,
 /// mask: O(entries), the fallback of the ray and nearest traversals.
 template <typename Hit>
 void scan_all_small(const Cells& c, uint32_t layer_mask, Hit&& hit) {
-    for (uint32_t cell = 0; cell < c.view.cell_count; ++cell) {
+    for (uint32_t cell = 0; cell < c.cell_count; ++cell) {
         int32_t at[3] = {0, 0, 0};
-        c.unpack(c.view.cell_key[cell], at[0], at[1], at[2]);
-        for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1]; ++e) {
+        c.coordinates(cell, at[0], at[1], at[2]);
+        for (uint32_t e = c.begin(cell); e < c.end(cell); ++e) {
             const uint32_t object = c.view.entry_object[e];
             int32_t lo[3];
             c.object_min_cell(object, lo);

@@ -106,7 +106,7 @@ void consider_shell(const Cells& c, const int64_t centre[3], int64_t s, uint32_t
     auto scan = [&](const CellBox& part) {
         c.walk(part, every_row, [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
             const int32_t at[3] = {x, y, z};
-            for (uint32_t e = c.view.cell_start[cell]; e < c.view.cell_start[cell + 1]; ++e) {
+            for (uint32_t e = c.begin(cell); e < c.end(cell); ++e) {
                 const uint32_t object = c.view.entry_object[e];
                 if (!c.in_layer(object, layer_mask)) continue;
                 CellBox r;
@@ -177,7 +177,7 @@ void nearest_shells(const Cells& c, const float center[3], uint32_t layer_mask, 
     int64_t centre[3] = {0, 0, 0};
     for (uint32_t d = 0; d < c.lat.dims; ++d)
         centre[d] = std::clamp(c.cell(d, static_cast<double>(center[d])), grid.cell_lo[d], grid.cell_hi[d]);
-    const double budget = 2.0 * static_cast<double>(c.view.cell_count) + 64.0;
+    const double budget = 2.0 * static_cast<double>(c.cell_count) + 64.0;
     for (int64_t s = 0;; ++s) {
         if (s > 0 && cube_cells(c, centre, s) > budget) {
             consider_unseen(c, centre, s, layer_mask, consider);

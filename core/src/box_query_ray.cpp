@@ -115,7 +115,7 @@ bool traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
     if (!g.has_cells) return true;
     RaySpan r;
     if (!clip_ray(c, ray, r)) return true;
-    if (piece_estimate(c, r) > 2.0 * static_cast<double>(c.view.cell_count) + 64.0) return false;
+    if (piece_estimate(c, r) > 2.0 * static_cast<double>(c.cell_count) + 64.0) return false;
     int64_t next[3] = {0, 0, 0};
     double t_next[3] = {kDoubleInf, kDoubleInf, kDoubleInf};
     first_boundaries(c, r, next, t_next);
@@ -160,8 +160,8 @@ template <typename Hit>
 void scan_piece(const Cells& c, const CellBox& piece, const CellBox* previous, uint32_t layer_mask, Hit&& hit) {
     c.walk(piece, every_row, [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
         const int32_t at[3] = {x, y, z};
-        const uint32_t end = c.view.cell_start[cell + 1];
-        for (uint32_t e = c.view.cell_start[cell]; e < end; ++e) {
+        const uint32_t end = c.end(cell);
+        for (uint32_t e = c.begin(cell); e < end; ++e) {
             const uint32_t object = c.view.entry_object[e];
             if (!c.in_layer(object, layer_mask)) continue;
             CellBox r;

@@ -8,7 +8,7 @@
 // visited in ascending order. The order therefore depends on the input only,
 // not on chunking, threads or the SIMD width.
 #include "grid_impl.h"
-#include "lattice/cell_table.h"
+#include "lattice/cell_index.h"
 #include "lattice/wrapped_cells.h"
 
 #include "hashgrid/assert.h"
@@ -27,22 +27,13 @@ using namespace detail;
 
 namespace {
 
-/// Everything the sweep reads, as plain arrays.
-struct SweepData {
+/// Everything the sweep reads: the frame's cell index and the sorted arrays.
+struct SweepData : CellIndex {
     const float* x;
     const float* y;
     const float* z;
     const float* radius;
     const uint32_t* order;
-    const uint32_t* start;
-    uint32_t cell_count;
-    bool bounded;
-    uint32_t counts[3];
-    const uint64_t* key;
-    const uint64_t* slot_key;
-    const uint32_t* slot_cell;
-    uint32_t slot_mask;
-    uint32_t slot_shift;
     float r2;
 };
 
@@ -241,21 +232,12 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     }
     const GridConfig& c = g.config_;
     SweepData s{};
+    static_cast<CellIndex&>(s) = make_cell_index(make_lattice(c), g.cells());
     s.x = g.state_->sorted[0];
     s.y = g.state_->sorted[1];
     s.z = g.state_->sorted[2];
     s.radius = g.state_->sorted_radius;
     s.order = g.state_->order;
-    s.start = g.state_->cell_start;
-    s.cell_count = g.state_->cell_count;
-    s.bounded = c.world == World::bounded;
-    for (uint32_t d = 0; d < 3; ++d)
-        s.counts[d] = c.cell_counts[d];
-    s.key = g.state_->cell_key;
-    s.slot_key = g.state_->slot_key;
-    s.slot_cell = g.state_->slot_cell;
-    s.slot_mask = g.state_->slot_count - 1;
-    s.slot_shift = g.state_->slot_shift;
     s.r2 = c.interaction_distance * c.interaction_distance;
 
     const uint64_t t_begin = clock_ns();

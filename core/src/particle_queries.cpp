@@ -167,8 +167,8 @@ void frustum_visit_bounded(const View& v, const Frustum& f, Sink& sink) {
                 }
             }
             if (first > last) continue;
-            const auto c0 = static_cast<uint32_t>(first + nx * (y + int64_t{v.lat.n[1]} * z));
-            const auto c1 = static_cast<uint32_t>(last + 1 + nx * (y + int64_t{v.lat.n[1]} * z));
+            const uint32_t c0 = v.lat.linear(first, y, z);
+            const uint32_t c1 = v.lat.linear(last + 1, y, z);
             if (!test_cell_frustum(v, f, v.start[c0], v.start[c1], sink)) return;
         }
 }

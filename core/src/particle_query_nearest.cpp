@@ -218,8 +218,8 @@ struct NearestSearch {
     }
 
     void visit(int64_t x, int64_t y, int64_t z) {
-        const uint32_t index = find_cell(v, x, y, z);
-        if (index == kNoCell) return;
+        const uint32_t index = v.find(x, y, z);
+        if (index == kNone) return;
         const int64_t cell[3] = {x, y, z};
         visit_cell(cell, index);
     }

@@ -4,8 +4,7 @@
 // query must visit are at the top of particle_queries.cpp.
 #pragma once
 
-#include "lattice/cell_table.h"
-#include "lattice/lattice.h"
+#include "lattice/cell_index.h"
 #include "lattice/wrapped_cells.h"
 #include "query_batch.h"
 
@@ -21,27 +20,15 @@ namespace hashgrid::particle_query {
 
 using namespace detail;
 
-constexpr uint32_t kNoCell = 0xffffffffu;
 /// Cell coordinates far outside any key range, for saturating conversions.
 constexpr double kFarCell = 0x1p40;
 
-/// The grid's arrays and lattice, read once per query.
-struct View {
-    Lattice lat; ///< make_lattice(config)
+/// The grid's cell index and sorted particle arrays, read once per query.
+struct View : CellIndex {
     const float* p[3] = {nullptr, nullptr, nullptr};
     const uint32_t* order = nullptr;
-    const uint32_t* start = nullptr;
-    uint32_t cell_count = 0;
     uint32_t count = 0;
-    const uint64_t* key = nullptr;
-    const uint64_t* slot_key = nullptr;
-    const uint32_t* slot_cell = nullptr;
-    uint32_t slot_mask = 0;
-    uint32_t slot_shift = 64;
     float interaction_distance = 1.0f;
-    /// Unbounded frame with cells beyond the wrap range: queries use the
-    /// wrap-aware paths (cell coordinates are then only known modulo the period).
-    bool wrapped = false;
 };
 
 /// False when the grid has no successful rebuild.
@@ -49,23 +36,13 @@ inline bool make_view(const Grid& g, View& v) {
     const CellTableView t = g.cells();
     if (t.start == nullptr) return false;
     const GridConfig& c = g.config();
-    v.lat = make_lattice(c);
+    static_cast<CellIndex&>(v) = make_cell_index(make_lattice(c), t);
     v.p[0] = g.sorted_x();
     v.p[1] = g.sorted_y();
     v.p[2] = v.lat.dims == 3 ? g.sorted_z() : nullptr;
     v.order = g.sorted_to_original();
-    v.start = t.start;
-    v.cell_count = t.cell_count;
     v.count = g.particle_count();
-    v.key = t.key;
-    v.slot_key = t.slot_key;
-    v.slot_cell = t.slot_cell;
-    if (t.slot_count != 0) {
-        v.slot_mask = t.slot_count - 1;
-        v.slot_shift = table_shift(t.slot_count);
-    }
     v.interaction_distance = c.interaction_distance;
-    v.wrapped = t.wrapped;
     return true;
 }
 
@@ -154,32 +131,13 @@ inline uint64_t pack(const View& v, int64_t x, int64_t y, int64_t z) {
     return v.lat.pack(static_cast<int32_t>(x), static_cast<int32_t>(y), static_cast<int32_t>(z));
 }
 
-inline void unpack(const View& v, uint64_t key, int64_t c[3]) {
+/// Coordinates of cell c (as stored in its key when unbounded).
+inline void coordinates(const View& v, uint32_t c, int64_t k[3]) {
     int32_t x = 0, y = 0, z = 0;
-    v.lat.unpack(key, x, y, z);
-    c[0] = x;
-    c[1] = y;
-    c[2] = z;
-}
-
-/// Cell index of in-range cell coordinates, or kNoCell (unbounded: not occupied).
-inline uint32_t find_cell(const View& v, int64_t x, int64_t y, int64_t z) {
-    if (v.lat.bounded) return v.lat.linear(x, y, z);
-    static_assert(kNoCell == kNone);
-    return probe_cell(v.slot_key, v.slot_cell, v.slot_mask, v.slot_shift, pack(v, x, y, z));
-}
-
-/// First cell (unbounded, sorted keys) with key >= key.
-inline uint32_t lower_bound_key(const View& v, uint64_t key) {
-    uint32_t lo = 0, hi = v.cell_count;
-    while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        if (v.key[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    v.coordinates(c, x, y, z);
+    k[0] = x;
+    k[1] = y;
+    k[2] = z;
 }
 
 inline uint32_t log2_ceil(uint32_t x) {
@@ -207,7 +165,7 @@ inline bool for_each_occupied(const View& v, CellFn&& cell_fn) {
     if (!v.lat.bounded) {
         for (uint32_t c = 0; c < v.cell_count; ++c) {
             int64_t k[3];
-            unpack(v, v.key[c], k);
+            coordinates(v, c, k);
             if (!cell_fn(k, c)) return false;
         }
         return true;
@@ -224,7 +182,8 @@ inline bool for_each_occupied(const View& v, CellFn&& cell_fn) {
                 hi = mid - 1;
         }
         const uint32_t c = lo;
-        const int64_t k[3] = {c % v.lat.n[0], (c / v.lat.n[0]) % v.lat.n[1], c / v.lat.n[0] / v.lat.n[1]};
+        int64_t k[3];
+        coordinates(v, c, k);
         if (!cell_fn(k, c)) return false;
         at = v.start[c + 1];
     }
@@ -278,7 +237,7 @@ inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
     if (rows * per_row > static_cast<double>(v.cell_count) + 16.0) {
         for (uint32_t c = 0; c < v.cell_count; ++c) {
             int64_t k[3];
-            unpack(v, v.key[c], k);
+            coordinates(v, c, k);
             if (span[0].contains(k[0]) && span[1].contains(k[1]) && span[2].contains(k[2]) &&
                 !range(v.start[c], v.start[c + 1]))
                 return;
@@ -293,14 +252,14 @@ inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
                         const int64_t x0 = span[0].lo[xi], x1 = span[0].hi[xi];
                         if (x1 - x0 + 1 <= search) {
                             for (int64_t x = x0; x <= x1; ++x) {
-                                const uint32_t c = find_cell(v, x, y, z);
-                                if (c != kNoCell && !range(v.start[c], v.start[c + 1])) return;
+                                const uint32_t c = v.find(x, y, z);
+                                if (c != kNone && !range(v.start[c], v.start[c + 1])) return;
                             }
                             continue;
                         }
                         // A row's cells are consecutive in key order.
                         const uint64_t last = pack(v, x1, y, z);
-                        const uint32_t first = lower_bound_key(v, pack(v, x0, y, z));
+                        const uint32_t first = v.lower_bound(pack(v, x0, y, z));
                         uint32_t end = first;
                         while (end < v.cell_count && v.key[end] <= last)
                             ++end;

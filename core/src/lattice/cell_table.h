@@ -3,8 +3,8 @@
 // each slot's cell index. A key's home slot is the top bits of hash_key(key);
 // a lookup probes linearly from there and stops at the key or at the first
 // free slot (the table is never more than 3/4 full). The rebuild
-// (rebuild_steps.h, rebuild_table.cpp), the pair sweep (sweep_impl.inc) and
-// the particle queries (particle_query_walk.h) all look cells up here.
+// (rebuild_steps.h, rebuild_table.cpp) inserts here; every reader looks
+// cells up through CellIndex::find_key (cell_index.h), which probes here.
 #pragma once
 
 #include "grid_internal.h" // kNone

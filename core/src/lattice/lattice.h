@@ -9,10 +9,9 @@
 // unbounded particle grids the wrap range (wrapped_cells.h). Unused axes
 // (2D) are [0, 0]. Bounded cells are numbered linearly (x fastest);
 // unbounded cells are keyed by pack_key3 / pack_key2, which sort the same
-// way. Users: the particle rebuild (rebuild_steps.h KeyParams), the
-// particle queries (particle_query_walk.h View), the box grid
-// (box_grid_internal.h BoxState) and the box queries (box_query_internal.h
-// Cells).
+// way. Users: the particle rebuild (rebuild_steps.h KeyParams), the box
+// grid (box_grid_internal.h BoxState) and every reader of a built frame
+// through its CellIndex (cell_index.h).
 #pragma once
 
 #include "grid_internal.h" // floor_to_int

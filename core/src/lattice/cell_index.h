@@ -1,0 +1,126 @@
+// The cell index of a built grid: which cells hold something and where their
+// entries are. Every grid kind stores its frame the same way, entries sorted
+// by cell, with
+//
+//   start[c] .. start[c + 1]   the entries of cell c (cell_count + 1 starts)
+//
+// and one of three ways to find a cell:
+//
+//   dense   bounded particle grids: every cell of the box is a cell index,
+//           numbered linearly (Lattice::linear), so a cell is found by
+//           arithmetic and `key` is null;
+//   hashed  unbounded particle grids: the occupied cells' packed keys,
+//           ascending, plus the open-addressing table (cell_table.h) from a
+//           key to its cell index;
+//   sorted  box grids: the occupied cells' packed keys, ascending, found by
+//           binary search (no table).
+//
+// The pair sweep (sweep_impl.inc), the particle queries
+// (particle_query_walk.h) and the box queries (box_query_internal.h) read the
+// frame only through this type, so cell lookup, key order and the decoding
+// of a cell index back to its coordinates are written once.
+#pragma once
+
+#include "lattice/cell_table.h"
+#include "lattice/lattice.h"
+
+#include <cstdint>
+
+namespace hashgrid::detail {
+
+struct CellIndex {
+    Lattice lat;
+    /// Cells: every cell of the box (dense) or the occupied ones (keyed).
+    uint32_t cell_count = 0;
+    /// cell_count + 1 entries.
+    const uint32_t* start = nullptr;
+    /// Cells are named by packed keys (hashed, sorted) rather than numbered
+    /// linearly (dense).
+    bool keyed = false;
+    /// Ascending packed keys of the cells (keyed).
+    const uint64_t* key = nullptr;
+    /// Open-addressing table of the keys (hashed); slot_key null otherwise.
+    const uint64_t* slot_key = nullptr;
+    const uint32_t* slot_cell = nullptr;
+    uint32_t slot_mask = 0;
+    uint32_t slot_shift = 64;
+    /// Unbounded particle frame with cells beyond the wrap range: keys hold
+    /// coordinates modulo the period (wrapped_cells.h).
+    bool wrapped = false;
+
+    [[nodiscard]] bool dense() const { return !keyed; }
+    [[nodiscard]] bool hashed() const { return slot_key != nullptr; }
+
+    /// Entries of cell c: [begin(c), end(c)).
+    [[nodiscard]] uint32_t begin(uint32_t c) const { return start[c]; }
+    [[nodiscard]] uint32_t end(uint32_t c) const { return start[c + 1]; }
+
+    /// First keyed cell at or after `from` whose key is >= k (cell_count when none).
+    [[nodiscard]] uint32_t lower_bound(uint64_t k, uint32_t from = 0) const {
+        uint32_t lo = from, hi = cell_count;
+        while (lo < hi) {
+            const uint32_t mid = lo + (hi - lo) / 2;
+            if (key[mid] < k)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo;
+    }
+
+    /// Keyed cell with key k, or kNone (table probe when hashed, else binary search).
+    [[nodiscard]] [[gnu::always_inline]] uint32_t find_key(uint64_t k) const {
+        if (hashed()) return probe_cell(slot_key, slot_cell, slot_mask, slot_shift, k);
+        const uint32_t c = lower_bound(k);
+        return c < cell_count && key[c] == k ? c : kNone;
+    }
+
+    /// Cell at valid coordinates (within the lattice's [lo, hi]), or kNone when
+    /// a keyed index does not hold it. Dense cells always exist.
+    [[nodiscard]] [[gnu::always_inline]] uint32_t find(int64_t x, int64_t y, int64_t z) const {
+        if (dense()) return lat.linear(x, y, z);
+        return find_key(lat.pack(static_cast<int32_t>(x), static_cast<int32_t>(y), static_cast<int32_t>(z)));
+    }
+
+    /// Coordinates of cell c (z = 0 in 2D); keyed: as stored in the key.
+    void coordinates(uint32_t c, int32_t& x, int32_t& y, int32_t& z) const {
+        if (!dense()) {
+            lat.unpack(key[c], x, y, z);
+            return;
+        }
+        x = static_cast<int32_t>(c % lat.n[0]);
+        y = static_cast<int32_t>((c / lat.n[0]) % lat.n[1]);
+        z = static_cast<int32_t>(c / lat.n[0] / lat.n[1]);
+    }
+};
+
+/// A dense or hashed index over a particle grid's cell table.
+inline CellIndex make_cell_index(const Lattice& lat, const CellTableView& t) {
+    CellIndex ix;
+    ix.lat = lat;
+    ix.cell_count = t.cell_count;
+    ix.start = t.start;
+    ix.keyed = !lat.bounded;
+    ix.key = t.key;
+    ix.wrapped = t.wrapped;
+    if (t.slot_count != 0) {
+        ix.slot_key = t.slot_key;
+        ix.slot_cell = t.slot_cell;
+        ix.slot_mask = t.slot_count - 1;
+        ix.slot_shift = table_shift(t.slot_count);
+    }
+    return ix;
+}
+
+/// A sorted index over a box grid frame's occupied cells.
+inline CellIndex make_cell_index(const Lattice& lat, const BoxGridView& v) {
+    CellIndex ix;
+    ix.lat = lat;
+    ix.cell_count = v.cell_count;
+    ix.start = v.cell_start;
+    ix.keyed = true;
+    ix.key = v.cell_key;
+    return ix;
+}
+
+} // namespace hashgrid::detail
