@@ -24,6 +24,7 @@
 // volume), then the large objects. Order per query: by cell (z, y, x), by
 // object index within the cell, then the large objects by index.
 #include "box_grid_internal.h"
+#include "lattice/cell_index.h"
 
 #include "hashgrid/assert.h"
 
@@ -224,30 +225,6 @@ void sweep_large(const BoxState& s, uint64_t t, uint64_t t_end, Sink& sink) {
     }
 }
 
-/// First index in [from, end) whose key is >= target (keys ascending):
-/// gallops forward from `from`, so nearby targets cost little.
-uint32_t lower_bound_from(const uint64_t* keys, uint32_t from, uint32_t end, uint64_t target) {
-    if (from >= end || keys[from] >= target) return from;
-    uint32_t below = from; // keys[below] < target
-    uint64_t step = 1;
-    uint64_t probe = uint64_t{from} + 1;
-    while (probe < end && keys[probe] < target) {
-        below = static_cast<uint32_t>(probe);
-        step *= 2;
-        probe = below + step;
-    }
-    uint32_t a = below + 1;
-    auto b = static_cast<uint32_t>(probe < end ? probe : end);
-    while (a < b) {
-        const uint32_t mid = a + (b - a) / 2;
-        if (keys[mid] < target)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    return a;
-}
-
 /// Query boxes as read from BoxSpans (z = 0 in 2D).
 struct QueryInput {
     const float* lo[3];
@@ -260,8 +237,9 @@ struct QueryInput {
 template <uint32_t D, typename Sink>
 void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
     const uint32_t dims = s.dims;
-    const uint64_t* keys = s.cell_key;
-    const uint32_t cells = s.cell_count;
+    const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
+    const uint64_t* keys = index.key;
+    const uint32_t cells = index.cell_count;
     const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
     const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
@@ -284,34 +262,34 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
 
         // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
         const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
-        uint32_t pos = lower_bound_from(keys, 0, cells, Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
+        uint32_t pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
         while (pos < cells && keys[pos] <= last_key) {
             int32_t x, y, z;
-            Lattice::unpack(dims, keys[pos], x, y, z);
+            index.coordinates(pos, x, y, z);
             // z is within [c_lo[2], c_hi[2]] here (keys order z first); in 2D z = 0.
             if (y < c_lo[1]) {
-                pos = lower_bound_from(keys, pos, cells, Lattice::pack(dims, c_lo[0], c_lo[1], z));
+                pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z), pos);
                 continue;
             }
             if (y > c_hi[1]) { // then z < c_hi[2], or the key would exceed last_key
-                pos = lower_bound_from(keys, pos, cells, Lattice::pack(dims, c_lo[0], c_lo[1], z + 1));
+                pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z + 1), pos);
                 continue;
             }
             if (x < c_lo[0]) {
-                pos = lower_bound_from(keys, pos, cells, Lattice::pack(dims, c_lo[0], y, z));
+                pos = index.lower_bound(Lattice::pack(dims, c_lo[0], y, z), pos);
                 continue;
             }
             if (x > c_hi[0]) { // next row: (y + 1, z) or (c_lo y, z + 1), both within the query
                 const uint64_t next =
                     y < c_hi[1] ? Lattice::pack(dims, c_lo[0], y + 1, z) : Lattice::pack(dims, c_lo[0], c_lo[1], z + 1);
-                pos = lower_bound_from(keys, pos, cells, next);
+                pos = index.lower_bound(next, pos);
                 continue;
             }
             // The minimum-corner rule, with the query as one of the two boxes.
             const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
             const uint32_t need = 7u & ~q_flags;
-            const uint32_t end = s.cell_start[pos + 1];
-            for (uint32_t e0 = s.cell_start[pos]; e0 < end; e0 += kBatch) {
+            const uint32_t end = index.end(pos);
+            for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
                 const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
                 const uint32_t count =
                     collect_hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);

@@ -55,9 +55,27 @@ struct CellIndex {
     [[nodiscard]] uint32_t begin(uint32_t c) const { return start[c]; }
     [[nodiscard]] uint32_t end(uint32_t c) const { return start[c + 1]; }
 
-    /// First keyed cell at or after `from` whose key is >= k (cell_count when none).
-    [[nodiscard]] uint32_t lower_bound(uint64_t k, uint32_t from = 0) const {
-        uint32_t lo = from, hi = cell_count;
+    /// First keyed cell whose key is >= k (cell_count when none): binary search.
+    [[nodiscard]] uint32_t lower_bound(uint64_t k) const { return lower_bound_in(k, 0, cell_count); }
+
+    /// First keyed cell at or after `from` whose key is >= k: gallops forward
+    /// from `from`, so a target a few cells on costs a few reads (walks over
+    /// ascending keys call this with their current position).
+    [[nodiscard]] uint32_t lower_bound(uint64_t k, uint32_t from) const {
+        if (from >= cell_count || key[from] >= k) return from;
+        uint32_t below = from; // key[below] < k
+        uint64_t step = 1;
+        uint64_t probe = uint64_t{from} + 1;
+        while (probe < cell_count && key[probe] < k) {
+            below = static_cast<uint32_t>(probe);
+            step *= 2;
+            probe = below + step;
+        }
+        return lower_bound_in(k, below + 1, static_cast<uint32_t>(probe < cell_count ? probe : cell_count));
+    }
+
+    /// First cell in [lo, hi) whose key is >= k, or hi.
+    [[nodiscard]] uint32_t lower_bound_in(uint64_t k, uint32_t lo, uint32_t hi) const {
         while (lo < hi) {
             const uint32_t mid = lo + (hi - lo) / 2;
             if (key[mid] < k)
@@ -113,14 +131,19 @@ inline CellIndex make_cell_index(const Lattice& lat, const CellTableView& t) {
 }
 
 /// A sorted index over a box grid frame's occupied cells.
-inline CellIndex make_cell_index(const Lattice& lat, const BoxGridView& v) {
+inline CellIndex make_sorted_cell_index(const Lattice& lat, const uint64_t* key, const uint32_t* start,
+                                        uint32_t cell_count) {
     CellIndex ix;
     ix.lat = lat;
-    ix.cell_count = v.cell_count;
-    ix.start = v.cell_start;
+    ix.cell_count = cell_count;
+    ix.start = start;
     ix.keyed = true;
-    ix.key = v.cell_key;
+    ix.key = key;
     return ix;
+}
+
+inline CellIndex make_cell_index(const Lattice& lat, const BoxGridView& v) {
+    return make_sorted_cell_index(lat, v.cell_key, v.cell_start, v.cell_count);
 }
 
 } // namespace hashgrid::detail
