@@ -10,6 +10,7 @@
 
 #include "continue_on_assert.h"
 
+#include "../core/src/objects_internal.h"
 #include "hashgrid/assert.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
@@ -232,32 +233,79 @@ TEST_CASE("layout_generation: add, remove, clear and init advance it; move, laye
     ObjectStore s;
     CHECK(s.layout_generation() == 0);
     REQUIRE(s.init_allocate(store_config(2, 2)).ok());
-    CHECK(s.layout_generation() == 1);
+    uint64_t last = s.layout_generation();
+    CHECK(last != 0);
+    // Advanced: greater than before. Kept: unchanged.
+    auto advanced = [&]() {
+        const bool up = s.layout_generation() > last;
+        last = s.layout_generation();
+        return up;
+    };
+    auto kept = [&]() { return s.layout_generation() == last; };
     const ObjectHandle a = s.add(box2(0, 0, 1, 1), 1, 1, 1).handle;
-    CHECK(s.layout_generation() == 2);
+    CHECK(advanced());
     CHECK(s.add(box2(1, 0, 0, 1), 1, 1, 1).status.code == StatusCode::invalid_box);
-    CHECK(s.layout_generation() == 2);
+    CHECK(kept());
     const ObjectHandle b = s.add(box2(0, 0, 1, 1), 1, 1, 2).handle;
-    CHECK(s.layout_generation() == 3);
+    CHECK(advanced());
     CHECK(s.add(box2(0, 0, 1, 1), 1, 1, 3).status.code == StatusCode::object_capacity);
-    CHECK(s.layout_generation() == 3);
+    CHECK(kept());
     REQUIRE(s.move(a, box2(2, 2, 3, 3)).ok());
     CHECK(s.move(a, box2(3, 2, 2, 3)).code == StatusCode::invalid_box);
     REQUIRE(s.set_layers(a, 2, 2).ok());
     REQUIRE(s.set_user_value(b, 9).ok());
     CHECK(s.remove(ObjectHandle{}).code == StatusCode::invalid_handle);
-    CHECK(s.layout_generation() == 3);
+    CHECK(kept());
     REQUIRE(s.remove(a).ok());
-    CHECK(s.layout_generation() == 4);
+    CHECK(advanced());
     CHECK(s.remove(a).code == StatusCode::invalid_handle);
-    CHECK(s.layout_generation() == 4);
+    CHECK(kept());
     s.clear();
-    CHECK(s.layout_generation() == 5);
+    CHECK(advanced());
     // A failed re-init changes nothing; a successful one advances it (never reset).
     CHECK(s.init_allocate(store_config(4, 2)).code == StatusCode::invalid_config);
-    CHECK(s.layout_generation() == 5);
+    CHECK(kept());
     REQUIRE(s.init_allocate(store_config(2, 2)).ok());
-    CHECK(s.layout_generation() == 6);
+    CHECK(advanced());
+}
+
+TEST_CASE("layout_generation: no two stores share a number, also across the end of a store's block") {
+    // Stores with the same config and the same operations.
+    std::vector<uint64_t> seen;
+    for (uint32_t k = 0; k < 8; ++k) {
+        ObjectStore s;
+        REQUIRE(s.init_allocate(store_config(2, 4)).ok());
+        seen.push_back(s.layout_generation());
+        const ObjectHandle h = s.add(box2(0, 0, 1, 1), 1, 1, 1).handle;
+        seen.push_back(s.layout_generation());
+        REQUIRE(s.remove(h).ok());
+        seen.push_back(s.layout_generation());
+    }
+    std::vector<uint64_t> sorted = seen;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+    CHECK(std::find(sorted.begin(), sorted.end(), uint64_t{0}) == sorted.end());
+
+    // A store at the last number of its block takes a fresh block: still
+    // growing, and never a number another store holds or took before.
+    const uint64_t block = hashgrid::detail::kLayoutBlock;
+    ObjectStore a;
+    REQUIRE(a.init_allocate(store_config(2, 4)).ok());
+    const uint64_t start = a.layout_generation();
+    CHECK(start % block == 0); // a fresh block at init
+    hashgrid::ObjectStoreTestAccess::set_layout(a, start + block - 2);
+    REQUIRE(a.add(box2(0, 0, 1, 1), 1, 1, 1).status.ok());
+    CHECK(a.layout_generation() == start + block - 1);
+    ObjectStore b; // takes the block after a's, or a later one
+    REQUIRE(b.init_allocate(store_config(2, 4)).ok());
+    CHECK(b.layout_generation() >= start + block);
+    REQUIRE(a.add(box2(0, 0, 1, 1), 1, 1, 2).status.ok());
+    CHECK(a.layout_generation() > b.layout_generation()); // not b's block
+    CHECK(a.layout_generation() % block == 0);
+    REQUIRE(b.add(box2(0, 0, 1, 1), 1, 1, 1).status.ok());
+    CHECK(b.layout_generation() < a.layout_generation());
+    for (uint64_t v : seen)
+        CHECK((v < start && v != a.layout_generation() && v != b.layout_generation()));
 }
 
 TEST_CASE("checked resolution: a hand-computed frame and every status, outputs untouched on failure") {

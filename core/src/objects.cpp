@@ -7,6 +7,7 @@
 #include "hashgrid/assert.h"
 #include "hashgrid/grid.h"
 
+#include <atomic>
 #include <cmath>
 
 namespace hashgrid {
@@ -70,7 +71,22 @@ Status not_initialized() {
     return status_error(StatusCode::invalid_argument, "ObjectStore used before a successful init");
 }
 
+/// Blocks of layout numbers handed out so far, process-wide. Block b (>= 1)
+/// is [b * kLayoutBlock, (b + 1) * kLayoutBlock): a store takes a fresh block
+/// at every init and when its block is used up, so no two stores ever share a
+/// number, and one atomic operation pays for kLayoutBlock layout changes.
+std::atomic<uint64_t> g_layout_blocks{0};
+
+uint64_t fresh_layout_block() {
+    return (g_layout_blocks.fetch_add(1, std::memory_order_relaxed) + 1) * detail::kLayoutBlock;
+}
+
 } // namespace
+
+void ObjectStore::advance_layout() {
+    ++layout_;
+    if (layout_ % detail::kLayoutBlock == 0) layout_ = fresh_layout_block(); // the next block is another store's
+}
 
 Status ObjectStore::validate(const ObjectStoreConfig& c) {
     if (c.dimensions != 2 && c.dimensions != 3)
@@ -115,7 +131,7 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
         free_count_ = config.max_objects;
         count_ = 0;
         retired_ = 0;
-        ++layout_; // views of the old layout are stale
+        layout_ = fresh_layout_block(); // views and results of the old layout are stale
         initialized_ = true;
     });
 }
@@ -186,7 +202,7 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
     user_[dense] = user_value;
     dense_slot_[dense] = slot;
     slot_dense_[slot] = dense;
-    ++layout_;
+    advance_layout();
     r.handle = ObjectHandle{slot, slot_generation_[slot]};
     return r;
 }
@@ -250,7 +266,7 @@ Status ObjectStore::remove(ObjectHandle handle) {
     }
     count_ = last;
     release_slot(handle.index);
-    ++layout_;
+    advance_layout();
     return {};
 }
 
@@ -261,7 +277,7 @@ void ObjectStore::clear() {
     for (uint32_t i = 0; i < count_; ++i)
         release_slot(dense_slot_[i]);
     count_ = 0;
-    ++layout_;
+    advance_layout();
 }
 
 bool ObjectStore::contains(ObjectHandle handle) const { return live_dense(handle) != kInvalidObjectIndex; }

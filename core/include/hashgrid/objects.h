@@ -62,6 +62,12 @@
 // stale_view once the layout has changed since the grid was rebuilt from
 // this store (BoxGrid::rebuild(store, backend)), never a wrong object. Rebuild
 // and query again. handle_at(dense_index) without a view is not checked.
+//
+// Layout numbers. They are unique in the process: stores draw them from one
+// shared sequence, so no two stores (and no two inits of one store) ever use
+// the same number, and 0 is never a store's layout. They say which layout a
+// result names; they are not part of the deterministic output (they depend on
+// the other stores of the process).
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -216,7 +222,9 @@ public:
 
     /// Advanced by every successful add(), remove(), clear() and init(): the
     /// operations that change the dense layout (which objects the dense
-    /// indices [0, size()) name). Never reset.
+    /// indices [0, size()) name). 0 before the first successful init, then a
+    /// number no other store of the process ever has (see "Layout numbers");
+    /// it only grows, never reset.
     [[nodiscard]] uint64_t layout_generation() const { return layout_; }
 
     /// Live objects.
@@ -253,6 +261,8 @@ private:
     void release_slot(uint32_t slot);
     /// The checks of the resolution calls up to the index range (see above).
     [[nodiscard]] Status check_frame(const BoxGridView& frame, const void* in, const void* out, uint64_t count) const;
+    /// Advances layout_ (one shared sequence: see "Layout numbers").
+    void advance_layout();
 
     ObjectStoreConfig config_{};
     bool initialized_ = false;
