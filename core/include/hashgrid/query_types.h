@@ -67,7 +67,9 @@ struct QueryResult {
     /// status: for a frame rebuilt from an ObjectStore, the store's
     /// layout_generation() at that rebuild. 0 for particle grids, for box
     /// frames rebuilt from BoxSpans, and for results that hold no indices
-    /// (ProximityIndex::find_near).
+    /// (ProximityIndex::find_near). ObjectStore::handles_at() and
+    /// user_values_at() (objects.h) map a result only when this is the
+    /// layout of the frame they are given and that is the store's layout now.
     uint64_t layout = 0;
 };
 
