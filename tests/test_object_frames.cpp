@@ -254,16 +254,16 @@ TEST_CASE("BoxGrid::rebuild(store): a store that does not fit the grid is invali
     }
 
     // A store with a smaller max_objects fits: three boxes, all overlapping.
-    ObjectStore small;
-    REQUIRE(small.init_allocate(store_config(3, 4)).ok());
+    ObjectStore fewer;
+    REQUIRE(fewer.init_allocate(store_config(3, 4)).ok());
     for (uint32_t i = 0; i < 3; ++i)
-        REQUIRE(small.add(box3(0, 0, 0, 2, 2, 2), 1, 1, i).status.ok());
-    REQUIRE(grid.rebuild(small, serial).ok());
+        REQUIRE(fewer.add(box3(0, 0, 0, 2, 2, 2), 1, 1, i).status.ok());
+    REQUIRE(grid.rebuild(fewer, serial).ok());
     CHECK(all_pairs(grid, serial).size() == 3);
-    CHECK(grid.view().source_store == &small);
+    CHECK(grid.view().source_store == &fewer);
     // Results of this frame are not A's dense indices.
     check_all_calls(a, grid.view(), StatusCode::invalid_argument);
-    check_all_calls(small, grid.view(), StatusCode::ok);
+    check_all_calls(fewer, grid.view(), StatusCode::ok);
 }
 
 TEST_CASE("layout_generation: add, remove, clear and init advance it; move, layers, user values and failures do not") {
