@@ -276,6 +276,12 @@ int main(int argc, char** argv) {
     pass = pass && pr.status.ok();
     std::printf("\nfind_pairs %33.2f ms  (%llu overlapping client pairs)\n", pairs_ms,
                 static_cast<unsigned long long>(pr.total));
+    // Pairs name clients by dense index: map them to handles with the result,
+    // checked (stale_view once a create or remove has changed the layout).
+    std::vector<hashgrid::ObjectHandlePair> handle_pairs(static_cast<size_t>(pr.written));
+    pass = index.objects().handles_at(index.grid().view(), pr, pairs.data(), handle_pairs.data()).ok() && pass;
+    for (const hashgrid::ObjectHandlePair& hp : handle_pairs)
+        pass = pass && index.contains(hp.a) && index.contains(hp.b);
 
     // RemoveClient for everyone: every handle goes stale.
     start = now_ns();

@@ -10,16 +10,20 @@
 
 #include "continue_on_assert.h"
 
+#include "../core/src/objects_internal.h"
 #include "hashgrid/assert.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
+#include "hashgrid/grid.h"
 #include "hashgrid/objects.h"
+#include "hashgrid/particle_queries.h"
 #include "hashgrid/proximity_index.h"
 #include "test_support.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -34,6 +38,7 @@ using hashgrid::ObjectHandle;
 using hashgrid::ObjectHandlePair;
 using hashgrid::ObjectStore;
 using hashgrid::ObjectStoreConfig;
+using hashgrid::QueryResult;
 using hashgrid::Status;
 using hashgrid::StatusCode;
 using hashgrid::UserValuePair;
@@ -84,38 +89,70 @@ std::pair<uint64_t, uint64_t> key_pair(ObjectHandle a, ObjectHandle b) {
     return {std::min(ka, kb), std::max(ka, kb)};
 }
 
-std::vector<Pair> all_pairs(BoxGrid& grid, const hashgrid::ThreadBackend& backend) {
+/// Every pair of the grid's frame; `result` (when given) gets find_pairs()'s result.
+std::vector<Pair> all_pairs(BoxGrid& grid, const hashgrid::ThreadBackend& backend,
+                            hashgrid::PairResult* result = nullptr) {
     std::vector<Pair> out(static_cast<size_t>(grid.config().max_pairs));
     const hashgrid::PairResult r = grid.find_pairs(out.data(), out.size(), backend);
     REQUIRE(r.status.ok());
     out.resize(static_cast<size_t>(r.written));
+    if (result != nullptr) *result = r;
     return out;
 }
 
-/// Every resolution call through `frame` answers `code` and leaves its outputs untouched.
+/// The result a query of `frame` with `written` entries answers: for index
+/// arrays written by hand.
+QueryResult result_of(const BoxGridView& frame, uint64_t written) {
+    QueryResult r;
+    r.total = written;
+    r.written = written;
+    r.layout = frame.source_layout;
+    return r;
+}
+
+const ObjectHandle kSentinel{77, 77};
+
+/// Every mapping call that takes a result answers `code` for `result` (its
+/// arrays: result.written entries, at least 2, all naming dense index 0) and
+/// leaves its outputs untouched unless ok: the whole forms and the part forms
+/// [1, 2), indices and pairs.
+void check_result_calls(const ObjectStore& store, const BoxGridView& frame, const QueryResult& result,
+                        StatusCode code) {
+    const auto n = static_cast<size_t>(std::max<uint64_t>(result.written, 2));
+    const std::vector<uint32_t> indices(n, 0);
+    const std::vector<Pair> pairs(n, Pair{0, 0});
+    std::vector<ObjectHandle> hs(n, kSentinel);
+    std::vector<uint64_t> vs(n, 77);
+    std::vector<ObjectHandlePair> hp(n, ObjectHandlePair{kSentinel, kSentinel});
+    std::vector<UserValuePair> vp(n, UserValuePair{77, 77});
+    CHECK(store.handles_at(frame, result, indices.data(), hs.data()).code == code);
+    CHECK(store.user_values_at(frame, result, indices.data(), vs.data()).code == code);
+    CHECK(store.handles_at(frame, result, pairs.data(), hp.data()).code == code);
+    CHECK(store.user_values_at(frame, result, pairs.data(), vp.data()).code == code);
+    CHECK(store.handles_at(frame, result, indices.data(), 1, 1, hs.data()).code == code);
+    CHECK(store.user_values_at(frame, result, indices.data(), 1, 1, vs.data()).code == code);
+    CHECK(store.handles_at(frame, result, pairs.data(), 1, 1, hp.data()).code == code);
+    CHECK(store.user_values_at(frame, result, pairs.data(), 1, 1, vp.data()).code == code);
+    if (code == StatusCode::ok) return;
+    for (size_t k = 0; k < n; ++k) {
+        CHECK(hs[k] == kSentinel);
+        CHECK(vs[k] == 77);
+        CHECK((hp[k].a == kSentinel && hp[k].b == kSentinel));
+        CHECK((vp[k].a == 77 && vp[k].b == 77));
+    }
+}
+
+/// Every mapping call through `frame` answers `code` (with a result of this
+/// frame for the calls that take one) and leaves its outputs untouched.
 void check_all_calls(const ObjectStore& store, const BoxGridView& frame, StatusCode code) {
-    const uint32_t indices[2] = {0, 0};
-    const Pair pairs[1] = {{0, 0}};
-    const ObjectHandle sentinel{77, 77};
-    ObjectHandle h = sentinel;
+    check_result_calls(store, frame, result_of(frame, 2), code);
+    ObjectHandle h = kSentinel;
     uint64_t v = 77;
-    ObjectHandle hs[2] = {sentinel, sentinel};
-    uint64_t vs[2] = {77, 77};
-    ObjectHandlePair hp[1] = {{sentinel, sentinel}};
-    UserValuePair vp[1] = {{77, 77}};
     CHECK(store.handle_at(frame, 0, h).code == code);
     CHECK(store.user_value_at(frame, 0, v).code == code);
-    CHECK(store.handles_at(frame, indices, 2, hs).code == code);
-    CHECK(store.user_values_at(frame, indices, 2, vs).code == code);
-    CHECK(store.handles_at(frame, pairs, 1, hp).code == code);
-    CHECK(store.user_values_at(frame, pairs, 1, vp).code == code);
     if (code == StatusCode::ok) return;
-    CHECK(h == sentinel);
+    CHECK(h == kSentinel);
     CHECK(v == 77);
-    CHECK((hs[0] == sentinel && hs[1] == sentinel));
-    CHECK((vs[0] == 77 && vs[1] == 77));
-    CHECK((hp[0].a == sentinel && hp[0].b == sentinel));
-    CHECK((vp[0].a == 77 && vp[0].b == 77));
 }
 
 } // namespace
@@ -195,10 +232,11 @@ TEST_CASE("BoxGrid::rebuild(store): a store that does not fit the grid is invali
     CHECK(view.source_store == &a);
     CHECK(view.source_layout == a.layout_generation());
     CHECK(grid.object_count() == 3);
-    const std::vector<Pair> pairs = all_pairs(grid, serial);
+    hashgrid::PairResult pr;
+    const std::vector<Pair> pairs = all_pairs(grid, serial, &pr);
     REQUIRE(pairs.size() == 1);
     ObjectHandlePair hp{};
-    REQUIRE(a.handles_at(view, pairs.data(), 1, &hp).ok());
+    REQUIRE(a.handles_at(view, pr, pairs.data(), &hp).ok());
     CHECK((hp.a == ha && hp.b == hb));
 
     // The other direction: a 3D store for a 2D grid.
@@ -216,48 +254,95 @@ TEST_CASE("BoxGrid::rebuild(store): a store that does not fit the grid is invali
     }
 
     // A store with a smaller max_objects fits: three boxes, all overlapping.
-    ObjectStore small;
-    REQUIRE(small.init_allocate(store_config(3, 4)).ok());
+    ObjectStore fewer;
+    REQUIRE(fewer.init_allocate(store_config(3, 4)).ok());
     for (uint32_t i = 0; i < 3; ++i)
-        REQUIRE(small.add(box3(0, 0, 0, 2, 2, 2), 1, 1, i).status.ok());
-    REQUIRE(grid.rebuild(small, serial).ok());
+        REQUIRE(fewer.add(box3(0, 0, 0, 2, 2, 2), 1, 1, i).status.ok());
+    REQUIRE(grid.rebuild(fewer, serial).ok());
     CHECK(all_pairs(grid, serial).size() == 3);
-    CHECK(grid.view().source_store == &small);
+    CHECK(grid.view().source_store == &fewer);
     // Results of this frame are not A's dense indices.
     check_all_calls(a, grid.view(), StatusCode::invalid_argument);
-    check_all_calls(small, grid.view(), StatusCode::ok);
+    check_all_calls(fewer, grid.view(), StatusCode::ok);
 }
 
 TEST_CASE("layout_generation: add, remove, clear and init advance it; move, layers, user values and failures do not") {
     ObjectStore s;
     CHECK(s.layout_generation() == 0);
     REQUIRE(s.init_allocate(store_config(2, 2)).ok());
-    CHECK(s.layout_generation() == 1);
+    uint64_t last = s.layout_generation();
+    CHECK(last != 0);
+    // Advanced: greater than before. Kept: unchanged.
+    auto advanced = [&]() {
+        const bool up = s.layout_generation() > last;
+        last = s.layout_generation();
+        return up;
+    };
+    auto kept = [&]() { return s.layout_generation() == last; };
     const ObjectHandle a = s.add(box2(0, 0, 1, 1), 1, 1, 1).handle;
-    CHECK(s.layout_generation() == 2);
+    CHECK(advanced());
     CHECK(s.add(box2(1, 0, 0, 1), 1, 1, 1).status.code == StatusCode::invalid_box);
-    CHECK(s.layout_generation() == 2);
+    CHECK(kept());
     const ObjectHandle b = s.add(box2(0, 0, 1, 1), 1, 1, 2).handle;
-    CHECK(s.layout_generation() == 3);
+    CHECK(advanced());
     CHECK(s.add(box2(0, 0, 1, 1), 1, 1, 3).status.code == StatusCode::object_capacity);
-    CHECK(s.layout_generation() == 3);
+    CHECK(kept());
     REQUIRE(s.move(a, box2(2, 2, 3, 3)).ok());
     CHECK(s.move(a, box2(3, 2, 2, 3)).code == StatusCode::invalid_box);
     REQUIRE(s.set_layers(a, 2, 2).ok());
     REQUIRE(s.set_user_value(b, 9).ok());
     CHECK(s.remove(ObjectHandle{}).code == StatusCode::invalid_handle);
-    CHECK(s.layout_generation() == 3);
+    CHECK(kept());
     REQUIRE(s.remove(a).ok());
-    CHECK(s.layout_generation() == 4);
+    CHECK(advanced());
     CHECK(s.remove(a).code == StatusCode::invalid_handle);
-    CHECK(s.layout_generation() == 4);
+    CHECK(kept());
     s.clear();
-    CHECK(s.layout_generation() == 5);
+    CHECK(advanced());
     // A failed re-init changes nothing; a successful one advances it (never reset).
     CHECK(s.init_allocate(store_config(4, 2)).code == StatusCode::invalid_config);
-    CHECK(s.layout_generation() == 5);
+    CHECK(kept());
     REQUIRE(s.init_allocate(store_config(2, 2)).ok());
-    CHECK(s.layout_generation() == 6);
+    CHECK(advanced());
+}
+
+TEST_CASE("layout_generation: no two stores share a number, also across the end of a store's block") {
+    // Stores with the same config and the same operations.
+    std::vector<uint64_t> seen;
+    for (uint32_t k = 0; k < 8; ++k) {
+        ObjectStore s;
+        REQUIRE(s.init_allocate(store_config(2, 4)).ok());
+        seen.push_back(s.layout_generation());
+        const ObjectHandle h = s.add(box2(0, 0, 1, 1), 1, 1, 1).handle;
+        seen.push_back(s.layout_generation());
+        REQUIRE(s.remove(h).ok());
+        seen.push_back(s.layout_generation());
+    }
+    std::vector<uint64_t> sorted = seen;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+    CHECK(std::find(sorted.begin(), sorted.end(), uint64_t{0}) == sorted.end());
+
+    // A store at the last number of its block takes a fresh block: still
+    // growing, and never a number another store holds or took before.
+    const uint64_t block = hashgrid::detail::kLayoutBlock;
+    ObjectStore a;
+    REQUIRE(a.init_allocate(store_config(2, 4)).ok());
+    const uint64_t start = a.layout_generation();
+    CHECK(start % block == 0); // a fresh block at init
+    hashgrid::ObjectStoreTestAccess::set_layout(a, start + block - 2);
+    REQUIRE(a.add(box2(0, 0, 1, 1), 1, 1, 1).status.ok());
+    CHECK(a.layout_generation() == start + block - 1);
+    ObjectStore b; // takes the block after a's, or a later one
+    REQUIRE(b.init_allocate(store_config(2, 4)).ok());
+    CHECK(b.layout_generation() >= start + block);
+    REQUIRE(a.add(box2(0, 0, 1, 1), 1, 1, 2).status.ok());
+    CHECK(a.layout_generation() > b.layout_generation()); // not b's block
+    CHECK(a.layout_generation() % block == 0);
+    REQUIRE(b.add(box2(0, 0, 1, 1), 1, 1, 1).status.ok());
+    CHECK(b.layout_generation() < a.layout_generation());
+    for (uint64_t v : seen)
+        CHECK((v < start && v != a.layout_generation() && v != b.layout_generation()));
 }
 
 TEST_CASE("checked resolution: a hand-computed frame and every status, outputs untouched on failure") {
@@ -276,16 +361,19 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
     const ObjectHandle hb = store.add(box2(0.5f, 0.5f, 1.5f, 1.5f), 1, hashgrid::kAllLayers, 101).handle;
     const ObjectHandle hc = store.add(box2(5, 5, 6, 6), 2, hashgrid::kAllLayers, 102).handle;
     REQUIRE(grid.rebuild(store, serial).ok());
-    const std::vector<Pair> pairs = all_pairs(grid, serial);
+    hashgrid::PairResult pr;
+    const std::vector<Pair> pairs = all_pairs(grid, serial, &pr);
     REQUIRE(pairs.size() == 1);
     REQUIRE((pairs[0].a == 0 && pairs[0].b == 1));
     const BoxGridView frame = grid.view();
+    CHECK(pr.layout == store.layout_generation());
+    CHECK(frame.source_layout == store.layout_generation());
 
     ObjectHandlePair hp{};
-    REQUIRE(store.handles_at(frame, pairs.data(), 1, &hp).ok());
+    REQUIRE(store.handles_at(frame, pr, pairs.data(), &hp).ok());
     CHECK((hp.a == ha && hp.b == hb));
     UserValuePair vp{};
-    REQUIRE(store.user_values_at(frame, pairs.data(), 1, &vp).ok());
+    REQUIRE(store.user_values_at(frame, pr, pairs.data(), &vp).ok());
     CHECK((vp.a == 100 && vp.b == 101));
     ObjectHandle h;
     REQUIRE(store.handle_at(frame, 2, h).ok());
@@ -300,47 +388,110 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
     bq.min[0] = bq.min[1] = 0.9f;
     bq.max[0] = bq.max[1] = 1.2f;
     uint32_t found[8];
-    const hashgrid::QueryResult r = hashgrid::query_box(q, bq, hashgrid::kAllLayers, found, 8);
+    const QueryResult r = hashgrid::query_box(q, bq, hashgrid::kAllLayers, found, 8);
     REQUIRE(r.status.ok());
     REQUIRE(r.written == 2);
+    CHECK(r.layout == frame.source_layout);
     ObjectHandle hs[2];
-    REQUIRE(store.handles_at(q.view, found, r.written, hs).ok());
+    REQUIRE(store.handles_at(q.view, r, found, hs).ok());
     CHECK(key_pair(hs[0], hs[1]) == key_pair(ha, hb));
     uint64_t vs[2] = {0, 0};
-    REQUIRE(store.user_values_at(q.view, found, r.written, vs).ok());
+    REQUIRE(store.user_values_at(q.view, r, found, vs).ok());
     CHECK(std::min(vs[0], vs[1]) == 100);
     CHECK(std::max(vs[0], vs[1]) == 101);
+    // The part forms map [first, first + count) into out[0, count).
+    ObjectHandle second = kSentinel;
+    REQUIRE(store.handles_at(q.view, r, found, 1, 1, &second).ok());
+    CHECK(second == hs[1]);
+    uint64_t second_value = 0;
+    REQUIRE(store.user_values_at(q.view, r, found, 1, 1, &second_value).ok());
+    CHECK(second_value == vs[1]);
+    REQUIRE(store.handles_at(q.view, r, found, 2, 0, static_cast<ObjectHandle*>(nullptr)).ok()); // empty, at the end
+
+    // The visitor form: one index per call, mapped while the frame is current.
+    struct Mapping {
+        const ObjectStore* store;
+        const BoxGridView* view;
+        std::vector<ObjectHandle> handles;
+        bool all_ok = true;
+        static bool visit(void* context, uint32_t index) {
+            auto* m = static_cast<Mapping*>(context);
+            ObjectHandle handle;
+            m->all_ok = m->all_ok && m->store->handle_at(*m->view, index, handle).ok();
+            m->handles.push_back(handle);
+            return true;
+        }
+    } mapping{&store, &q.view, {}, true};
+    const QueryResult rv = hashgrid::query_box(q, bq, hashgrid::kAllLayers, {&Mapping::visit, &mapping});
+    CHECK(rv.status.ok());
+    CHECK(rv.layout == frame.source_layout);
+    CHECK(mapping.all_ok);
+    REQUIRE(mapping.handles.size() == 2);
+    CHECK((mapping.handles[0] == hs[0] && mapping.handles[1] == hs[1]));
 
     // Indices the frame cannot hold: invalid_argument with the lowest position and the count.
     const uint32_t bad[4] = {0, 3, 1, 7};
     ObjectHandle out[4] = {};
-    Status s = store.handles_at(frame, bad, 4, out);
+    Status s = store.handles_at(frame, result_of(frame, 4), bad, out);
     CHECK(s.code == StatusCode::invalid_argument);
     CHECK(s.index == 1);
     CHECK(s.count == 2);
     CHECK(out[0] == ObjectHandle{}); // nothing written, not even the valid ones
     uint64_t values[4] = {5, 5, 5, 5};
-    s = store.user_values_at(frame, bad, 4, values);
+    s = store.user_values_at(frame, result_of(frame, 4), bad, values);
     CHECK(s.code == StatusCode::invalid_argument);
     CHECK(s.index == 1);
     CHECK(values[0] == 5);
+    // A part: positions are those of the whole array.
+    s = store.handles_at(frame, result_of(frame, 4), bad, 2, 2, out);
+    CHECK(s.code == StatusCode::invalid_argument);
+    CHECK(s.index == 3);
+    CHECK(s.count == 1);
+    CHECK(out[0] == ObjectHandle{});
+    REQUIRE(store.handles_at(frame, result_of(frame, 4), bad, 2, 1, out).ok());
+    CHECK(out[0] == hb);
+    out[0] = ObjectHandle{};
     const Pair bad_pairs[3] = {{0, 1}, {1, 2}, {2, 3}};
     ObjectHandlePair hp3[3] = {};
-    s = store.handles_at(frame, bad_pairs, 3, hp3);
+    s = store.handles_at(frame, result_of(frame, 3), bad_pairs, hp3);
     CHECK(s.code == StatusCode::invalid_argument);
     CHECK(s.index == 2);
     CHECK(s.count == 1);
     CHECK(hp3[0].a == ObjectHandle{});
-    CHECK(store.user_values_at(frame, bad_pairs, 3, &vp).code == StatusCode::invalid_argument);
+    CHECK(store.user_values_at(frame, result_of(frame, 3), bad_pairs, &vp).code == StatusCode::invalid_argument);
+    CHECK(store.user_values_at(frame, result_of(frame, 3), bad_pairs, 2, 1, &vp).code == StatusCode::invalid_argument);
+    REQUIRE(store.user_values_at(frame, result_of(frame, 3), bad_pairs, 1, 1, &vp).ok());
+    CHECK((vp.a == 101 && vp.b == 102));
     CHECK(store.handle_at(frame, 3, h).code == StatusCode::invalid_argument);
     CHECK(h == hc);
 
-    // Null arrays with a count: invalid_argument; with count 0: ok.
-    CHECK(store.handles_at(frame, static_cast<const uint32_t*>(nullptr), 1, out).code == StatusCode::invalid_argument);
-    CHECK(store.handles_at(frame, bad, 1, static_cast<ObjectHandle*>(nullptr)).code == StatusCode::invalid_argument);
-    CHECK(store.user_values_at(frame, static_cast<const Pair*>(nullptr), 2, &vp).code == StatusCode::invalid_argument);
-    CHECK(store.handles_at(frame, static_cast<const uint32_t*>(nullptr), 0, static_cast<ObjectHandle*>(nullptr)).ok());
-    CHECK(store.handles_at(frame, static_cast<const Pair*>(nullptr), 0, static_cast<ObjectHandlePair*>(nullptr)).ok());
+    // A part beyond what the result wrote: invalid_argument, whatever the
+    // indices (first + count never wraps).
+    const QueryResult two = result_of(frame, 2);
+    CHECK(store.handles_at(frame, two, found, 1, 2, out).code == StatusCode::invalid_argument);
+    CHECK(store.handles_at(frame, two, found, 3, 0, out).code == StatusCode::invalid_argument);
+    CHECK(store.user_values_at(frame, two, found, UINT64_MAX, 2, values).code == StatusCode::invalid_argument);
+    CHECK(store.handles_at(frame, two, pairs.data(), 1, UINT64_MAX, hp3).code == StatusCode::invalid_argument);
+    CHECK(out[0] == ObjectHandle{});
+    CHECK(values[0] == 5);
+    CHECK(hp3[0].a == ObjectHandle{});
+
+    // Null arrays with something to map: invalid_argument; with nothing: ok.
+    const QueryResult one = result_of(frame, 1);
+    const QueryResult none = result_of(frame, 0);
+    CHECK(store.handles_at(frame, one, static_cast<const uint32_t*>(nullptr), out).code ==
+          StatusCode::invalid_argument);
+    CHECK(store.handles_at(frame, one, bad, static_cast<ObjectHandle*>(nullptr)).code == StatusCode::invalid_argument);
+    CHECK(store.user_values_at(frame, result_of(frame, 2), static_cast<const Pair*>(nullptr), &vp).code ==
+          StatusCode::invalid_argument);
+    CHECK(store.handles_at(frame, two, static_cast<const uint32_t*>(nullptr), 1, 1, out).code ==
+          StatusCode::invalid_argument);
+    CHECK(
+        store.handles_at(frame, none, static_cast<const uint32_t*>(nullptr), static_cast<ObjectHandle*>(nullptr)).ok());
+    CHECK(
+        store.handles_at(frame, none, static_cast<const Pair*>(nullptr), static_cast<ObjectHandlePair*>(nullptr)).ok());
+    CHECK(store.handles_at(frame, two, static_cast<const uint32_t*>(nullptr), 1, 0, static_cast<ObjectHandle*>(nullptr))
+              .ok());
 
     // Moves, layers, user values and failed operations keep the layout: still
     // valid, and user values are the current ones.
@@ -349,9 +500,9 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
     REQUIRE(store.set_user_value(hb, 201).ok());
     CHECK(store.add(box2(1, 0, 0, 1), 1, 1, 0).status.code == StatusCode::invalid_box);
     CHECK(store.remove(ObjectHandle{}).code == StatusCode::invalid_handle);
-    REQUIRE(store.handles_at(frame, pairs.data(), 1, &hp).ok());
+    REQUIRE(store.handles_at(frame, pr, pairs.data(), &hp).ok());
     CHECK((hp.a == ha && hp.b == hb));
-    REQUIRE(store.user_values_at(frame, pairs.data(), 1, &vp).ok());
+    REQUIRE(store.user_values_at(frame, pr, pairs.data(), &vp).ok());
     CHECK((vp.a == 100 && vp.b == 201));
     check_all_calls(store, frame, StatusCode::ok);
     check_all_calls(store, q.view, StatusCode::ok);
@@ -361,7 +512,7 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
     check_all_calls(store, frame, StatusCode::stale_view);
     check_all_calls(store, q.view, StatusCode::stale_view);
     check_all_calls(store, grid.view(), StatusCode::stale_view);
-    s = store.handles_at(frame, pairs.data(), 1, &hp);
+    s = store.handles_at(frame, pr, pairs.data(), &hp);
     CHECK(s.code == StatusCode::stale_view);
     CHECK(std::string(s.message).find("rebuild") != std::string::npos);
 
@@ -384,7 +535,7 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
     check_all_calls(store, grid.view(), StatusCode::stale_view);
     REQUIRE(grid.rebuild(store, serial).ok());
     check_all_calls(store, grid.view(), StatusCode::invalid_argument);
-    CHECK(store.handles_at(grid.view(), found, 0, hs).ok());
+    CHECK(store.handles_at(grid.view(), result_of(grid.view(), 0), found, hs).ok());
 
     // A frame rebuilt from BoxSpans, even the store's own, names no store.
     REQUIRE(store.add(box2(0, 0, 1, 1), 1, 1, 1).status.ok());
@@ -418,6 +569,331 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
     REQUIRE(grid.init_allocate(grid_config_for(sc, 1.0f, 8)).ok());
     CHECK(grid.view().source_store == nullptr);
     check_all_calls(store, grid.view(), StatusCode::not_built);
+}
+
+// ---------------------------------------------------------------------------
+// The layout stamp of results (QueryResult::layout).
+
+namespace {
+
+bool visit_all(void*, uint32_t) { return true; }
+
+/// One result of every box-grid call (each query and its visitor form, each
+/// batch, find_pairs, find_pairs_with) through `q` and `grid`, all valid
+/// queries over a frame with at least one object.
+std::vector<std::pair<std::string, QueryResult>> every_box_result(const hashgrid::BoxQueryGrid& q, BoxGrid& grid,
+                                                                  const hashgrid::ThreadBackend& backend) {
+    using namespace hashgrid;
+    const QueryVisitor visitor{&visit_all, nullptr};
+    const QueryPoint point{{0.5f, 0.5f, 0.5f}};
+    QueryBox box;
+    box.min[0] = box.min[1] = box.min[2] = -10.0f;
+    box.max[0] = box.max[1] = box.max[2] = 10.0f;
+    const QuerySphere sphere{{0.5f, 0.5f, 0.5f}, 3.0f};
+    Frustum frustum;
+    frustum.planes[0] = Plane{{1.0f, 0.0f, 0.0f}, 100.0f};
+    frustum.plane_count = 1;
+    Ray ray;
+    ray.origin[0] = -5.0f;
+    ray.origin[1] = ray.origin[2] = 0.75f;
+    ray.direction[0] = 1.0f;
+    ray.max_t = 100.0f;
+    const QueryNearest nearest{{0.5f, 0.5f, 0.5f}, 2, std::numeric_limits<float>::infinity()};
+    uint32_t out[64];
+    RayHit hits[64];
+    NearestHit nearest_hits[64];
+    Pair pairs[64];
+    uint64_t offsets[3];
+    const QueryPoint points[2] = {point, point};
+    const QueryBox boxes[2] = {box, box};
+    const QuerySphere spheres[2] = {sphere, sphere};
+    const Frustum frusta[2] = {frustum, frustum};
+    const Ray rays[2] = {ray, ray};
+    const QueryNearest nearests[2] = {nearest, nearest};
+    const float qmin[2] = {0.0f, 0.0f};
+    const float qmax[2] = {1.0f, 1.0f};
+    BoxSpans queries;
+    queries.min_x = queries.min_y = queries.min_z = qmin;
+    queries.max_x = queries.max_y = queries.max_z = qmax;
+    queries.count = 2;
+    return {
+        {"query_point", query_point(q, point, kAllLayers, out, 64)},
+        {"query_point visitor", query_point(q, point, kAllLayers, visitor)},
+        {"query_box", query_box(q, box, kAllLayers, out, 64)},
+        {"query_box visitor", query_box(q, box, kAllLayers, visitor)},
+        {"query_radius", query_radius(q, sphere, kAllLayers, out, 64)},
+        {"query_radius visitor", query_radius(q, sphere, kAllLayers, visitor)},
+        {"query_frustum", query_frustum(q, frustum, kAllLayers, out, 64)},
+        {"query_frustum visitor", query_frustum(q, frustum, kAllLayers, visitor)},
+        {"query_potential_collisions", query_potential_collisions(q, 0, out, 64)},
+        {"query_potential_collisions visitor", query_potential_collisions(q, 0, visitor)},
+        {"query_ray", query_ray(q, ray, kAllLayers, hits, 64)},
+        {"query_ray_first", query_ray_first(q, ray, kAllLayers, hits)},
+        {"query_nearest", query_nearest(q, nearest, kAllLayers, nearest_hits, 64)},
+        {"query_point_batch", query_point_batch(q, points, 2, kAllLayers, offsets, 3, out, 64, backend)},
+        {"query_box_batch", query_box_batch(q, boxes, 2, kAllLayers, offsets, 3, out, 64, backend)},
+        {"query_radius_batch", query_radius_batch(q, spheres, 2, kAllLayers, offsets, 3, out, 64, backend)},
+        {"query_frustum_batch", query_frustum_batch(q, frusta, 2, kAllLayers, offsets, 3, out, 64, backend)},
+        {"query_ray_batch", query_ray_batch(q, rays, 2, kAllLayers, offsets, 3, hits, 64, backend)},
+        {"query_ray_first_batch", query_ray_first_batch(q, rays, 2, kAllLayers, hits, backend)},
+        {"query_nearest_batch", query_nearest_batch(q, nearests, 2, kAllLayers, offsets, 3, nearest_hits, 64, backend)},
+        {"find_pairs", grid.find_pairs(pairs, 64, backend)},
+        {"find_pairs_with", grid.find_pairs_with(queries, pairs, 64, backend)},
+    };
+}
+
+/// A small 3D store (max 8 objects) and its grid, with four overlapping objects.
+struct SmallScene {
+    ObjectStore store;
+    BoxGrid grid;
+    ObjectHandle handles[4];
+
+    explicit SmallScene(uint32_t salt = 0) {
+        const ObjectStoreConfig sc = store_config(3, 8, salt);
+        REQUIRE(store.init_allocate(sc).ok());
+        REQUIRE(grid.init_allocate(grid_config_for(sc, 1.0f, 8)).ok());
+        for (uint32_t i = 0; i < 4; ++i) {
+            const float o = 0.25f * static_cast<float>(i);
+            handles[i] =
+                store.add(box3(o, o, o, o + 1.0f, o + 1.0f, o + 1.0f), 1, hashgrid::kAllLayers, 100 + i).handle;
+            REQUIRE(store.contains(handles[i]));
+        }
+        REQUIRE(grid.rebuild(store, hashgrid::serial_backend()).ok());
+    }
+};
+
+} // namespace
+
+TEST_CASE("result layout: every box query, visitor form, batch and pair search carries its frame's layout") {
+    const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
+    SmallScene scene;
+    const uint64_t layout = scene.store.layout_generation();
+    REQUIRE(layout != 0);
+    const hashgrid::BoxQueryGrid q = hashgrid::prepare_box_queries(scene.grid.view(), serial);
+    const auto from_store = every_box_result(q, scene.grid, serial);
+    CHECK(from_store.size() == 22);
+    for (const auto& [name, r] : from_store) {
+        INFO(name);
+        CHECK(r.status.ok());
+        CHECK(r.layout == layout);
+    }
+    // Refused queries carry it too: an invalid query, and a query through a
+    // prepared grid whose frame has been rebuilt since (moves only: the same layout).
+    hashgrid::QueryNearest none{{0.0f, 0.0f, 0.0f}, 0, 1.0f};
+    hashgrid::NearestHit hit;
+    const QueryResult bad = hashgrid::query_nearest(q, none, hashgrid::kAllLayers, &hit, 1);
+    CHECK(bad.status.code == StatusCode::invalid_query);
+    CHECK(bad.layout == layout);
+    REQUIRE(scene.store.move(scene.handles[0], box3(5, 5, 5, 6, 6, 6)).ok());
+    REQUIRE(scene.grid.rebuild(scene.store, serial).ok());
+    for (const auto& [name, r] : every_box_result(q, scene.grid, serial)) {
+        INFO(name);
+        if (name.rfind("find_pairs", 0) != 0) CHECK(r.status.code == StatusCode::stale_view);
+        CHECK(r.layout == layout);
+    }
+
+    // A frame rebuilt from BoxSpans names no store layout: 0.
+    REQUIRE(scene.grid.rebuild(scene.store.spans(), serial).ok());
+    const hashgrid::BoxQueryGrid qs = hashgrid::prepare_box_queries(scene.grid.view(), serial);
+    for (const auto& [name, r] : every_box_result(qs, scene.grid, serial)) {
+        INFO(name);
+        CHECK(r.status.ok());
+        CHECK(r.layout == 0);
+    }
+
+    // Particle grids: 0, queries, batches and pair searches alike.
+    hashgrid::GridConfig pc;
+    pc.dimensions = 3;
+    pc.cell_size = 1.0f;
+    pc.interaction_distance = 1.0f;
+    pc.max_particles = 8;
+    pc.max_cells = 64;
+    pc.max_pairs = 64;
+    hashgrid::Grid particles;
+    REQUIRE(particles.init_allocate(pc).ok());
+    const float px[3] = {0.0f, 0.5f, 3.0f};
+    const float py[3] = {0.0f, 0.0f, 0.0f};
+    const float pz[3] = {0.0f, 0.0f, 0.0f};
+    REQUIRE(particles.rebuild(hashgrid::ParticleSpans{px, py, pz, nullptr, 3}, serial).ok());
+    uint32_t out[8];
+    uint64_t offsets[3];
+    Pair pairs[8];
+    const hashgrid::QuerySphere sphere{{0.0f, 0.0f, 0.0f}, 2.0f};
+    const hashgrid::QuerySphere spheres[2] = {sphere, sphere};
+    const QueryResult particle_results[] = {
+        hashgrid::query_radius(particles, sphere, out, 8),
+        hashgrid::query_radius(particles, sphere, {&visit_all, nullptr}),
+        hashgrid::query_radius_batch(particles, spheres, 2, offsets, 3, out, 8, serial),
+        particles.find_pairs(pairs, 8, serial),
+        particles.find_pairs_with(hashgrid::ParticleSpans{px, py, pz, nullptr, 3}, pairs, 8, serial),
+    };
+    for (const QueryResult& r : particle_results) {
+        CHECK(r.status.ok());
+        CHECK(r.total > 0);
+        CHECK(r.layout == 0);
+    }
+}
+
+TEST_CASE("checked mapping: a result of an older layout is stale_view through the newer view, outputs untouched") {
+    const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
+    for (const bool swap_in : {false, true}) {
+        INFO((swap_in ? "remove one, add one: the same size" : "add one"));
+        SmallScene scene;
+        ObjectStore& store = scene.store;
+        // Frame 1: a query, a batch, the pairs and find_pairs_with's objects.
+        const BoxGridView frame1 = scene.grid.view();
+        const hashgrid::BoxQueryGrid q1 = hashgrid::prepare_box_queries(frame1, serial);
+        hashgrid::QueryBox all;
+        all.min[0] = all.min[1] = all.min[2] = -10.0f;
+        all.max[0] = all.max[1] = all.max[2] = 10.0f;
+        uint32_t found[8];
+        const QueryResult r1 = hashgrid::query_box(q1, all, hashgrid::kAllLayers, found, 8);
+        REQUIRE(r1.written == 4);
+        const hashgrid::QueryBox boxes[2] = {all, all};
+        uint64_t offsets[3];
+        uint32_t flat[16];
+        const QueryResult b1 =
+            hashgrid::query_box_batch(q1, boxes, 2, hashgrid::kAllLayers, offsets, 3, flat, 16, serial);
+        REQUIRE(b1.written == 8);
+        hashgrid::PairResult p1;
+        const std::vector<Pair> pairs1 = all_pairs(scene.grid, serial, &p1);
+        REQUIRE(pairs1.size() == 6);
+        ObjectHandle before[4];
+        REQUIRE(store.handles_at(frame1, r1, found, before).ok());
+
+        // The layout changes and the grid is rebuilt: the new view is current.
+        if (swap_in) {
+            REQUIRE(store.remove(scene.handles[0]).ok()); // the last object takes dense index 0
+            REQUIRE(store.add(box3(0, 0, 0, 1, 1, 1), 1, hashgrid::kAllLayers, 200).status.ok());
+        } else {
+            REQUIRE(store.add(box3(0, 0, 0, 1, 1, 1), 1, hashgrid::kAllLayers, 200).status.ok());
+        }
+        REQUIRE(scene.grid.rebuild(store, serial).ok());
+        const BoxGridView frame2 = scene.grid.view();
+        const hashgrid::BoxQueryGrid q2 = hashgrid::prepare_box_queries(frame2, serial);
+        check_all_calls(store, frame2, StatusCode::ok); // the frame itself maps
+
+        // Frame 1's results through frame 2's views: stale_view, nothing written.
+        check_result_calls(store, frame2, r1, StatusCode::stale_view);
+        check_result_calls(store, q2.view, b1, StatusCode::stale_view);
+        check_result_calls(store, frame2, p1, StatusCode::stale_view);
+        ObjectHandle hs[8] = {kSentinel, kSentinel, kSentinel, kSentinel, kSentinel, kSentinel, kSentinel, kSentinel};
+        uint64_t vs[8] = {77, 77, 77, 77, 77, 77, 77, 77};
+        Status s = store.handles_at(q2.view, r1, found, hs);
+        CHECK(s.code == StatusCode::stale_view);
+        CHECK(std::string(s.message).find("another layout") != std::string::npos);
+        CHECK(store.user_values_at(q2.view, r1, found, vs).code == StatusCode::stale_view);
+        CHECK(store.handles_at(q2.view, b1, flat, offsets[1], offsets[2] - offsets[1], hs).code ==
+              StatusCode::stale_view);
+        std::vector<ObjectHandlePair> hp(pairs1.size(), ObjectHandlePair{kSentinel, kSentinel});
+        CHECK(store.handles_at(frame2, p1, pairs1.data(), hp.data()).code == StatusCode::stale_view);
+        for (uint32_t i = 0; i < 8; ++i)
+            CHECK((hs[i] == kSentinel && vs[i] == 77));
+        for (const ObjectHandlePair& x : hp)
+            CHECK((x.a == kSentinel && x.b == kSentinel));
+
+        // Querying frame 2 again maps, to the objects it holds now.
+        const QueryResult r2 = hashgrid::query_box(q2, all, hashgrid::kAllLayers, found, 8);
+        REQUIRE(store.handles_at(q2.view, r2, found, hs).ok());
+        std::vector<uint64_t> got;
+        for (uint64_t i = 0; i < r2.written; ++i)
+            got.push_back(handle_key(hs[i]));
+        std::vector<uint64_t> expected;
+        for (uint32_t i = 0; i < store.size(); ++i)
+            expected.push_back(handle_key(store.handle_at(i)));
+        std::sort(got.begin(), got.end());
+        std::sort(expected.begin(), expected.end());
+        CHECK(got == expected);
+        if (swap_in) CHECK(std::find(got.begin(), got.end(), handle_key(before[0])) == got.end());
+    }
+}
+
+TEST_CASE("checked mapping: results of another store, a BoxSpans frame, a particle grid, or failed, are refused") {
+    const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
+    // Two stores with the same config and the same operations.
+    SmallScene a;
+    SmallScene twin;
+    CHECK(a.store.layout_generation() != twin.store.layout_generation());
+    hashgrid::PairResult pa;
+    hashgrid::PairResult pt;
+    all_pairs(a.grid, serial, &pa);
+    all_pairs(twin.grid, serial, &pt);
+    const BoxGridView va = a.grid.view();
+    const BoxGridView vt = twin.grid.view();
+    check_result_calls(a.store, va, pa, StatusCode::ok);
+    check_result_calls(twin.store, vt, pt, StatusCode::ok);
+    // The twin's result through a's own current view: another layout.
+    check_result_calls(a.store, va, pt, StatusCode::stale_view);
+    check_result_calls(twin.store, vt, pa, StatusCode::stale_view);
+    // Through the twin's view: not a's frame.
+    check_result_calls(a.store, vt, pt, StatusCode::invalid_argument);
+
+    // A result of a frame rebuilt from BoxSpans (a's own objects) names no
+    // layout; through that frame's view nothing maps either.
+    REQUIRE(a.grid.rebuild(a.store.spans(), serial).ok());
+    hashgrid::PairResult spans_pairs;
+    all_pairs(a.grid, serial, &spans_pairs);
+    CHECK(spans_pairs.layout == 0);
+    check_result_calls(a.store, a.grid.view(), spans_pairs, StatusCode::invalid_argument);
+    REQUIRE(a.grid.rebuild(a.store, serial).ok());
+    const BoxGridView current = a.grid.view();
+    check_result_calls(a.store, current, spans_pairs, StatusCode::stale_view);
+    check_result_calls(a.store, current, pa, StatusCode::ok); // same layout as before
+
+    // A particle grid's result: layout 0.
+    QueryResult particle_result;
+    particle_result.total = particle_result.written = 2;
+    CHECK(particle_result.layout == 0);
+    check_result_calls(a.store, current, particle_result, StatusCode::stale_view);
+
+    // Failed statuses of this very frame: invalid_argument. Only ok and
+    // output_too_small name objects.
+    const hashgrid::BoxQueryGrid q = hashgrid::prepare_box_queries(current, serial);
+    uint32_t found[8];
+    hashgrid::QueryPoint nan_point;
+    nan_point.position[0] = std::numeric_limits<float>::quiet_NaN();
+    const QueryResult invalid = hashgrid::query_point(q, nan_point, hashgrid::kAllLayers, found, 8);
+    REQUIRE(invalid.status.code == StatusCode::invalid_query);
+    REQUIRE(invalid.layout == current.source_layout);
+    check_result_calls(a.store, current, invalid, StatusCode::invalid_argument);
+    Status s = a.store.handles_at(current, invalid, found, static_cast<ObjectHandle*>(nullptr));
+    CHECK(s.code == StatusCode::invalid_argument);
+    CHECK(std::string(s.message).find("status") != std::string::npos);
+    // A status with a count that looks usable is still refused.
+    for (const StatusCode code :
+         {StatusCode::pair_capacity, StatusCode::stale_view, StatusCode::not_built, StatusCode::invalid_argument}) {
+        QueryResult failed = result_of(current, 2);
+        failed.status.code = code;
+        check_result_calls(a.store, current, failed, StatusCode::invalid_argument);
+    }
+    // A real pair_capacity: a grid with room for 2 of the 6 pairs.
+    BoxGridConfig tight = grid_config_for(a.store.config(), 1.0f, 8);
+    tight.max_pairs = 2;
+    BoxGrid small_pool;
+    REQUIRE(small_pool.init_allocate(tight).ok());
+    REQUIRE(small_pool.rebuild(a.store, serial).ok());
+    Pair pairs[8];
+    const hashgrid::PairResult over = small_pool.find_pairs(pairs, 8, serial);
+    REQUIRE(over.status.code == StatusCode::pair_capacity);
+    REQUIRE(over.written == 2);
+    check_result_calls(a.store, small_pool.view(), over, StatusCode::invalid_argument);
+    // output_too_small maps the written prefix.
+    hashgrid::QueryBox all;
+    all.min[0] = all.min[1] = all.min[2] = -10.0f;
+    all.max[0] = all.max[1] = all.max[2] = 10.0f;
+    const QueryResult cut = hashgrid::query_box(q, all, hashgrid::kAllLayers, found, 2);
+    REQUIRE(cut.status.code == StatusCode::output_too_small);
+    REQUIRE(cut.written == 2);
+    ObjectHandle hs[3] = {kSentinel, kSentinel, kSentinel};
+    REQUIRE(a.store.handles_at(q.view, cut, found, hs).ok());
+    CHECK(a.store.contains(hs[0]));
+    CHECK(a.store.contains(hs[1]));
+    CHECK(hs[2] == kSentinel);
+    CHECK(a.store.handles_at(q.view, cut, found, 1, 2, hs).code == StatusCode::invalid_argument);
+    // Stale and failed at once: the layout is checked first.
+    REQUIRE(a.store.add(box3(0, 0, 0, 1, 1, 1), 1, 1, 0).status.ok());
+    REQUIRE(a.grid.rebuild(a.store, serial).ok());
+    check_result_calls(a.store, a.grid.view(), invalid, StatusCode::stale_view);
 }
 
 // ---------------------------------------------------------------------------
@@ -526,12 +1002,14 @@ TEST_CASE("store -> BoxGrid: random churn frames resolve pairs and queries to th
 
             // Rebuild from the store; pairs resolved to handles and user values.
             REQUIRE(grid.rebuild(store, parallel.backend()).ok());
-            const std::vector<Pair> pairs = all_pairs(grid, parallel.backend());
+            hashgrid::PairResult pr;
+            const std::vector<Pair> pairs = all_pairs(grid, parallel.backend(), &pr);
             const BoxGridView frame = grid.view();
+            CHECK(pr.layout == store.layout_generation());
             std::vector<ObjectHandlePair> hp(pairs.size());
             std::vector<UserValuePair> vp(pairs.size());
-            REQUIRE(store.handles_at(frame, pairs.data(), pairs.size(), hp.data()).ok());
-            REQUIRE(store.user_values_at(frame, pairs.data(), pairs.size(), vp.data()).ok());
+            REQUIRE(store.handles_at(frame, pr, pairs.data(), hp.data()).ok());
+            REQUIRE(store.user_values_at(frame, pr, pairs.data(), vp.data()).ok());
             std::vector<std::pair<uint64_t, uint64_t>> got;
             for (size_t k = 0; k < hp.size(); ++k) {
                 got.push_back(key_pair(hp[k].a, hp[k].b));
@@ -552,6 +1030,43 @@ TEST_CASE("store -> BoxGrid: random churn frames resolve pairs and queries to th
             }
             CHECK(got == expected);
             total_pairs += expected.size();
+            // The pairs in two parts map to the same handles.
+            if (!pairs.empty()) {
+                const uint64_t half = pairs.size() / 2;
+                std::vector<ObjectHandlePair> parts(pairs.size());
+                REQUIRE(store.handles_at(frame, pr, pairs.data(), 0, half, parts.data()).ok());
+                REQUIRE(store.handles_at(frame, pr, pairs.data(), half, pairs.size() - half, parts.data() + half).ok());
+                for (size_t k = 0; k < parts.size(); ++k)
+                    CHECK((parts[k].a == hp[k].a && parts[k].b == hp[k].b));
+            }
+
+            // Objects the oracle finds for a query box and layer mask, as sorted handle keys.
+            auto oracle = [&](const ObjectBox& qb, uint32_t layer_mask) {
+                std::vector<uint64_t> keys;
+                for (const auto& [key, o] : live)
+                    if ((o.category & layer_mask) != 0 && overlaps(qb, o.box, dims)) keys.push_back(key);
+                return keys;
+            };
+            // Mapped handles and user values checked against the oracle's objects; sorted keys.
+            auto mapped_keys = [&](const ObjectHandle* handles, const uint64_t* users, uint64_t count) {
+                std::vector<uint64_t> keys;
+                for (uint64_t i = 0; i < count; ++i) {
+                    keys.push_back(handle_key(handles[i]));
+                    REQUIRE(live.count(handle_key(handles[i])) == 1);
+                    CHECK(users[i] == live[handle_key(handles[i])].user);
+                }
+                std::sort(keys.begin(), keys.end());
+                return keys;
+            };
+            auto random_query = [&](ObjectBox& qb) {
+                qb = random_box(rng, dims, extent, 8.0f);
+                hashgrid::QueryBox bq;
+                for (uint32_t d = 0; d < 3; ++d) {
+                    bq.min[d] = qb.min[d];
+                    bq.max[d] = qb.max[d];
+                }
+                return bq;
+            };
 
             // A few box queries, resolved through the query grid's view.
             const hashgrid::BoxQueryGrid q = hashgrid::prepare_box_queries(frame, parallel.backend());
@@ -559,56 +1074,111 @@ TEST_CASE("store -> BoxGrid: random churn frames resolve pairs and queries to th
             std::vector<ObjectHandle> handles(sc.max_objects);
             std::vector<uint64_t> users(sc.max_objects);
             std::vector<uint32_t> kept; // the first query's results, for the staleness checks below
+            QueryResult kept_result;
             for (uint32_t k = 0; k < 4; ++k) {
-                hashgrid::QueryBox bq;
+                ObjectBox qb;
+                const hashgrid::QueryBox bq = random_query(qb);
                 const uint32_t layer_mask = rng.coin() ? hashgrid::kAllLayers : (rng.next_u32() & 7u);
-                const ObjectBox qb = random_box(rng, dims, extent, 8.0f);
-                for (uint32_t d = 0; d < 3; ++d) {
-                    bq.min[d] = qb.min[d];
-                    bq.max[d] = qb.max[d];
-                }
-                const hashgrid::QueryResult r = hashgrid::query_box(q, bq, layer_mask, found.data(), sc.max_objects);
+                const QueryResult r = hashgrid::query_box(q, bq, layer_mask, found.data(), sc.max_objects);
                 REQUIRE(r.status.ok());
-                if (k == 0) kept.assign(found.begin(), found.begin() + r.written);
-                REQUIRE(store.handles_at(q.view, found.data(), r.written, handles.data()).ok());
-                REQUIRE(store.user_values_at(q.view, found.data(), r.written, users.data()).ok());
-                std::vector<uint64_t> got_keys;
-                for (uint32_t i = 0; i < r.written; ++i) {
-                    got_keys.push_back(handle_key(handles[i]));
-                    REQUIRE(live.count(handle_key(handles[i])) == 1);
-                    CHECK(users[i] == live[handle_key(handles[i])].user);
+                CHECK(r.layout == frame.source_layout);
+                if (k == 0) {
+                    kept.assign(found.begin(), found.begin() + r.written);
+                    kept_result = r;
                 }
-                std::sort(got_keys.begin(), got_keys.end());
-                std::vector<uint64_t> expected_keys;
-                for (const auto& [key, o] : live)
-                    if ((o.category & layer_mask) != 0 && overlaps(qb, o.box, dims)) expected_keys.push_back(key);
-                CHECK(got_keys == expected_keys);
+                REQUIRE(store.handles_at(q.view, r, found.data(), handles.data()).ok());
+                REQUIRE(store.user_values_at(q.view, r, found.data(), users.data()).ok());
+                const std::vector<uint64_t> expected_keys = oracle(qb, layer_mask);
+                CHECK(mapped_keys(handles.data(), users.data(), r.written) == expected_keys);
                 total_found += expected_keys.size();
             }
 
-            // A move without a rebuild keeps the layout: the same handles.
+            // A batch of box queries: each query's part of the flat output
+            // maps to what the oracle finds for it.
+            constexpr uint32_t kBatch = 6;
+            ObjectBox batch_boxes[kBatch];
+            hashgrid::QueryBox batch[kBatch];
+            for (uint32_t k = 0; k < kBatch; ++k)
+                batch[k] = random_query(batch_boxes[k]);
+            const uint32_t batch_mask = rng.coin() ? hashgrid::kAllLayers : (rng.next_u32() & 7u);
+            std::vector<uint64_t> offsets(kBatch + 1);
+            std::vector<uint32_t> flat(uint64_t{kBatch} * sc.max_objects);
+            const QueryResult br =
+                hashgrid::query_box_batch(q, batch, kBatch, batch_mask, offsets.data(), offsets.size(), flat.data(),
+                                          flat.size(), parallel.backend());
+            REQUIRE(br.status.ok());
+            CHECK(br.layout == frame.source_layout);
+            for (uint32_t k = 0; k < kBatch; ++k) {
+                const uint64_t count = offsets[k + 1] - offsets[k];
+                REQUIRE(store.handles_at(q.view, br, flat.data(), offsets[k], count, handles.data()).ok());
+                REQUIRE(store.user_values_at(q.view, br, flat.data(), offsets[k], count, users.data()).ok());
+                CHECK(mapped_keys(handles.data(), users.data(), count) == oracle(batch_boxes[k], batch_mask));
+            }
+            std::vector<ObjectHandle> flat_handles(br.written);
+            REQUIRE(store.handles_at(q.view, br, flat.data(), flat_handles.data()).ok());
+            // A too-small output: the written prefix maps, parts beyond it are refused.
+            if (br.total > 1) {
+                const uint64_t room = br.total / 2;
+                const QueryResult cut =
+                    hashgrid::query_box_batch(q, batch, kBatch, batch_mask, offsets.data(), offsets.size(), flat.data(),
+                                              room, parallel.backend());
+                REQUIRE(cut.status.code == StatusCode::output_too_small);
+                REQUIRE(cut.written == room);
+                std::vector<ObjectHandle> prefix(room);
+                REQUIRE(store.handles_at(q.view, cut, flat.data(), prefix.data()).ok());
+                for (uint64_t i = 0; i < room; ++i)
+                    CHECK(prefix[i] == flat_handles[i]);
+                for (uint32_t k = 0; k < kBatch; ++k) {
+                    const Status s = store.handles_at(q.view, cut, flat.data(), offsets[k], offsets[k + 1] - offsets[k],
+                                                      handles.data());
+                    CHECK(s.code == (offsets[k + 1] <= room ? StatusCode::ok : StatusCode::invalid_argument));
+                }
+            }
+
+            // A move keeps the layout: the same handles, without a rebuild
+            // and after one (the indices still name the same objects).
             if (store.size() > 0) {
                 const ObjectHandle h = random_live(rng, store);
                 const ObjectBox box = random_box(rng, dims, extent, 3.0f);
                 REQUIRE(store.move(h, box).ok());
                 live[handle_key(h)].box = box;
                 std::vector<ObjectHandlePair> again(pairs.size());
-                REQUIRE(store.handles_at(frame, pairs.data(), pairs.size(), again.data()).ok());
+                REQUIRE(store.handles_at(frame, pr, pairs.data(), again.data()).ok());
                 for (size_t k = 0; k < again.size(); ++k)
                     CHECK((again[k].a == hp[k].a && again[k].b == hp[k].b));
-                CHECK(store.handles_at(q.view, kept.data(), kept.size(), handles.data()).ok());
+                CHECK(store.handles_at(q.view, kept_result, kept.data(), handles.data()).ok());
+                if (round % 4 == 1) {
+                    REQUIRE(grid.rebuild(store, parallel.backend()).ok());
+                    REQUIRE(store.handles_at(grid.view(), pr, pairs.data(), again.data()).ok());
+                    for (size_t k = 0; k < again.size(); ++k)
+                        CHECK((again[k].a == hp[k].a && again[k].b == hp[k].b));
+                }
             }
             // An add or a remove without a rebuild: every resolution is stale_view.
             if (round % 2 == 0 || store.size() == 0)
                 add_one();
             else
                 remove_one();
-            CHECK(store.handles_at(frame, pairs.data(), pairs.size(), hp.data()).code == StatusCode::stale_view);
-            CHECK(store.user_values_at(frame, pairs.data(), pairs.size(), vp.data()).code == StatusCode::stale_view);
-            CHECK(store.handles_at(q.view, kept.data(), kept.size(), handles.data()).code == StatusCode::stale_view);
-            CHECK(store.user_values_at(q.view, kept.data(), kept.size(), users.data()).code == StatusCode::stale_view);
+            const std::vector<ObjectHandlePair> hp_before = hp;
+            CHECK(store.handles_at(frame, pr, pairs.data(), hp.data()).code == StatusCode::stale_view);
+            CHECK(store.user_values_at(frame, pr, pairs.data(), vp.data()).code == StatusCode::stale_view);
+            CHECK(store.handles_at(q.view, kept_result, kept.data(), handles.data()).code == StatusCode::stale_view);
+            CHECK(store.user_values_at(q.view, kept_result, kept.data(), users.data()).code == StatusCode::stale_view);
+            CHECK(store.handles_at(q.view, br, flat.data(), 0, br.written, handles.data()).code ==
+                  StatusCode::stale_view);
             ObjectHandle h;
             CHECK(store.handle_at(frame, 0, h).code == StatusCode::stale_view);
+            // Rebuilt: the new views are current, but the results of the old
+            // layout are still refused through them, and nothing is written.
+            REQUIRE(grid.rebuild(store, parallel.backend()).ok());
+            const hashgrid::BoxQueryGrid q2 = hashgrid::prepare_box_queries(grid.view(), parallel.backend());
+            CHECK(store.handles_at(grid.view(), pr, pairs.data(), hp.data()).code == StatusCode::stale_view);
+            CHECK(store.user_values_at(grid.view(), pr, pairs.data(), vp.data()).code == StatusCode::stale_view);
+            CHECK(store.handles_at(q2.view, kept_result, kept.data(), handles.data()).code == StatusCode::stale_view);
+            CHECK(store.handles_at(q2.view, br, flat.data(), 0, br.written, handles.data()).code ==
+                  StatusCode::stale_view);
+            for (size_t k = 0; k < hp.size(); ++k)
+                CHECK((hp[k].a == hp_before[k].a && hp[k].b == hp_before[k].b));
             ++stale_checks;
         }
     }
@@ -638,15 +1208,21 @@ TEST_CASE("client API: pairs and query batches resolve through the index's views
     const ObjectStore& objects = index.objects();
     const BoxGridView frame = index.grid().view();
     CHECK(frame.source_store == &objects);
+    CHECK(pr.layout == objects.layout_generation());
     ObjectHandlePair hp{};
-    REQUIRE(objects.handles_at(frame, pairs, 1, &hp).ok());
+    REQUIRE(objects.handles_at(frame, pr, pairs, &hp).ok());
     CHECK(key_pair(hp.a, hp.b) == key_pair(a, b));
     UserValuePair vp{};
-    REQUIRE(objects.user_values_at(frame, pairs, 1, &vp).ok());
+    REQUIRE(objects.user_values_at(frame, pr, pairs, &vp).ok());
     CHECK(std::min(vp.a, vp.b) == 10);
     CHECK(std::max(vp.a, vp.b) == 11);
+    // find_near answers handles: no layout to name.
+    ObjectHandle near_handles[4];
+    const QueryResult fr = index.find_near({1.0f, 1.0f}, {0.5f, 0.5f}, hashgrid::kAllLayers, near_handles, 4);
+    REQUIRE(fr.status.ok());
+    CHECK(fr.layout == 0);
 
-    // A batch of box queries on query_grid(), mapped through its view.
+    // A box query and a batch on query_grid(), mapped through its view.
     REQUIRE(index.update_index(serial).ok());
     hashgrid::QueryBox bq;
     bq.min[0] = 8.0f;
@@ -654,29 +1230,52 @@ TEST_CASE("client API: pairs and query batches resolve through the index's views
     bq.max[0] = 10.0f;
     bq.max[1] = 10.0f;
     uint32_t found[8];
-    const hashgrid::QueryResult r = hashgrid::query_box(index.query_grid(), bq, hashgrid::kAllLayers, found, 8);
+    const QueryResult r = hashgrid::query_box(index.query_grid(), bq, hashgrid::kAllLayers, found, 8);
     REQUIRE(r.written == 1);
     ObjectHandle h;
-    REQUIRE(objects.handles_at(index.query_grid().view, found, 1, &h).ok());
+    REQUIRE(objects.handles_at(index.query_grid().view, r, found, &h).ok());
     CHECK(h == c);
+    hashgrid::QueryBox boxes[2] = {bq, {}};
+    boxes[1].min[0] = boxes[1].min[1] = 0.0f;
+    boxes[1].max[0] = boxes[1].max[1] = 1.0f; // a and b
+    uint64_t offsets[3];
+    uint32_t flat[8];
+    const QueryResult br =
+        hashgrid::query_box_batch(index.query_grid(), boxes, 2, hashgrid::kAllLayers, offsets, 3, flat, 8, serial);
+    REQUIRE(br.status.ok());
+    REQUIRE((offsets[0] == 0 && offsets[1] == 1 && offsets[2] == 3));
+    ObjectHandle hs[2];
+    REQUIRE(objects.handles_at(index.query_grid().view, br, flat, offsets[0], offsets[1] - offsets[0], hs).ok());
+    CHECK(hs[0] == c);
+    REQUIRE(objects.handles_at(index.query_grid().view, br, flat, offsets[1], offsets[2] - offsets[1], hs).ok());
+    CHECK(key_pair(hs[0], hs[1]) == key_pair(a, b));
 
     // Updating a client keeps the dense indices: still valid, before and after the lazy rebuild.
     REQUIRE(index.update_client(c, {3.0f, 3.0f}, {1.0f, 1.0f}).ok());
-    REQUIRE(objects.handles_at(frame, pairs, 1, &hp).ok());
+    REQUIRE(objects.handles_at(frame, pr, pairs, &hp).ok());
     REQUIRE(index.update_index(serial).ok());
-    REQUIRE(objects.handles_at(frame, pairs, 1, &hp).ok());
+    REQUIRE(objects.handles_at(index.grid().view(), pr, pairs, &hp).ok());
     CHECK(key_pair(hp.a, hp.b) == key_pair(a, b));
 
-    // Creating or removing a client: stale_view until the index is rebuilt.
+    // Creating or removing a client: stale_view until the index is rebuilt,
+    // and for the results of the old layout after it too.
     const ObjectHandle d = index.create_client({1.0f, 1.5f}, {0.5f, 0.5f}).handle;
     REQUIRE(index.contains(d));
-    CHECK(objects.handles_at(frame, pairs, 1, &hp).code == StatusCode::stale_view);
-    CHECK(objects.handles_at(index.query_grid().view, found, 1, &h).code == StatusCode::stale_view);
+    CHECK(objects.handles_at(frame, pr, pairs, &hp).code == StatusCode::stale_view);
+    CHECK(objects.handles_at(index.query_grid().view, r, found, &h).code == StatusCode::stale_view);
     CHECK(h == c);
     REQUIRE(index.update_index(serial).ok());
-    CHECK(objects.handles_at(index.grid().view(), pairs, 1, &hp).ok());
+    CHECK(objects.handles_at(index.grid().view(), pr, pairs, &hp).code == StatusCode::stale_view);
+    CHECK(objects.handles_at(index.query_grid().view, r, found, &h).code == StatusCode::stale_view);
+    CHECK(objects.handles_at(index.query_grid().view, br, flat, 0, 1, hs).code == StatusCode::stale_view);
+    CHECK(key_pair(hp.a, hp.b) == key_pair(a, b));
+    CHECK(h == c);
+    const hashgrid::PairResult pr2 = index.find_pairs(pairs, 4, serial);
+    REQUIRE(pr2.written == 3); // a-b, a-d, b-d
+    ObjectHandlePair hp3[3];
+    REQUIRE(objects.handles_at(index.grid().view(), pr2, pairs, hp3).ok());
     REQUIRE(index.remove_client(a).ok());
-    CHECK(objects.handles_at(index.grid().view(), pairs, 1, &hp).code == StatusCode::stale_view);
+    CHECK(objects.handles_at(index.grid().view(), pr2, pairs, hp3).code == StatusCode::stale_view);
     index.clear();
-    CHECK(objects.handles_at(index.grid().view(), pairs, 1, &hp).code == StatusCode::stale_view);
+    CHECK(objects.handles_at(index.grid().view(), pr2, pairs, hp3).code == StatusCode::stale_view);
 }

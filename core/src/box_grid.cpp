@@ -151,13 +151,20 @@ Status BoxGrid::rebuild(const ObjectStore& store, const ThreadBackend& backend) 
     return s;
 }
 
+// Both pair searches stamp their result with the frame's layout
+// (QueryResult::layout: 0 unless the frame was rebuilt from a store), whatever
+// the status.
 PairResult BoxGrid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
-    return Impl::find_pairs(*this, out, capacity, backend, filter);
+    PairResult r = Impl::find_pairs(*this, out, capacity, backend, filter);
+    r.layout = source_layout_;
+    return r;
 }
 
 PairResult BoxGrid::find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend,
                                     PairFilter filter) {
-    return Impl::find_pairs_with(*this, queries, out, capacity, backend, filter);
+    PairResult r = Impl::find_pairs_with(*this, queries, out, capacity, backend, filter);
+    r.layout = source_layout_;
+    return r;
 }
 
 BoxGridView BoxGrid::view() const {

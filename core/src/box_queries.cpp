@@ -306,31 +306,37 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points, uint32_t count, uint32_t layer_mask,
                               uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                               const ThreadBackend& backend) {
-    HASHGRID_REQUIRE_BATCH(grid, points, count);
-    return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                   [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                       return batch_total(query_point(grid, points[q], layer_mask, o, room));
-                                   });
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_BATCH(grid, points, count);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
+                                           return batch_total(query_point(grid, points[q], layer_mask, o, room));
+                                       });
+    }());
 }
 
 QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                             const ThreadBackend& backend) {
-    HASHGRID_REQUIRE_BATCH(grid, boxes, count);
-    return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                   [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                       return batch_total(query_box(grid, boxes[q], layer_mask, o, room));
-                                   });
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_BATCH(grid, boxes, count);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
+                                           return batch_total(query_box(grid, boxes[q], layer_mask, o, room));
+                                       });
+    }());
 }
 
 QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
                                uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
                                uint64_t capacity, const ThreadBackend& backend) {
-    HASHGRID_REQUIRE_BATCH(grid, spheres, count);
-    return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                   [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                       return batch_total(query_radius(grid, spheres[q], layer_mask, o, room));
-                                   });
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_BATCH(grid, spheres, count);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
+                                           return batch_total(query_radius(grid, spheres[q], layer_mask, o, room));
+                                       });
+    }());
 }
 
 } // namespace hashgrid

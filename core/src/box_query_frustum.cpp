@@ -205,11 +205,13 @@ QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint
 QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count, uint32_t layer_mask,
                                 uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                                 const ThreadBackend& backend) {
-    HASHGRID_REQUIRE_BATCH(grid, frusta, count);
-    return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                   [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                       return batch_total(query_frustum(grid, frusta[q], layer_mask, o, room));
-                                   });
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_BATCH(grid, frusta, count);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
+                                           return batch_total(query_frustum(grid, frusta[q], layer_mask, o, room));
+                                       });
+    }());
 }
 
 } // namespace hashgrid

@@ -288,33 +288,45 @@ inline constexpr const char* kUnusableGrid =
         }                                                                                                              \
     } while (0)
 
+/// The result of a query through `grid`, stamped with the layout its indices
+/// name (QueryResult::layout): every public box query returns through this,
+/// whatever the status.
+inline QueryResult stamped(const BoxQueryGrid& grid, QueryResult r) {
+    r.layout = grid.view.source_layout;
+    return r;
+}
+
 /// Buffer form of a set query: checks the grid and the buffer, then
 /// walk(sink) reports every result to an IndexSink and returns ok, or why the
-/// query is refused (then nothing was written).
+/// query is refused (then nothing was written). Stamped.
 template <typename Walk>
 QueryResult buffer_query(const BoxQueryGrid& grid, uint32_t* out, uint64_t capacity, const char* null_output,
                          Walk&& walk) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, null_output);
-    IndexSink sink{out, capacity};
-    QueryResult r;
-    r.status = walk(sink);
-    return r.status.ok() ? finish(sink.count, capacity) : r;
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+        HASHGRID_REQUIRE_FRAME(grid);
+        HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, null_output);
+        IndexSink sink{out, capacity};
+        QueryResult r;
+        r.status = walk(sink);
+        return r.status.ok() ? finish(sink.count, capacity) : r;
+    }());
 }
 
 /// Visitor form of the same query: the same checks and walk, with a VisitSink.
-/// total = calls made; status ok also after an early stop.
+/// total = calls made; status ok also after an early stop. Stamped.
 template <typename Walk>
 QueryResult visitor_query(const BoxQueryGrid& grid, QueryVisitor visitor, const char* null_visitor, Walk&& walk) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, null_visitor);
-    VisitSink sink{visitor};
-    QueryResult r;
-    r.status = walk(sink);
-    if (r.status.ok()) r.total = sink.count;
-    return r;
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+        HASHGRID_REQUIRE_FRAME(grid);
+        HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, null_visitor);
+        VisitSink sink{visitor};
+        QueryResult r;
+        r.status = walk(sink);
+        if (r.status.ok()) r.total = sink.count;
+        return r;
+    }());
 }
 
 /// What a batch records for one query (run_query_batch): its total, or

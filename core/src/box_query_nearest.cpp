@@ -195,8 +195,11 @@ void nearest_shells(const Cells& c, const float center[3], uint32_t layer_mask, 
 
 } // namespace
 
-QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
-                          uint64_t capacity) {
+namespace {
+
+/// The query without its layout stamp.
+QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
+                             uint64_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
     HASHGRID_REQUIRE_FRAME(grid);
     HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_nearest: null output with capacity > 0");
@@ -224,14 +227,23 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, u
     return finish(count, capacity);
 }
 
+} // namespace
+
+QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
+                          uint64_t capacity) {
+    return stamped(grid, nearest_in_frame(grid, query, layer_mask, out, capacity));
+}
+
 QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* queries, uint32_t count,
                                 uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, NearestHit* out,
                                 uint64_t capacity, const ThreadBackend& backend) {
-    HASHGRID_REQUIRE_BATCH(grid, queries, count);
-    return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                   [&](uint32_t q, NearestHit* o, uint64_t room) {
-                                       return batch_total(query_nearest(grid, queries[q], layer_mask, o, room));
-                                   });
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_BATCH(grid, queries, count);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                                       [&](uint32_t q, NearestHit* o, uint64_t room) {
+                                           return batch_total(query_nearest(grid, queries[q], layer_mask, o, room));
+                                       });
+    }());
 }
 
 } // namespace hashgrid

@@ -216,7 +216,11 @@ bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3],
     return true;
 }
 
-QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity) {
+namespace {
+
+/// The query without its layout stamp.
+QueryResult ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out,
+                         uint64_t capacity) {
     HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
     HASHGRID_REQUIRE_FRAME(grid);
     HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
@@ -255,7 +259,16 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
     return finish(count, capacity);
 }
 
-QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
+} // namespace
+
+QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity) {
+    return stamped(grid, ray_in_frame(grid, ray, layer_mask, out, capacity));
+}
+
+namespace {
+
+/// The query without its layout stamp.
+QueryResult ray_first_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
     HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
     HASHGRID_REQUIRE_FRAME(grid);
     HASHGRID_REQUIRE_ARGUMENT(hit != nullptr, "query_ray_first: null output");
@@ -282,21 +295,32 @@ QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t l
     return finish(best.index == kNoIndex ? 0 : 1, 1);
 }
 
+} // namespace
+
+QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
+    return stamped(grid, ray_first_in_frame(grid, ray, layer_mask, hit));
+}
+
 // ---------------------------------------------------------------------------
 // Batches.
 
 QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, RayHit* out, uint64_t capacity,
                             const ThreadBackend& backend) {
-    HASHGRID_REQUIRE_BATCH(grid, rays, count);
-    return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                   [&](uint32_t q, RayHit* o, uint64_t room) {
-                                       return batch_total(query_ray(grid, rays[q], layer_mask, o, room));
-                                   });
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_BATCH(grid, rays, count);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+                                       [&](uint32_t q, RayHit* o, uint64_t room) {
+                                           return batch_total(query_ray(grid, rays[q], layer_mask, o, room));
+                                       });
+    }());
 }
 
-QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
-                                  RayHit* hits, const ThreadBackend& backend) {
+namespace {
+
+/// The batch without its layout stamp.
+QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
+                                     RayHit* hits, const ThreadBackend& backend) {
     HASHGRID_REQUIRE_BATCH(grid, rays, count);
     HASHGRID_REQUIRE_ARGUMENT(hits != nullptr || count == 0, "query_ray_first_batch: null hits");
     // Validate first so that nothing is written for an invalid batch.
@@ -322,6 +346,13 @@ QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uin
         result.total += hits[q].index != kNoIndex ? 1u : 0u;
     result.written = count;
     return result;
+}
+
+} // namespace
+
+QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
+                                  RayHit* hits, const ThreadBackend& backend) {
+    return stamped(grid, ray_first_batch_in_frame(grid, rays, count, layer_mask, hits, backend));
 }
 
 } // namespace hashgrid

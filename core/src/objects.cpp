@@ -7,6 +7,7 @@
 #include "hashgrid/assert.h"
 #include "hashgrid/grid.h"
 
+#include <atomic>
 #include <cmath>
 
 namespace hashgrid {
@@ -70,7 +71,22 @@ Status not_initialized() {
     return status_error(StatusCode::invalid_argument, "ObjectStore used before a successful init");
 }
 
+/// Blocks of layout numbers handed out so far, process-wide. Block b (>= 1)
+/// is [b * kLayoutBlock, (b + 1) * kLayoutBlock): a store takes a fresh block
+/// at every init and when its block is used up, so no two stores ever share a
+/// number, and one atomic operation pays for kLayoutBlock layout changes.
+std::atomic<uint64_t> g_layout_blocks{0};
+
+uint64_t fresh_layout_block() {
+    return (g_layout_blocks.fetch_add(1, std::memory_order_relaxed) + 1) * detail::kLayoutBlock;
+}
+
 } // namespace
+
+void ObjectStore::advance_layout() {
+    ++layout_;
+    if (layout_ % detail::kLayoutBlock == 0) layout_ = fresh_layout_block(); // the next block is another store's
+}
 
 Status ObjectStore::validate(const ObjectStoreConfig& c) {
     if (c.dimensions != 2 && c.dimensions != 3)
@@ -115,7 +131,7 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
         free_count_ = config.max_objects;
         count_ = 0;
         retired_ = 0;
-        ++layout_; // views of the old layout are stale
+        layout_ = fresh_layout_block(); // views and results of the old layout are stale
         initialized_ = true;
     });
 }
@@ -186,7 +202,7 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
     user_[dense] = user_value;
     dense_slot_[dense] = slot;
     slot_dense_[slot] = dense;
-    ++layout_;
+    advance_layout();
     r.handle = ObjectHandle{slot, slot_generation_[slot]};
     return r;
 }
@@ -250,7 +266,7 @@ Status ObjectStore::remove(ObjectHandle handle) {
     }
     count_ = last;
     release_slot(handle.index);
-    ++layout_;
+    advance_layout();
     return {};
 }
 
@@ -261,7 +277,7 @@ void ObjectStore::clear() {
     for (uint32_t i = 0; i < count_; ++i)
         release_slot(dense_slot_[i]);
     count_ = 0;
-    ++layout_;
+    advance_layout();
 }
 
 bool ObjectStore::contains(ObjectHandle handle) const { return live_dense(handle) != kInvalidObjectIndex; }
@@ -292,7 +308,7 @@ Status ObjectStore::get_box(ObjectHandle handle, ObjectBox& out) const {
 }
 
 // ---------------------------------------------------------------------------
-// Checked resolution of grid results.
+// Checked mapping of grid results.
 
 namespace {
 
@@ -307,18 +323,19 @@ Status bad_indices(uint64_t first, uint64_t count) {
 }
 
 /// Checks every index (< size) before anything is written; `at(k)` gives the
-/// k-th index to check, `per_item` of them per array element.
+/// k-th index to check, `per_item` of them per array element, for the items
+/// [first, first + count). Positions reported are array positions.
 template <typename At>
-Status check_indices(uint64_t items, uint32_t per_item, uint32_t size, At at) {
-    uint64_t first = 0;
+Status check_indices(uint64_t first, uint64_t count, uint32_t per_item, uint32_t size, At at) {
+    uint64_t lowest = 0;
     uint64_t bad = 0;
-    for (uint64_t k = 0; k < items; ++k) {
+    for (uint64_t k = first; k < first + count; ++k) {
         bool item_bad = false;
         for (uint32_t j = 0; j < per_item; ++j)
             item_bad = item_bad || at(k, j) >= size;
-        if (item_bad && bad++ == 0) first = k;
+        if (item_bad && bad++ == 0) lowest = k;
     }
-    return bad == 0 ? Status{} : bad_indices(first, bad);
+    return bad == 0 ? Status{} : bad_indices(lowest, bad);
 }
 
 } // namespace
@@ -333,7 +350,7 @@ BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store) {
 Status ObjectStore::check_frame(const BoxGridView& frame, const void* in, const void* out, uint64_t count) const {
     if (!initialized_) return not_initialized();
     if (count > 0 && (in == nullptr || out == nullptr))
-        return status_error(StatusCode::invalid_argument, "null input or output array with count > 0");
+        return status_error(StatusCode::invalid_argument, "null input or output array with something to map");
     if (!frame.built) return status_error(StatusCode::not_built, "the view holds no frame (grid never rebuilt)");
     if (frame.source_store != this)
         return status_error(StatusCode::invalid_argument,
@@ -345,67 +362,113 @@ Status ObjectStore::check_frame(const BoxGridView& frame, const void* in, const 
     return {};
 }
 
-Status ObjectStore::handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const {
-    ObjectHandle h;
-    const Status s = handles_at(frame, &dense_index, 1, &h);
-    if (s.ok()) out = h;
-    return s;
-}
-
-Status ObjectStore::user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const {
-    uint64_t v = 0;
-    const Status s = user_values_at(frame, &dense_index, 1, &v);
-    if (s.ok()) out = v;
-    return s;
-}
-
-Status ObjectStore::handles_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count,
-                               ObjectHandle* out) const {
-    Status s = check_frame(frame, dense_indices, out, count);
+Status ObjectStore::check_result(const BoxGridView& frame, const QueryResult& result, const void* in, const void* out,
+                                 uint64_t first, uint64_t count) const {
+    const Status s = check_frame(frame, in, out, count);
     if (!s.ok()) return s;
-    s = check_indices(count, 1, count_, [&](uint64_t k, uint32_t) { return dense_indices[k]; });
+    if (result.layout != frame.source_layout)
+        return status_error(StatusCode::stale_view,
+                            "the result names another layout (a frame rebuilt before an add or remove, another "
+                            "store's, or one not rebuilt from a store): query this frame again");
+    if (result.status.code != StatusCode::ok && result.status.code != StatusCode::output_too_small)
+        return status_error(StatusCode::invalid_argument,
+                            "the result's status is neither ok nor output_too_small: it names no objects to map");
+    if (first > result.written || count > result.written - first)
+        return status_error(StatusCode::invalid_argument, "first + count exceeds the result's written entries");
+    return {};
+}
+
+Status ObjectStore::write_handles(const uint32_t* in, uint64_t first, uint64_t count, ObjectHandle* out) const {
+    const Status s = check_indices(first, count, 1, count_, [&](uint64_t k, uint32_t) { return in[k]; });
     if (!s.ok()) return s;
     for (uint64_t k = 0; k < count; ++k) {
-        const uint32_t slot = dense_slot_[dense_indices[k]];
+        const uint32_t slot = dense_slot_[in[first + k]];
         out[k] = ObjectHandle{slot, slot_generation_[slot]};
     }
     return {};
 }
 
-Status ObjectStore::user_values_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count,
-                                   uint64_t* out) const {
-    Status s = check_frame(frame, dense_indices, out, count);
-    if (!s.ok()) return s;
-    s = check_indices(count, 1, count_, [&](uint64_t k, uint32_t) { return dense_indices[k]; });
+Status ObjectStore::write_user_values(const uint32_t* in, uint64_t first, uint64_t count, uint64_t* out) const {
+    const Status s = check_indices(first, count, 1, count_, [&](uint64_t k, uint32_t) { return in[k]; });
     if (!s.ok()) return s;
     for (uint64_t k = 0; k < count; ++k)
-        out[k] = user_[dense_indices[k]];
+        out[k] = user_[in[first + k]];
     return {};
 }
 
-Status ObjectStore::handles_at(const BoxGridView& frame, const Pair* pairs, uint64_t count,
-                               ObjectHandlePair* out) const {
-    Status s = check_frame(frame, pairs, out, count);
-    if (!s.ok()) return s;
-    s = check_indices(count, 2, count_, [&](uint64_t k, uint32_t j) { return j == 0 ? pairs[k].a : pairs[k].b; });
+Status ObjectStore::write_handles(const Pair* in, uint64_t first, uint64_t count, ObjectHandlePair* out) const {
+    const Status s =
+        check_indices(first, count, 2, count_, [&](uint64_t k, uint32_t j) { return j == 0 ? in[k].a : in[k].b; });
     if (!s.ok()) return s;
     for (uint64_t k = 0; k < count; ++k) {
-        const uint32_t sa = dense_slot_[pairs[k].a];
-        const uint32_t sb = dense_slot_[pairs[k].b];
+        const uint32_t sa = dense_slot_[in[first + k].a];
+        const uint32_t sb = dense_slot_[in[first + k].b];
         out[k] = ObjectHandlePair{ObjectHandle{sa, slot_generation_[sa]}, ObjectHandle{sb, slot_generation_[sb]}};
     }
     return {};
 }
 
-Status ObjectStore::user_values_at(const BoxGridView& frame, const Pair* pairs, uint64_t count,
-                                   UserValuePair* out) const {
-    Status s = check_frame(frame, pairs, out, count);
-    if (!s.ok()) return s;
-    s = check_indices(count, 2, count_, [&](uint64_t k, uint32_t j) { return j == 0 ? pairs[k].a : pairs[k].b; });
+Status ObjectStore::write_user_values(const Pair* in, uint64_t first, uint64_t count, UserValuePair* out) const {
+    const Status s =
+        check_indices(first, count, 2, count_, [&](uint64_t k, uint32_t j) { return j == 0 ? in[k].a : in[k].b; });
     if (!s.ok()) return s;
     for (uint64_t k = 0; k < count; ++k)
-        out[k] = UserValuePair{user_[pairs[k].a], user_[pairs[k].b]};
+        out[k] = UserValuePair{user_[in[first + k].a], user_[in[first + k].b]};
     return {};
+}
+
+Status ObjectStore::handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const {
+    const Status s = check_frame(frame, &dense_index, &out, 1);
+    return s.ok() ? write_handles(&dense_index, 0, 1, &out) : s;
+}
+
+Status ObjectStore::user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const {
+    const Status s = check_frame(frame, &dense_index, &out, 1);
+    return s.ok() ? write_user_values(&dense_index, 0, 1, &out) : s;
+}
+
+Status ObjectStore::handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                               ObjectHandle* out) const {
+    return handles_at(frame, result, dense_indices, 0, result.written, out);
+}
+
+Status ObjectStore::user_values_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                                   uint64_t* out) const {
+    return user_values_at(frame, result, dense_indices, 0, result.written, out);
+}
+
+Status ObjectStore::handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                               uint64_t first, uint64_t count, ObjectHandle* out) const {
+    const Status s = check_result(frame, result, dense_indices, out, first, count);
+    return s.ok() ? write_handles(dense_indices, first, count, out) : s;
+}
+
+Status ObjectStore::user_values_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                                   uint64_t first, uint64_t count, uint64_t* out) const {
+    const Status s = check_result(frame, result, dense_indices, out, first, count);
+    return s.ok() ? write_user_values(dense_indices, first, count, out) : s;
+}
+
+Status ObjectStore::handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                               ObjectHandlePair* out) const {
+    return handles_at(frame, result, pairs, 0, result.written, out);
+}
+
+Status ObjectStore::user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                                   UserValuePair* out) const {
+    return user_values_at(frame, result, pairs, 0, result.written, out);
+}
+
+Status ObjectStore::handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs, uint64_t first,
+                               uint64_t count, ObjectHandlePair* out) const {
+    const Status s = check_result(frame, result, pairs, out, first, count);
+    return s.ok() ? write_handles(pairs, first, count, out) : s;
+}
+
+Status ObjectStore::user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                                   uint64_t first, uint64_t count, UserValuePair* out) const {
+    const Status s = check_result(frame, result, pairs, out, first, count);
+    return s.ok() ? write_user_values(pairs, first, count, out) : s;
 }
 
 BoxSpans ObjectStore::spans() const {

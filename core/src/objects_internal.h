@@ -16,9 +16,15 @@ struct ObjectStoreTestAccess {
     static void set_generation(ObjectStore& store, uint32_t slot, uint32_t generation) {
         store.slot_generation_[slot] = generation;
     }
+    /// Sets the store's layout number (to reach the end of its block quickly).
+    static void set_layout(ObjectStore& store, uint64_t layout) { store.layout_ = layout; }
 };
 
 namespace detail {
+
+/// Layout numbers a store takes from the process-wide sequence at a time
+/// (ObjectStore::layout_generation()).
+inline constexpr uint64_t kLayoutBlock = uint64_t{1} << 20;
 
 /// First generation of a slot: 1 without a salt, else a hash of (salt, slot) (never 0).
 inline uint32_t first_generation(uint32_t salt, uint32_t slot) {

@@ -314,6 +314,7 @@ Status ProximityIndex::update_index(const ThreadBackend& backend) { return refre
 
 QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* out, uint64_t capacity) const {
     QueryResult r = found;
+    r.layout = 0; // handles, not dense indices: no layout to name
     if (!found.status.ok()) {
         r.written = 0;
         return r;

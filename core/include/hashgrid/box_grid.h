@@ -40,9 +40,14 @@
 // names objects by their index in the BoxSpans of the rebuild: the dense
 // index of an ObjectStore when the grid was rebuilt from one. They name the
 // same objects only as long as the input's order does. For a store, that is
-// until its next add, remove, clear or init: turn them into handles or user
-// values with ObjectStore::handles_at() / user_values_at() (objects.h), which
-// check that and answer stale_view afterwards.
+// until its next add, remove, clear or init. Every result carries the layout
+// it names (QueryResult::layout: the frame's source_layout below; 0 for a
+// frame rebuilt from BoxSpans): turn results into handles or user values with
+// ObjectStore::handles_at() / user_values_at() (objects.h), passing the
+// result and the current view, e.g.
+//   s = store.handles_at(boxes.view(), p, pairs, handle_pairs);
+// They answer stale_view once the store's layout has changed, or when the
+// result names another layout, never a wrong object.
 //
 // Memory and cost (box_grid.cpp has the layout): per object about 90 B, per
 // cell entry (max_cell_entries) about 64 B in 3D, per pair of max_pairs 8 B
@@ -111,8 +116,9 @@ struct BoxGridView {
     uint64_t frame = 0;
     /// The ObjectStore the frame was rebuilt from (BoxGrid::rebuild(store,
     /// ...)) and its layout_generation() at that rebuild; null and 0 when the
-    /// frame came from BoxSpans or the view was built by hand. ObjectStore's
-    /// handles_at() / user_values_at() compare them with the store's.
+    /// frame came from BoxSpans or the view was built by hand. Every result of
+    /// the frame carries source_layout (QueryResult::layout); ObjectStore's
+    /// handles_at() / user_values_at() compare both with the store's.
     const ObjectStore* source_store = nullptr;
     uint64_t source_layout = 0;
     double scale = 0.0; ///< key_scale(cell_size): cell(p) = floor((p - origin) * scale).

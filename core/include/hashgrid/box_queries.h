@@ -40,8 +40,18 @@
 // core/src/box_query_internal.h and box_query_ray.cpp).
 //
 // Results are object indices of the grid's frame: for a grid rebuilt from an
-// ObjectStore, dense indices valid until the store's next add or remove. Map
-// them with ObjectStore::handles_at(grid.view, ...) (objects.h), checked.
+// ObjectStore, dense indices valid until the store's next add, remove, clear
+// or init. Every QueryResult here, batches and visitor forms included,
+// carries the frame's layout (QueryResult::layout = view.source_layout,
+// whatever the status). Map them with the result, checked (objects.h):
+//   s = store.handles_at(g.view, r, out, handles);                // out[0, r.written)
+//   s = store.handles_at(g.view, r, out, offsets[q], offsets[q + 1] - offsets[q],
+//                        handles);                                // query q of a batch
+//   store.handle_at(g.view, index, handle)                        // inside a visitor
+// Ray and nearest hits carry their index in .index: copy those into an array
+// and map it with the result (the same written). A result that names
+// another layout (of a frame rebuilt before an add or remove, of another
+// store's, of one rebuilt from BoxSpans) is stale_view.
 #pragma once
 
 #include "hashgrid/box_grid.h"

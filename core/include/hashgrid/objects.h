@@ -16,7 +16,7 @@
 //   s = store.move(a.handle, new_box);
 //   s = grid.rebuild(store, backend);                   // every frame (box_grid.h)
 //   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
-//   s = store.handles_at(grid.view(), pairs, p.written, handle_pairs); // dense indices -> handles
+//   s = store.handles_at(grid.view(), p, pairs, handle_pairs);   // dense indices -> handles
 //
 // Handles. A handle is {slot, generation}. Every slot carries a generation; a
 // handle is valid while its slot holds a live object issued with that
@@ -56,16 +56,33 @@
 // every successful add(), remove(), clear() and init() advances
 // layout_generation(). move(), set_layers() and set_user_value() keep the
 // layout (the results describe the boxes and layers of the rebuild, but still
-// name the right objects). So turn results into handles or user values with
-// the checked calls below, passing the view of the frame they came from
-// (grid.view() after find_pairs(), or the BoxQueryGrid's view): they answer
-// stale_view once the layout has changed since the grid was rebuilt from
-// this store (BoxGrid::rebuild(store, backend)), never a wrong object. Rebuild
-// and query again. handle_at(dense_index) without a view is not checked.
+// name the right objects). Every such result carries the layout its indices
+// name (QueryResult::layout, query_types.h): the store's layout_generation()
+// at the rebuild the query read. So turn results into handles or user values
+// with the checked calls below, passing the result and the view of the
+// grid's current frame (grid.view(), or the BoxQueryGrid's view): they answer
+// stale_view when the store's layout has changed since that frame was
+// rebuilt from it (BoxGrid::rebuild(store, backend)), and also when the
+// result names another layout (it came from a frame rebuilt before an add or
+// remove, from another store's frame, or from one rebuilt from BoxSpans),
+// never a wrong object. Rebuild and query again. A result of an earlier frame
+// of the same layout (only moves, layers or user values changed since) still
+// maps: its indices name the same objects.
+//
+// Layout numbers. They are unique in the process: stores draw them from one
+// shared sequence, so no two stores (and no two inits of one store) ever use
+// the same number, and 0 is never a store's layout. They say which layout a
+// result names; they are not part of the deterministic output (they depend on
+// the other stores of the process).
+//
+// handle_at(frame, index) maps one index without a result: use it inside a
+// visitor (QueryVisitor), while the frame it is called on is current.
+// handle_at(dense_index) without a view is not checked at all.
 #pragma once
 
 #include "hashgrid/box_grid.h"
 #include "hashgrid/config.h"
+#include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
 
 #include <cstddef>
@@ -187,36 +204,77 @@ public:
     /// Box of a live object (invalid_handle leaves `out` untouched).
     Status get_box(ObjectHandle handle, ObjectBox& out) const;
 
-    // Checked resolution of grid results (see "Dense indices in results").
-    // `frame` is the view of the grid frame the indices came from. Checked in
-    // this order, in every build, before anything is written (outputs are
-    // untouched on failure): invalid_argument when the store was never
-    // initialised or an array is null with count > 0; not_built when the view
-    // holds no frame; invalid_argument when the frame was not rebuilt from
-    // this store (frame.source_store != this, e.g. rebuilt from BoxSpans);
-    // stale_view when layout_generation() != frame.source_layout (an add,
-    // remove, clear or init since that rebuild); invalid_argument when an
-    // index is >= size() (index = lowest offending position in the array,
-    // count = offending positions; both saturate at 2^32 - 1). User values
-    // are the current ones (set_user_value() keeps the layout).
+    // Checked mapping of grid results (see "Dense indices in results").
+    // `frame` is the view of the grid's current frame, `result` what the
+    // query, batch or pair search answered. Checked in this order, in every
+    // build, before anything is written (outputs are untouched on failure):
+    //   invalid_argument  the store was never initialised, or an array is
+    //                     null while there is something to map;
+    //   not_built         the view holds no frame;
+    //   invalid_argument  the frame was not rebuilt from this store
+    //                     (frame.source_store != this, e.g. from BoxSpans);
+    //   stale_view        layout_generation() != frame.source_layout (an add,
+    //                     remove, clear or init since that rebuild);
+    //   stale_view        result.layout != frame.source_layout (the result
+    //                     names another layout: a frame of an older layout,
+    //                     another store's, one rebuilt from BoxSpans, a
+    //                     particle grid);
+    //   invalid_argument  result.status is neither ok nor output_too_small (a
+    //                     failed search names no objects; pair_capacity too);
+    //   invalid_argument  first + count > result.written (the part forms);
+    //   invalid_argument  an index is >= size() (index = lowest offending
+    //                     position in the input array, count = offending
+    //                     positions; both saturate at 2^32 - 1).
+    // User values are the current ones (set_user_value() keeps the layout).
 
-    /// Handle of the object at `dense_index` of the frame.
+    /// A whole query or batch output: out[k] = handle of dense_indices[k],
+    /// k < result.written (dense_indices: the buffer the query wrote).
+    Status handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                      ObjectHandle* out) const;
+    /// out[k] = user value of dense_indices[k], k < result.written.
+    Status user_values_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                          uint64_t* out) const;
+    /// Part of a result: out[k] = handle of dense_indices[first + k], k < count,
+    /// with first + count <= result.written. dense_indices is the start of
+    /// the buffer the query or batch wrote, as above. Query q of a batch that
+    /// wrote `flat`:
+    ///   handles_at(frame, result, flat, offsets[q], offsets[q + 1] - offsets[q], handles).
+    Status handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                      uint64_t first, uint64_t count, ObjectHandle* out) const;
+    /// out[k] = user value of dense_indices[first + k], k < count (as above).
+    Status user_values_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                          uint64_t first, uint64_t count, uint64_t* out) const;
+    /// find_pairs() output: out[k] = handles of pairs[k].a and pairs[k].b,
+    /// k < result.written. (find_pairs_with()'s a is an index into its
+    /// queries, not a dense index: copy its b's into an array and map that
+    /// with the index forms above.)
+    Status handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                      ObjectHandlePair* out) const;
+    /// out[k] = user values of pairs[k].a and pairs[k].b, k < result.written.
+    Status user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                          UserValuePair* out) const;
+    /// Part of the pairs: out[k] = handles of pairs[first + k], k < count,
+    /// with first + count <= result.written.
+    Status handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs, uint64_t first,
+                      uint64_t count, ObjectHandlePair* out) const;
+    /// out[k] = user values of pairs[first + k], k < count (as above).
+    Status user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs, uint64_t first,
+                          uint64_t count, UserValuePair* out) const;
+
+    /// One index, without a result: the handle of the object at `dense_index`
+    /// of `frame`. For visitors (QueryVisitor), which get one index per call
+    /// while the query runs on the current frame; every check above except
+    /// those on a result. Elsewhere map results with the calls above, which
+    /// also know which frame the indices came from.
     Status handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const;
-    /// User value of the object at `dense_index` of the frame.
+    /// User value of the object at `dense_index` of `frame` (as handle_at).
     Status user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const;
-    /// out[k] = handle of dense_indices[k] (query results), k < count.
-    Status handles_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count, ObjectHandle* out) const;
-    /// out[k] = user value of dense_indices[k], k < count.
-    Status user_values_at(const BoxGridView& frame, const uint32_t* dense_indices, uint64_t count, uint64_t* out) const;
-    /// out[k] = handles of pairs[k].a and pairs[k].b, k < count: find_pairs()
-    /// results (find_pairs_with()'s a is a query index: map its b with the above).
-    Status handles_at(const BoxGridView& frame, const Pair* pairs, uint64_t count, ObjectHandlePair* out) const;
-    /// out[k] = user values of pairs[k].a and pairs[k].b, k < count.
-    Status user_values_at(const BoxGridView& frame, const Pair* pairs, uint64_t count, UserValuePair* out) const;
 
     /// Advanced by every successful add(), remove(), clear() and init(): the
     /// operations that change the dense layout (which objects the dense
-    /// indices [0, size()) name). Never reset.
+    /// indices [0, size()) name). 0 before the first successful init, then a
+    /// number no other store of the process ever has (see "Layout numbers");
+    /// it only grows, never reset.
     [[nodiscard]] uint64_t layout_generation() const { return layout_; }
 
     /// Live objects.
@@ -251,8 +309,18 @@ private:
     void write_box(uint32_t dense, const ObjectBox& box);
     /// Frees (or retires) the slot of a removed object.
     void release_slot(uint32_t slot);
-    /// The checks of the resolution calls up to the index range (see above).
+    /// The checks of the mapping calls up to the result (see above).
     [[nodiscard]] Status check_frame(const BoxGridView& frame, const void* in, const void* out, uint64_t count) const;
+    /// check_frame, then the result's layout, status and part [first, first + count).
+    [[nodiscard]] Status check_result(const BoxGridView& frame, const QueryResult& result, const void* in,
+                                      const void* out, uint64_t first, uint64_t count) const;
+    /// Index checks and writes of the mapping calls, after the checks above.
+    Status write_handles(const uint32_t* in, uint64_t first, uint64_t count, ObjectHandle* out) const;
+    Status write_user_values(const uint32_t* in, uint64_t first, uint64_t count, uint64_t* out) const;
+    Status write_handles(const Pair* in, uint64_t first, uint64_t count, ObjectHandlePair* out) const;
+    Status write_user_values(const Pair* in, uint64_t first, uint64_t count, UserValuePair* out) const;
+    /// Advances layout_ (one shared sequence: see "Layout numbers").
+    void advance_layout();
 
     ObjectStoreConfig config_{};
     bool initialized_ = false;

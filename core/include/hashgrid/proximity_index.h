@@ -56,8 +56,9 @@
 // last). Queries use the index's scratch: one query at a time (they are not
 // const). For parallel batches, call update_index() and run the batch
 // functions of box_queries.h on query_grid(); map their dense indices with
-// objects().handles_at(query_grid().view, ...) (objects.h), which answers
-// stale_view once a client has been created or removed (or clear()) since.
+// objects().handles_at(query_grid().view, result, out, handles) (objects.h),
+// which answers stale_view once a client has been created or removed (or
+// clear()) since, or when the result came from an earlier rebuild.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -133,6 +134,7 @@ public:
     /// position finite; dimensions >= 0 (+inf allowed), else invalid_query.
     /// `out` gets min(total, capacity) handles (may be null when capacity is
     /// 0); total is exact; output_too_small (needed = total) when it did not fit.
+    /// The result's layout is 0: handles need no mapping.
     QueryResult find_near(const float (&position)[3], const float (&dimensions)[3], uint32_t layer_mask,
                           ObjectHandle* out, uint64_t capacity);
     /// Clients within `radius` of `position` (circle in 2D, sphere in 3D):
@@ -143,8 +145,9 @@ public:
     /// Every overlapping pair of clients that passes the layer rule, once
     /// (BoxGrid::find_pairs on the current clients; rebuilds first with this
     /// backend when dirty). Pairs hold dense indices: map them with
-    /// objects().handles_at(grid().view(), pairs, written, out), checked
-    /// (stale_view after a create, remove or clear), before the next rebuild.
+    /// objects().handles_at(grid().view(), result, pairs, out), checked
+    /// (stale_view after a create, remove or clear, and for the pairs of an
+    /// earlier rebuild).
     PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
 
     /// Handle of the client at a dense index (< client_count()) now; unchecked

@@ -61,6 +61,16 @@ struct QueryResult {
     uint64_t total = 0;
     /// Results written: min(total, capacity), a prefix of the full order.
     uint64_t written = 0;
+    /// The object layout the result's indices name. Box grids: the
+    /// BoxGridView::source_layout of the frame queried, set by every query,
+    /// visitor form, batch, find_pairs() and find_pairs_with(), whatever the
+    /// status: for a frame rebuilt from an ObjectStore, the store's
+    /// layout_generation() at that rebuild. 0 for particle grids, for box
+    /// frames rebuilt from BoxSpans, and for results that hold no indices
+    /// (ProximityIndex::find_near). ObjectStore::handles_at() and
+    /// user_values_at() (objects.h) map a result only when this is the
+    /// layout of the frame they are given and that is the store's layout now.
+    uint64_t layout = 0;
 };
 
 /// find_pairs() answers with the same result type as every query.
