@@ -860,8 +860,8 @@ TEST_CASE("checked mapping: results of another store, a BoxSpans frame, a partic
     CHECK(s.code == StatusCode::invalid_argument);
     CHECK(std::string(s.message).find("status") != std::string::npos);
     // A status with a count that looks usable is still refused.
-    for (const StatusCode code :
-         {StatusCode::pair_capacity, StatusCode::stale_view, StatusCode::not_built, StatusCode::invalid_argument}) {
+    for (const StatusCode code : {StatusCode::invalid_query, StatusCode::stale_view, StatusCode::not_built,
+                                  StatusCode::invalid_argument, StatusCode::entry_capacity}) {
         QueryResult failed = result_of(current, 2);
         failed.status.code = code;
         check_result_calls(a.store, current, failed, StatusCode::invalid_argument);
@@ -876,7 +876,16 @@ TEST_CASE("checked mapping: results of another store, a BoxSpans frame, a partic
     const hashgrid::PairResult over = small_pool.find_pairs(pairs, 8, serial);
     REQUIRE(over.status.code == StatusCode::pair_capacity);
     REQUIRE(over.written == 2);
-    check_result_calls(a.store, small_pool.view(), over, StatusCode::invalid_argument);
+    // Its written part is a prefix of the canonical order: it maps.
+    UserValuePair over_values[2] = {};
+    REQUIRE(a.store.user_values_at(small_pool.view(), over, pairs, over_values).ok());
+    for (uint32_t k = 0; k < 2; ++k) {
+        uint64_t ua = 0, ub = 0;
+        REQUIRE(a.store.user_value_at(small_pool.view(), pairs[k].a, ua).ok());
+        REQUIRE(a.store.user_value_at(small_pool.view(), pairs[k].b, ub).ok());
+        CHECK(over_values[k].a == ua);
+        CHECK(over_values[k].b == ub);
+    }
     // output_too_small maps the written prefix.
     hashgrid::QueryBox all;
     all.min[0] = all.min[1] = all.min[2] = -10.0f;

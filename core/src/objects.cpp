@@ -370,9 +370,11 @@ Status ObjectStore::check_result(const BoxGridView& frame, const QueryResult& re
         return status_error(StatusCode::stale_view,
                             "the result names another layout (a frame rebuilt before an add or remove, another "
                             "store's, or one not rebuilt from a store): query this frame again");
-    if (result.status.code != StatusCode::ok && result.status.code != StatusCode::output_too_small)
+    // These three write a valid prefix of the full order; every other status names no objects.
+    const StatusCode code = result.status.code;
+    if (code != StatusCode::ok && code != StatusCode::output_too_small && code != StatusCode::pair_capacity)
         return status_error(StatusCode::invalid_argument,
-                            "the result's status is neither ok nor output_too_small: it names no objects to map");
+                            "the result's status is not ok, output_too_small or pair_capacity: it names no objects");
     if (first > result.written || count > result.written - first)
         return status_error(StatusCode::invalid_argument, "first + count exceeds the result's written entries");
     return {};

@@ -219,8 +219,9 @@ public:
     //                     names another layout: a frame of an older layout,
     //                     another store's, one rebuilt from BoxSpans, a
     //                     particle grid);
-    //   invalid_argument  result.status is neither ok nor output_too_small (a
-    //                     failed search names no objects; pair_capacity too);
+    //   invalid_argument  result.status is not ok, output_too_small or
+    //                     pair_capacity (those write a valid prefix; a
+    //                     failed search names no objects);
     //   invalid_argument  first + count > result.written (the part forms);
     //   invalid_argument  an index is >= size() (index = lowest offending
     //                     position in the input array, count = offending

@@ -16,8 +16,8 @@
 //   hashgrid::ObjectAddResult c = index.create_client({x, y}, {w, h});
 //   s = index.update_client(c.handle, {x2, y2}, {w, h});
 //   s = index.update_index(backend);               // once per frame, in parallel
-//   hashgrid::ObjectHandle near[64];
-//   hashgrid::QueryResult r = index.find_near({x, y}, {qw, qh}, hashgrid::kAllLayers, near, 64);
+//   hashgrid::ObjectHandle around[64];
+//   hashgrid::QueryResult r = index.find_near({x, y}, {qw, qh}, hashgrid::kAllLayers, around, 64);
 //   s = index.remove_client(c.handle);
 //
 // A client is a box centred at its position: [position - dimensions / 2,
