@@ -1075,9 +1075,6 @@ TEST_CASE("segments, spheres and nearest queries grazing boxes within a few ulps
 }
 
 TEST_CASE("nearest and ray visitors: identical boxes and equal t, every run boundary, both views") {
-    // Each box of a random scene one to three times (identical boxes: equal
-    // distances and t under different indices, some in other layers), on every
-    // spec (2D/3D, bounded, clamp, unbounded, large objects).
     // What the rays saw (so that the checks cannot pass vacuously).
     uint64_t equal_t = 0, most_hits = 0;
     auto tally = [&](const BoxQueryGrid& qg, const Ray& ray, uint32_t mask, uint32_t objects) {
@@ -1087,6 +1084,9 @@ TEST_CASE("nearest and ray visitors: identical boxes and equal t, every run boun
             equal_t += hits[j].t == hits[j - 1].t ? 1u : 0u;
         most_hits = std::max(most_hits, r.written);
     };
+    // Each box of a random scene one to three times (identical boxes: equal
+    // distances and t under different indices, some in other layers), on every
+    // spec (2D/3D, bounded, clamp, unbounded, large objects).
     for (size_t spec_index = 0; spec_index < std::size(kSpecs); ++spec_index) {
         const SceneSpec& spec = kSpecs[spec_index];
         Rng rng(0x715u + spec_index);
