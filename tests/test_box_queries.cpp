@@ -13,6 +13,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "continue_on_assert.h"
 #include "golden_hashes.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
@@ -416,6 +417,64 @@ std::string check_visitor(const char* what, const std::vector<uint32_t>& full, R
     return "";
 }
 
+bool same_hit(const NearestHit& a, const NearestHit& b) {
+    return a.index == b.index && float_bits(a.distance_squared) == float_bits(b.distance_squared);
+}
+bool same_hit(const RayHit& a, const RayHit& b) { return a.index == b.index && float_bits(a.t) == float_bits(b.t); }
+
+/// How an ordered query's visitor form is checked against its buffer form.
+enum class VisitorStops {
+    none,      ///< not at all
+    ends,      ///< every call, a stop after the first call and after the last
+    boundaries ///< also after the first two calls, around the ends of its runs and in the middle
+};
+
+/// Stops for an ordered visitor with n results (~0: every call). The runs
+/// of 1, 2, 4, ... 64 results end after 1, 3, 7, ..., 127, 191 calls.
+std::vector<uint64_t> ordered_stops(uint64_t n, VisitorStops which) {
+    std::vector<uint64_t> stops = {~uint64_t{0}};
+    const bool boundaries = which == VisitorStops::boundaries;
+    for (uint64_t m : {uint64_t{1}, uint64_t{2}, n / 2, n - 1, n})
+        if (m >= 1 && m <= n && (boundaries || m == 1 || m == n)) stops.push_back(m);
+    if (!boundaries) return stops;
+    for (uint64_t end : {3u, 7u, 15u, 31u, 63u, 127u, 191u})
+        for (uint64_t m = end - 1; m <= end + 1; ++m)
+            if (m <= n) stops.push_back(m);
+    return stops;
+}
+
+/// The visitor form of an ordered query (nearest: NearestVisitor, ray:
+/// RayVisitor) against its buffer form's whole output `full`: for every
+/// stop m, exactly min(m, n) calls with the first hits, bit for bit, total =
+/// calls, written 0, status ok.
+template <typename Hit, typename Visitor, typename Run>
+std::string check_ordered_visitor(const char* what, const std::vector<Hit>& full, VisitorStops which, Run&& run) {
+    struct Seen {
+        std::vector<Hit> hits;
+        uint64_t stop_after = ~uint64_t{0};
+        static bool visit(void* self, const Hit& hit) {
+            auto* v = static_cast<Seen*>(self);
+            v->hits.push_back(hit);
+            return v->hits.size() < v->stop_after;
+        }
+    };
+    if (which == VisitorStops::none) return "";
+    for (const uint64_t m : ordered_stops(full.size(), which)) {
+        Seen v;
+        v.stop_after = m;
+        const QueryResult r = run(Visitor{&Seen::visit, &v});
+        const uint64_t want = std::min<uint64_t>(m, full.size());
+        const std::string at = std::string(what) + " visitor (stop after " + std::to_string(m) + " of " +
+                               std::to_string(full.size()) + "): ";
+        if (!r.status.ok()) return at + "status " + hashgrid::to_string(r.status.code);
+        if (r.total != want || r.written != 0) return at + "total " + std::to_string(r.total);
+        if (v.hits.size() != want) return at + "calls " + std::to_string(v.hits.size());
+        for (uint64_t j = 0; j < want; ++j)
+            if (!same_hit(v.hits[j], full[j])) return at + "hit " + std::to_string(j) + " differs";
+    }
+    return "";
+}
+
 std::string check_point(const BoxQueryGrid& qg, const RefGrid& g, const QueryPoint& q, uint32_t mask, Fnv1a& h) {
     std::vector<uint32_t> out(g.boxes.size() + 1);
     const QueryResult r = hashgrid::query_point(qg, q, mask, out.data(), out.size());
@@ -487,7 +546,8 @@ std::string check_radius(const BoxQueryGrid& qg, const RefGrid& g, const QuerySp
                          [&](hashgrid::QueryVisitor v) { return hashgrid::query_radius(qg, q, mask, v); });
 }
 
-std::string check_ray(const BoxQueryGrid& qg, const RefGrid& g, const Ray& q, uint32_t mask, Fnv1a& h) {
+std::string check_ray(const BoxQueryGrid& qg, const RefGrid& g, const Ray& q, uint32_t mask, Fnv1a& h,
+                      VisitorStops visitor = VisitorStops::ends) {
     std::vector<RayHit> expected;
     for (uint32_t i = 0; i < g.boxes.size(); ++i) {
         float t = 0.0f;
@@ -515,7 +575,9 @@ std::string check_ray(const BoxQueryGrid& qg, const RefGrid& g, const Ray& q, ui
         h.u32(out[k].index);
         h.f32(out[k].t);
     }
-    return "";
+    out.resize(r.total);
+    return check_ordered_visitor<RayHit, hashgrid::RayVisitor>(
+        "ray", out, visitor, [&](hashgrid::RayVisitor v) { return hashgrid::query_ray(qg, q, mask, v); });
 }
 
 std::string check_frustum(const BoxQueryGrid& qg, const RefGrid& g, const Frustum& frustum, uint32_t mask, Fnv1a& h) {
@@ -554,7 +616,8 @@ std::vector<NearestHit> ref_nearest(const RefGrid& g, const QueryNearest& q, uin
     return all;
 }
 
-std::string check_nearest(const BoxQueryGrid& qg, const RefGrid& g, const QueryNearest& q, uint32_t mask, Fnv1a& h) {
+std::string check_nearest(const BoxQueryGrid& qg, const RefGrid& g, const QueryNearest& q, uint32_t mask, Fnv1a& h,
+                          VisitorStops visitor = VisitorStops::ends) {
     const std::vector<NearestHit> expected = ref_nearest(g, q, mask);
     std::vector<NearestHit> out(q.k);
     const QueryResult r = hashgrid::query_nearest(qg, q, mask, out.data(), q.k);
@@ -571,7 +634,9 @@ std::string check_nearest(const BoxQueryGrid& qg, const RefGrid& g, const QueryN
         h.u32(out[j].index);
         h.f32(out[j].distance_squared);
     }
-    return "";
+    out.resize(r.total);
+    return check_ordered_visitor<NearestHit, hashgrid::NearestVisitor>(
+        "nearest", out, visitor, [&](hashgrid::NearestVisitor v) { return hashgrid::query_nearest(qg, q, mask, v); });
 }
 
 std::string check_collisions(const BoxQueryGrid& qg, const RefGrid& g, uint32_t object, Fnv1a& h) {
@@ -981,7 +1046,10 @@ TEST_CASE("segments, spheres and nearest queries grazing boxes within a few ulps
                 Ray q = hashgrid::segment_ray(start, end);
                 if (rng.coin()) q.max_t = kInf; // the whole line beyond the end point
                 Fnv1a h;
-                const std::string e = check_ray(qg, ref, q, hashgrid::kAllLayers, h);
+                // The visitor forms (every call continues a run from the
+                // last hit) on every third ray, so k cycles through 1..4.
+                const VisitorStops visitor = i % 3 == 0 ? VisitorStops::ends : VisitorStops::none;
+                const std::string e = check_ray(qg, ref, q, hashgrid::kAllLayers, h, visitor);
                 CAPTURE(dims);
                 CAPTURE(origin);
                 CAPTURE(i);
@@ -999,11 +1067,112 @@ TEST_CASE("segments, spheres and nearest queries grazing boxes within a few ulps
                     nq.center[d] = start[d];
                 nq.max_distance = rng.coin() ? rq.radius : kInf;
                 nq.k = 1 + i % 4;
-                const std::string en = check_nearest(qg, ref, nq, hashgrid::kAllLayers, h);
+                const std::string en = check_nearest(qg, ref, nq, hashgrid::kAllLayers, h, visitor);
                 REQUIRE_MESSAGE(en.empty(), en);
             }
         }
     }
+}
+
+TEST_CASE("nearest and ray visitors: identical boxes and equal t, every run boundary, both views") {
+    // What the rays saw (so that the checks cannot pass vacuously).
+    uint64_t equal_t = 0, most_hits = 0;
+    auto tally = [&](const BoxQueryGrid& qg, const Ray& ray, uint32_t mask, uint32_t objects) {
+        std::vector<RayHit> hits(objects);
+        const QueryResult r = hashgrid::query_ray(qg, ray, mask, hits.data(), hits.size());
+        for (uint64_t j = 1; j < r.written; ++j)
+            equal_t += hits[j].t == hits[j - 1].t ? 1u : 0u;
+        most_hits = std::max(most_hits, r.written);
+    };
+    // Each box of a random scene one to three times (identical boxes: equal
+    // distances and t under different indices, some in other layers), on every
+    // spec (2D/3D, bounded, clamp, unbounded, large objects).
+    for (size_t spec_index = 0; spec_index < std::size(kSpecs); ++spec_index) {
+        const SceneSpec& spec = kSpecs[spec_index];
+        Rng rng(0x715u + spec_index);
+        const uint32_t base_count = 10 + rng.below(scaled_count(60));
+        const BoxGridConfig base_config = make_config(spec, base_count);
+        const Boxes base = random_boxes(rng, spec, base_config, base_count);
+        Boxes boxes;
+        boxes.dims = spec.dims;
+        for (uint32_t i = 0; i < base.size(); ++i) {
+            float lo[3], hi[3];
+            base.box(i, lo, hi);
+            for (uint32_t copies = 1 + rng.below(3); copies > 0; --copies)
+                boxes.add(lo, hi, rng.coin() ? base.category[i] : 1u, base.mask[i]);
+        }
+        const BoxGridConfig config = make_config(spec, boxes.size());
+        const RefGrid ref(config, boxes);
+        RealGrid real(config, boxes);
+        REQUIRE(real.ok());
+        const Queries q = random_queries(rng, spec, config, scaled_count(12));
+        const uint32_t k_values[] = {1, 2, 3, 8, 64, 65, boxes.size() + 2};
+        const float limits[] = {kInf, 2.0f * spec.cell, 0.0f};
+        CAPTURE(spec_index);
+        for (const BoxGridView& view : {ref.view(), real.grid.view()}) {
+            const BoxQueryGrid qg = hashgrid::prepare_box_queries(view, hashgrid::serial_backend());
+            Fnv1a h;
+            for (size_t i = 0; i < q.rays.size(); ++i) {
+                CAPTURE(i);
+                for (uint32_t mask : {hashgrid::kAllLayers, q.ray_masks[i]}) {
+                    const std::string e = check_ray(qg, ref, q.rays[i], mask, h, VisitorStops::boundaries);
+                    CHECK_MESSAGE(e.empty(), e);
+                    tally(qg, q.rays[i], mask, boxes.size());
+                }
+                for (uint32_t k : k_values)
+                    for (float limit : limits) {
+                        QueryNearest nq = q.nearest[i];
+                        nq.k = k;
+                        nq.max_distance = limit;
+                        if (i % 2 == 0) // on a box corner: distance 0 to every copy
+                            for (uint32_t d = 0; d < spec.dims; ++d)
+                                nq.center[d] = boxes.lo[d][static_cast<uint32_t>(i) % boxes.size()];
+                        const std::string e = check_nearest(qg, ref, nq, q.nearest_masks[i], h,
+                                                            k >= 65 ? VisitorStops::boundaries : VisitorStops::ends);
+                        CHECK_MESSAGE(e.empty(), "k=" << k << " max=" << limit << ": " << e);
+                    }
+            }
+        }
+    }
+    // Rows of overlapping boxes along x (each one to three times) and rays
+    // along them: hundreds of hits, so every run boundary is crossed.
+    for (uint32_t dims : {2u, 3u}) {
+        SceneSpec spec{dims, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, 0.0f, 10, 8};
+        Rng rng(0x70e + dims);
+        Boxes boxes;
+        boxes.dims = dims;
+        for (uint32_t i = 0; i < 120; ++i) {
+            const float lo[3] = {0.5f * static_cast<float>(i), 0.0f, 0.0f};
+            const float hi[3] = {lo[0] + rng.uniform(0.0f, 2.0f), 1.0f, 1.0f};
+            for (uint32_t copies = 1 + rng.below(3); copies > 0; --copies)
+                boxes.add(lo, hi, 1u << rng.below(2), ~0u);
+        }
+        const BoxGridConfig config = make_config(spec, boxes.size());
+        const RefGrid ref(config, boxes);
+        RealGrid real(config, boxes);
+        REQUIRE(real.ok());
+        for (const BoxGridView& view : {ref.view(), real.grid.view()}) {
+            const BoxQueryGrid qg = hashgrid::prepare_box_queries(view, hashgrid::serial_backend());
+            Fnv1a h;
+            for (uint32_t i = 0; i < scaled_count(8); ++i) {
+                Ray ray;
+                ray.origin[0] = i == 0 ? -5.0f : rng.uniform(-5.0f, 30.0f); // the first crosses every box
+                ray.origin[1] = i % 2 == 0 ? 0.5f : rng.uniform(-0.5f, 1.5f);
+                ray.origin[2] = i % 2 == 0 ? 1.0f : rng.uniform(-0.5f, 1.5f); // on a face: equal t
+                ray.direction[0] = i % 3 == 2 ? -1.0f : 1.0f;
+                ray.direction[1] = i % 2 == 0 ? 0.0f : rng.uniform(-0.01f, 0.01f);
+                ray.direction[2] = i % 2 == 0 ? 0.0f : rng.uniform(-0.01f, 0.01f);
+                ray.max_t = i % 4 == 1 ? rng.uniform(10.0f, 80.0f) : kInf;
+                for (uint32_t mask : {hashgrid::kAllLayers, 1u}) {
+                    const std::string e = check_ray(qg, ref, ray, mask, h, VisitorStops::boundaries);
+                    CHECK_MESSAGE(e.empty(), dims << "D row, ray " << i << ": " << e);
+                    tally(qg, ray, mask, boxes.size());
+                }
+            }
+        }
+    }
+    CHECK(equal_t > 100);
+    CHECK(most_hits > 191);
 }
 
 TEST_CASE("frustum: a perspective frustum, inside-out and degenerate plane sets") {
@@ -1221,7 +1390,48 @@ TEST_CASE("bad input is invalid_query, never a crash or a partial write") {
     CHECK(invalid(hashgrid::query_box(qg, QueryBox{{1, 0, 0}, {0, 0, 0}}, all, counter)));
     CHECK(invalid(hashgrid::query_radius(qg, r, all, counter)));
     CHECK(invalid(hashgrid::query_frustum(qg, f, all, counter)));
+    const hashgrid::RayVisitor ray_counter{[](void* c, const RayHit&) {
+                                               ++*static_cast<uint32_t*>(c);
+                                               return true;
+                                           },
+                                           &calls};
+    const hashgrid::NearestVisitor nearest_counter{[](void* c, const NearestHit&) {
+                                                       ++*static_cast<uint32_t*>(c);
+                                                       return true;
+                                                   },
+                                                   &calls};
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, ray_counter))); // direction inf
+    ray.direction[0] = 1.0f;
+    ray.max_t = -1.0f;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, ray_counter)));
+    ray.max_t = kNaN;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, ray_counter)));
+    ray.max_t = kInf;
+    ray.origin[1] = kNaN;
+    CHECK(invalid(hashgrid::query_ray(qg, ray, all, ray_counter)));
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_counter))); // centre NaN
+    n.center[0] = 0.0f;
+    n.k = 0;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_counter)));
+    n.k = 1;
+    n.max_distance = -1.0f;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_counter)));
+    n.max_distance = kNaN;
+    CHECK(invalid(hashgrid::query_nearest(qg, n, all, nearest_counter)));
     CHECK(calls == 0);
+
+    // A null visit function is a programmer error: asserted, then invalid_argument.
+    {
+        ContinueOnAssert hook;
+        ray.origin[1] = 0.0f;
+        n.max_distance = kInf;
+        const QueryResult rr = hashgrid::query_ray(qg, ray, all, hashgrid::RayVisitor{});
+        CHECK(rr.status.code == StatusCode::invalid_argument);
+        CHECK(rr.total == 0);
+        const QueryResult nr = hashgrid::query_nearest(qg, n, all, hashgrid::NearestVisitor{});
+        CHECK(nr.status.code == StatusCode::invalid_argument);
+        CHECK(nr.total == 0);
+    }
 
     // Batches name the lowest invalid query and its count (out may hold partial results).
     std::vector<QuerySphere> batch(40);
@@ -1516,6 +1726,8 @@ std::vector<StatusCode> every_query_status(const BoxQueryGrid& q) {
     QueryNearest nq;
     nq.k = 2;
     const QueryVisitor visitor{[](void*, uint32_t) { return true; }, nullptr};
+    const RayVisitor ray_visitor{[](void*, const RayHit&) { return true; }, nullptr};
+    const NearestVisitor nearest_visitor{[](void*, const NearestHit&) { return true; }, nullptr};
     return {
         query_point(q, pq, kAllLayers, out, 16).status.code,
         query_point(q, pq, kAllLayers, visitor).status.code,
@@ -1524,10 +1736,12 @@ std::vector<StatusCode> every_query_status(const BoxQueryGrid& q) {
         query_radius(q, rq, kAllLayers, out, 16).status.code,
         query_radius(q, rq, kAllLayers, visitor).status.code,
         query_ray(q, ray, kAllLayers, hits, 16).status.code,
+        query_ray(q, ray, kAllLayers, ray_visitor).status.code,
         query_ray_first(q, ray, kAllLayers, hits).status.code,
         query_frustum(q, frustum, kAllLayers, out, 16).status.code,
         query_frustum(q, frustum, kAllLayers, visitor).status.code,
         query_nearest(q, nq, kAllLayers, nearest, 16).status.code,
+        query_nearest(q, nq, kAllLayers, nearest_visitor).status.code,
         query_potential_collisions(q, 0, out, 16).status.code,
         query_potential_collisions(q, 0, visitor).status.code,
         query_point_batch(q, &pq, 1, kAllLayers, offsets, 2, out, 16, serial).status.code,

@@ -577,6 +577,8 @@ TEST_CASE("checked resolution: a hand-computed frame and every status, outputs u
 namespace {
 
 bool visit_all(void*, uint32_t) { return true; }
+bool visit_ray_hit(void*, const hashgrid::RayHit&) { return true; }
+bool visit_nearest_hit(void*, const hashgrid::NearestHit&) { return true; }
 
 /// One result of every box-grid call (each query and its visitor form, each
 /// batch, find_pairs, find_pairs_with) through `q` and `grid`, all valid
@@ -628,8 +630,10 @@ std::vector<std::pair<std::string, QueryResult>> every_box_result(const hashgrid
         {"query_potential_collisions", query_potential_collisions(q, 0, out, 64)},
         {"query_potential_collisions visitor", query_potential_collisions(q, 0, visitor)},
         {"query_ray", query_ray(q, ray, kAllLayers, hits, 64)},
+        {"query_ray visitor", query_ray(q, ray, kAllLayers, RayVisitor{&visit_ray_hit, nullptr})},
         {"query_ray_first", query_ray_first(q, ray, kAllLayers, hits)},
         {"query_nearest", query_nearest(q, nearest, kAllLayers, nearest_hits, 64)},
+        {"query_nearest visitor", query_nearest(q, nearest, kAllLayers, NearestVisitor{&visit_nearest_hit, nullptr})},
         {"query_point_batch", query_point_batch(q, points, 2, kAllLayers, offsets, 3, out, 64, backend)},
         {"query_box_batch", query_box_batch(q, boxes, 2, kAllLayers, offsets, 3, out, 64, backend)},
         {"query_radius_batch", query_radius_batch(q, spheres, 2, kAllLayers, offsets, 3, out, 64, backend)},
@@ -671,7 +675,7 @@ TEST_CASE("result layout: every box query, visitor form, batch and pair search c
     REQUIRE(layout != 0);
     const hashgrid::BoxQueryGrid q = hashgrid::prepare_box_queries(scene.grid.view(), serial);
     const auto from_store = every_box_result(q, scene.grid, serial);
-    CHECK(from_store.size() == 22);
+    CHECK(from_store.size() == 24);
     for (const auto& [name, r] : from_store) {
         INFO(name);
         CHECK(r.status.ok());

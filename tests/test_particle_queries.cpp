@@ -8,6 +8,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "continue_on_assert.h"
 #include "far_scenes.h"
 #include "golden_hashes.h"
 #include "hashgrid/particle_queries.h"
@@ -453,6 +454,63 @@ std::string check_visitor(const std::vector<uint32_t>& expected, uint64_t stop_a
     return "";
 }
 
+/// Stops for the nearest visitor: every call (~0), `extra`, and with
+/// `boundaries` the first calls and those around the ends of its runs of
+/// 1, 2, 4, ... 64 hits (after 1, 3, 7, ..., 127, 191), half and the last two.
+std::vector<uint64_t> nearest_stops(uint64_t n, uint64_t extra, bool boundaries) {
+    std::vector<uint64_t> stops = {~uint64_t{0}};
+    if (extra >= 1 && extra <= n) stops.push_back(extra);
+    if (!boundaries) return stops;
+    for (uint64_t m : {uint64_t{1}, uint64_t{2}, n / 2, n - 1, n})
+        if (m >= 1 && m <= n) stops.push_back(m);
+    for (uint64_t end : {3u, 7u, 15u, 31u, 63u, 127u, 191u})
+        for (uint64_t m = end - 1; m <= end + 1; ++m)
+            if (m <= n) stops.push_back(m);
+    return stops;
+}
+
+/// The nearest visitor form against the buffer form's output `expected`:
+/// for every stop m, exactly min(m, n) calls with the first hits, bit for
+/// bit, total = calls, written 0, status ok.
+template <typename Query>
+std::string check_nearest_visitor(const std::vector<NearestHit>& expected, const std::vector<uint64_t>& stops,
+                                  Query&& query) {
+    struct Recorder {
+        std::vector<NearestHit> seen;
+        uint64_t stop_after = ~uint64_t{0};
+        static bool visit(void* context, const NearestHit& hit) {
+            auto* self = static_cast<Recorder*>(context);
+            self->seen.push_back(hit);
+            return self->seen.size() < self->stop_after;
+        }
+    };
+    for (const uint64_t m : stops) {
+        Recorder rec;
+        rec.stop_after = m;
+        const QueryResult r = query(NearestVisitor{&Recorder::visit, &rec});
+        const uint64_t want = std::min<uint64_t>(m, expected.size());
+        const std::string at = " (stop after " + std::to_string(m) + ", " + std::to_string(expected.size()) + " hits)";
+        if (!r.status.ok()) return std::string("nearest visitor status ") + to_string(r.status.code) + at;
+        if (r.total != want || r.written != 0 || rec.seen.size() != want)
+            return "nearest visitor: " + std::to_string(rec.seen.size()) + " calls, total " + std::to_string(r.total) +
+                   at;
+        for (uint64_t i = 0; i < want; ++i)
+            if (!same(rec.seen[i], expected[i]))
+                return "nearest visitor hit " + std::to_string(i) + ": expected " + text(expected[i]) + " got " +
+                       text(rec.seen[i]) + at;
+    }
+    return "";
+}
+
+/// The buffer form's whole answer (capacity k).
+std::vector<NearestHit> nearest_buffer(const Grid& grid, const QueryNearest& q) {
+    std::vector<NearestHit> out(q.k);
+    const QueryResult r = query_nearest(grid, q, out.data(), out.size());
+    REQUIRE(r.status.ok());
+    out.resize(r.written);
+    return out;
+}
+
 void check_scene(const std::string& name, const Scene& s, const GridConfig& config, WorldKind w, uint64_t seed,
                  uint32_t queries) {
     const float distance = config.interaction_distance;
@@ -509,6 +567,10 @@ void check_scene(const std::string& name, const Scene& s, const GridConfig& conf
                   tally(4, oracle_nearest(s, c, k, md)),
                   [&](NearestHit* out, uint64_t cap) { return query_nearest(grid, nearest_at(c, k, md), out, cap); },
                   every));
+        const std::vector<NearestHit> nearest = nearest_buffer(grid, nearest_at(c, k, md));
+        f.add("nearest visitor k=" + std::to_string(k),
+              check_nearest_visitor(nearest, nearest_stops(nearest.size(), stop, every),
+                                    [&](NearestVisitor v) { return query_nearest(grid, nearest_at(c, k, md), v); }));
         if (f.count != 0 && f.first.find("query") == std::string::npos)
             f.first += " [query " + std::to_string(q) + " c=(" + std::to_string(c[0]) + "," + std::to_string(c[1]) +
                        "," + std::to_string(c[2]) + ")]";
@@ -614,6 +676,13 @@ TEST_CASE("unbounded worlds far from the origin and across the wrap seam: every 
                                      return query_nearest(grid, nearest_at(c, k, md), out, cap);
                                  },
                                  true));
+            // Many hits at d2 = +inf (squares beyond the float range): ordered by index.
+            const uint32_t many = fs.scene.size() + 2;
+            f.add("nearest visitor",
+                  check_nearest_visitor(nearest_buffer(grid, nearest_at(c, many, kInf)),
+                                        nearest_stops(many, 1 + rng.below(many), q % 8 == 0), [&](NearestVisitor v) {
+                                            return query_nearest(grid, nearest_at(c, many, kInf), v);
+                                        }));
             Frustum fr = six_plane_frustum(); // two slabs through the particle: x = c.x and y = c.y
             fr.planes[0].normal[0] = 1.0f;
             fr.planes[0].d = -c[0];
@@ -718,6 +787,88 @@ TEST_CASE("nearest and wide queries in a long empty bounded world cost the occup
                 [&](uint32_t* out, uint64_t cap) { return query_frustum(**b.grid, f, out, cap); }, true);
             CHECK_MESSAGE(df.empty(), "frustum: ", df);
         }
+}
+
+TEST_CASE("nearest visitor: duplicate points and distance ties, every run boundary, statuses") {
+    Rng rng(31);
+    for (uint32_t dims : {2u, 3u})
+        for (WorldKind w : {WorldKind::unbounded, WorldKind::bounded_reject, WorldKind::bounded_clamp}) {
+            // Points on a half-cell lattice (many equal distances), each one to
+            // four times (equal distances and positions, different indices).
+            Scene s;
+            s.dims = dims;
+            const uint32_t n = scaled_count(400);
+            while (s.size() < n) {
+                const float x = 0.5f * static_cast<float>(rng.below(16));
+                const float y = 0.5f * static_cast<float>(rng.below(16));
+                const float z = dims == 3 ? 0.5f * static_cast<float>(rng.below(6)) : 0.0f;
+                for (uint32_t copies = 1 + rng.below(4); copies > 0 && s.size() < n; --copies)
+                    s.add(x, y, z);
+            }
+            const GridConfig config = world_config(s, w, 1.0f, 1.0f);
+            const Built b = build(s, config);
+            const Grid& grid = **b.grid;
+            for (uint32_t q = 0; q < scaled_count(24); ++q) {
+                float c[3] = {0.0f, 0.0f, 0.0f};
+                const uint32_t i = rng.below(s.size());
+                for (uint32_t a = 0; a < dims; ++a) // on a particle, on the lattice, or anywhere
+                    c[a] = q % 3 == 0 ? s.coord(a, i)
+                                      : (q % 3 == 1 ? 0.5f * static_cast<float>(rng.between(-2, 18))
+                                                    : rng.uniform(-2.0f, 10.0f));
+                const uint32_t ks[] = {1, 2, 3, 8, 64, 65, 200, s.size() + 3};
+                const float limits[] = {kInf, 1.5f, 0.5f, 0.0f};
+                for (uint32_t k : ks)
+                    for (float md : limits) {
+                        const QueryNearest nq = nearest_at(c, k, md);
+                        const std::vector<NearestHit> expected = nearest_buffer(grid, nq);
+                        const std::vector<NearestHit> oracle = oracle_nearest(s, c, k, md);
+                        REQUIRE(expected.size() == oracle.size());
+                        for (size_t j = 0; j < oracle.size(); ++j)
+                            REQUIRE(same(expected[j], oracle[j]));
+                        const std::string d = check_nearest_visitor(
+                            expected, nearest_stops(expected.size(), 1 + rng.below(k), k == 200 || q < 2),
+                            [&](NearestVisitor v) { return query_nearest(grid, nq, v); });
+                        CHECK_MESSAGE(d.empty(), dims, "D ", world_name(w), " k=", k, " max=", md, ": ", d);
+                    }
+            }
+        }
+
+    // Statuses: the buffer form's, with no call.
+    Scene s;
+    s.dims = 3;
+    s.add(1.0f, 1.0f, 1.0f);
+    s.add(2.0f, 1.0f, 1.0f);
+    auto owned = make_grid(world_config(s, WorldKind::unbounded, 1.0f, 1.0f));
+    REQUIRE(owned->init_status.ok());
+    Grid& grid = **owned;
+    uint32_t calls = 0;
+    const NearestVisitor counter{[](void* context, const NearestHit&) {
+                                     ++*static_cast<uint32_t*>(context);
+                                     return true;
+                                 },
+                                 &calls};
+    const float c[3] = {1.0f, 1.0f, 1.0f};
+    CHECK(query_nearest(grid, nearest_at(c, 2, kInf), counter).status.code == StatusCode::not_built);
+    REQUIRE(grid.rebuild(s.spans(), serial_backend()).ok());
+    const float nan_c[3] = {1.0f, kNaN, 1.0f};
+    const float inf_c[3] = {kInf, 1.0f, 1.0f};
+    CHECK(query_nearest(grid, nearest_at(nan_c, 2, kInf), counter).status.code == StatusCode::invalid_query);
+    CHECK(query_nearest(grid, nearest_at(inf_c, 2, kInf), counter).status.code == StatusCode::invalid_query);
+    CHECK(query_nearest(grid, nearest_at(c, 0, kInf), counter).status.code == StatusCode::invalid_query);
+    CHECK(query_nearest(grid, nearest_at(c, 2, -1.0f), counter).status.code == StatusCode::invalid_query);
+    CHECK(query_nearest(grid, nearest_at(c, 2, kNaN), counter).status.code == StatusCode::invalid_query);
+    CHECK(calls == 0);
+    {
+        ContinueOnAssert hook;
+        const QueryResult r = query_nearest(grid, nearest_at(c, 2, kInf), NearestVisitor{});
+        CHECK(r.status.code == StatusCode::invalid_argument);
+        CHECK(r.total == 0);
+    }
+    const QueryResult r = query_nearest(grid, nearest_at(c, 5, kInf), counter);
+    CHECK(r.status.ok());
+    CHECK(r.total == 2);
+    CHECK(r.written == 0);
+    CHECK(calls == 2);
 }
 
 TEST_CASE("point-set pairs match the oracle, every capacity, any thread count") {

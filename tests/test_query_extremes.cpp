@@ -762,6 +762,7 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
         query_point(grid, point_at(c), QueryVisitor{}),
         query_box(grid, box, QueryVisitor{}),
         query_frustum(grid, Frustum{}, QueryVisitor{}),
+        query_nearest(grid, nearest, NearestVisitor{}),
         grid.find_pairs_with(no_x, nullptr, 0, be),
         grid.find_pairs_with(with_r, nullptr, 0, be),
         grid.find_pairs_with(q, nullptr, 1, be),
@@ -795,6 +796,8 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
     NearestHit nh;
     const QueryVisitor no_visitor{};
     const QueryVisitor visitor{[](void*, uint32_t) { return true; }, nullptr};
+    const RayVisitor ray_visitor{[](void*, const RayHit&) { return true; }, nullptr};
+    const NearestVisitor nearest_visitor{[](void*, const NearestHit&) { return true; }, nullptr};
     std::vector<Status> statuses;
     for (const BoxQueryGrid* grid_q : {&none, &from_null}) {
         statuses.push_back(query_point(*grid_q, pq, kAllLayers, out, 4).status);
@@ -802,9 +805,11 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
         statuses.push_back(query_box(*grid_q, bq, kAllLayers, out, 4).status);
         statuses.push_back(query_radius(*grid_q, rq, kAllLayers, out, 4).status);
         statuses.push_back(query_ray(*grid_q, ray, kAllLayers, &hit, 1).status);
+        statuses.push_back(query_ray(*grid_q, ray, kAllLayers, ray_visitor).status);
         statuses.push_back(query_ray_first(*grid_q, ray, kAllLayers, &hit).status);
         statuses.push_back(query_frustum(*grid_q, frustum, kAllLayers, out, 4).status);
         statuses.push_back(query_nearest(*grid_q, nq, kAllLayers, &nh, 1).status);
+        statuses.push_back(query_nearest(*grid_q, nq, kAllLayers, nearest_visitor).status);
         statuses.push_back(query_potential_collisions(*grid_q, 0, out, 4).status);
         statuses.push_back(query_potential_collisions(*grid_q, 0, visitor).status);
         statuses.push_back(query_point_batch(*grid_q, &pq, 1, kAllLayers, offsets, 4, out, 4, be).status);
@@ -820,10 +825,12 @@ TEST_CASE("null pointers and unusable grids are invalid_argument") {
     statuses.push_back(query_radius(q3, rq, kAllLayers, nullptr, 1).status);
     statuses.push_back(query_radius(q3, rq, kAllLayers, no_visitor).status);
     statuses.push_back(query_ray(q3, ray, kAllLayers, nullptr, 1).status);
+    statuses.push_back(query_ray(q3, ray, kAllLayers, RayVisitor{}).status);
     statuses.push_back(query_ray_first(q3, ray, kAllLayers, nullptr).status);
     statuses.push_back(query_frustum(q3, frustum, kAllLayers, nullptr, 4).status);
     statuses.push_back(query_frustum(q3, frustum, kAllLayers, no_visitor).status);
     statuses.push_back(query_nearest(q3, nq, kAllLayers, nullptr, 1).status);
+    statuses.push_back(query_nearest(q3, nq, kAllLayers, NearestVisitor{}).status);
     statuses.push_back(query_potential_collisions(q3, 10, out, 4).status); // object out of range
     statuses.push_back(query_potential_collisions(q3, 10, visitor).status);
     statuses.push_back(query_potential_collisions(q3, 0, nullptr, 4).status);

@@ -907,11 +907,31 @@ struct BoxWorkload {
                                                      return ++seen->calls < seen->stop_after;
                                                  },
                                                  nullptr};
+            const hashgrid::RayVisitor ray_visitor{[](void* context, const hashgrid::RayHit& hit) {
+                                                       auto* seen = static_cast<Seen*>(context);
+                                                       seen->hash->u32(hit.index);
+                                                       seen->hash->f32(hit.t);
+                                                       return ++seen->calls < seen->stop_after;
+                                                   },
+                                                   nullptr};
+            const hashgrid::NearestVisitor nearest_visitor{[](void* context, const hashgrid::NearestHit& hit) {
+                                                               auto* seen = static_cast<Seen*>(context);
+                                                               seen->hash->u32(hit.index);
+                                                               seen->hash->f32(hit.distance_squared);
+                                                               return ++seen->calls < seen->stop_after;
+                                                           },
+                                                           nullptr};
             uint64_t results = 0;
             for (uint32_t q = 0; q < kSingles; ++q) {
                 Seen seen{&hash, 0, q % 4 == 0 ? 3u : ~uint64_t{0}};
                 hashgrid::QueryVisitor v = visitor;
                 v.context = &seen;
+                hashgrid::RayVisitor rv = ray_visitor;
+                rv.context = &seen;
+                hashgrid::NearestVisitor nv = nearest_visitor;
+                nv.context = &seen;
+                hashgrid::QueryNearest many = nearest_queries[q]; // runs of up to 64 hits
+                many.k = 150;
                 const uint32_t object = (q * 131u + frame * 17u) % boxes.size();
                 const hashgrid::QueryResult r[] = {
                     hashgrid::query_point(g, point_queries[q], hashgrid::kAllLayers, v),
@@ -919,6 +939,9 @@ struct BoxWorkload {
                     hashgrid::query_radius(g, radius_queries[q], hashgrid::kAllLayers, v),
                     hashgrid::query_frustum(g, frusta[q], hashgrid::kAllLayers, v),
                     hashgrid::query_potential_collisions(g, object, v),
+                    hashgrid::query_ray(g, ray_queries[q], hashgrid::kAllLayers, rv),
+                    hashgrid::query_nearest(g, nearest_queries[q], hashgrid::kAllLayers, nv),
+                    hashgrid::query_nearest(g, many, hashgrid::kAllLayers, nv),
                 };
                 for (const hashgrid::QueryResult& one : r) {
                     part.note(one.status);
@@ -1115,6 +1138,33 @@ struct ParticleWorkload {
                     query_nearest(g, nearest_at(c, kNearest, max_distance), nearest_out.data(), nearest_out.size());
                 part.note(r.status);
                 results += feed(hash, r.total, nearest_out.data(), r.written);
+            }
+            return results;
+        });
+        // The visitor hashes each hit; every fourth query stops after 3, every
+        // other one asks for 150 (runs of up to 64 hits).
+        log.measure(name, "query_nearest visitor", [&](Part& part) {
+            struct Seen {
+                Fnv1a* hash;
+                uint64_t calls;
+                uint64_t stop_after;
+            };
+            uint64_t results = 0;
+            for (uint32_t q = 0; q < kSingles; ++q) {
+                const float c[3] = {qx[q], qy[q], qz[q]};
+                Seen seen{&hash, 0, q % 4 == 0 ? 3u : ~uint64_t{0}};
+                const hashgrid::NearestVisitor visitor{[](void* context, const hashgrid::NearestHit& hit) {
+                                                           auto* s = static_cast<Seen*>(context);
+                                                           s->hash->u32(hit.index);
+                                                           s->hash->f32(hit.distance_squared);
+                                                           return ++s->calls < s->stop_after;
+                                                       },
+                                                       &seen};
+                const hashgrid::QueryResult r =
+                    query_nearest(g, nearest_at(c, q % 2 == 0 ? kNearest : 150u, q % 3 == 0 ? 2.0f : kInf), visitor);
+                part.note(r.status);
+                hash.u64(r.total);
+                results += r.total;
             }
             return results;
         });

@@ -25,6 +25,7 @@
 #include "hashgrid/query_types.h"
 #include "lattice/cell_index.h"
 #include "query_batch.h"
+#include "query_visit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -201,6 +202,45 @@ struct VisitSink {
         if (!visitor.visit(visitor.context, object)) stopped = true;
     }
     [[nodiscard]] bool done() const { return stopped; }
+};
+
+// ---------------------------------------------------------------------------
+// Ordered results (nearest, ray).
+
+/// (distance_squared, index) ascending: the order of nearest results.
+inline bool hit_before(const NearestHit& a, const NearestHit& b) {
+    return a.distance_squared < b.distance_squared || (a.distance_squared == b.distance_squared && a.index < b.index);
+}
+/// (t, index) ascending: the order of ray hits.
+inline bool hit_before(const RayHit& a, const RayHit& b) { return a.t < b.t || (a.t == b.t && a.index < b.index); }
+
+/// The `limit` first results so far by hit_before, sorted, in a caller's
+/// buffer (insertion: O(limit) per better candidate, no scratch). Offers
+/// that are not strictly after `after` (when set) are dropped, so a search
+/// through the list finds the results that follow a given one: what the
+/// ordered visitor forms use to continue where their last run stopped.
+template <typename Hit>
+struct SortedHits {
+    Hit* out;
+    uint32_t limit;
+    const Hit* after = nullptr;
+    uint32_t size = 0;
+
+    [[nodiscard]] bool full() const { return size == limit; }
+    void offer(const Hit& h) {
+        if (after != nullptr && !hit_before(*after, h)) return;
+        if (size == limit) {
+            if (limit == 0 || !hit_before(h, out[limit - 1])) return;
+            --size;
+        }
+        uint32_t i = size;
+        while (i > 0 && hit_before(h, out[i - 1])) {
+            out[i] = out[i - 1];
+            --i;
+        }
+        out[i] = h;
+        ++size;
+    }
 };
 
 inline QueryResult finish(uint64_t total, uint64_t capacity) {

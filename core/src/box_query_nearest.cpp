@@ -1,5 +1,5 @@
-// Nearest-object queries of the box grid (box_queries.h): query_nearest and
-// query_nearest_batch.
+// Nearest-object queries of the box grid (box_queries.h): query_nearest, its
+// visitor form and query_nearest_batch.
 //
 // Cubic shells of cells around the query's cell (clamped into the occupied
 // extent), each scanned once; an object is considered in the first shell that
@@ -7,6 +7,11 @@
 // beyond the faces of the scanned cube that are inside the occupied extent;
 // the loop stops when the k-th distance is below that bound (with a margin
 // for rounding), or the bound exceeds max_distance.
+//
+// The visitor form runs the same search for short runs of hits, each keeping
+// only the objects after the last hit visited (SortedHits::after): which
+// shell considers an object does not depend on that filter, and the stopping
+// bound holds for the filtered list as for the whole one.
 #include "box_query_internal.h"
 
 #include "hashgrid/box_queries.h"
@@ -20,30 +25,8 @@ namespace {
 
 using namespace box_query;
 
-bool nearest_less(const NearestHit& a, const NearestHit& b) {
-    return a.distance_squared < b.distance_squared || (a.distance_squared == b.distance_squared && a.index < b.index);
-}
-
-/// Sorted list of the best `limit` candidates, kept in the caller's buffer.
-struct NearestList {
-    NearestHit* out;
-    uint32_t limit;
-    uint32_t size = 0;
-    void offer(uint32_t object, float distance_squared) {
-        const NearestHit h{object, distance_squared};
-        if (size == limit) {
-            if (limit == 0 || !nearest_less(h, out[limit - 1])) return;
-            --size;
-        }
-        uint32_t i = size;
-        while (i > 0 && nearest_less(h, out[i - 1])) {
-            out[i] = out[i - 1];
-            --i;
-        }
-        out[i] = h;
-        ++size;
-    }
-};
+/// Sorted list of the best candidates, kept in the caller's buffer.
+using NearestList = SortedHits<NearestHit>;
 
 /// min(k, objects in the layers within max_d2 of center), by a scan over every object.
 uint32_t count_within(const Cells& c, const float center[3], uint32_t layer_mask, float max_d2, uint32_t k) {
@@ -189,13 +172,33 @@ void nearest_shells(const Cells& c, const float center[3], uint32_t layer_mask, 
         if (bound < 0x1p-60) continue;
         const double bound2 = bound * bound;
         if (bound2 > static_cast<double>(max_d2)) return;
-        if (list.size == list.limit && static_cast<double>(list.out[list.limit - 1].distance_squared) < bound2) return;
+        if (list.full() && static_cast<double>(list.out[list.limit - 1].distance_squared) < bound2) return;
     }
 }
 
-} // namespace
+/// Why a nearest query is invalid, or null.
+const char* invalid_nearest(const Cells& c, const QueryNearest& query) {
+    if (query.k == 0) return "query_nearest: k == 0";
+    if (!finite3(query.center, c.lat.dims)) return "query_nearest: the centre is not finite";
+    if (std::isnan(query.max_distance) || query.max_distance < 0.0f)
+        return "query_nearest: max_distance is NaN or negative";
+    return nullptr;
+}
 
-namespace {
+/// Offers every object that may be among the list's nearest within max_d2
+/// (large objects, then the shells): the list ends up holding the nearest
+/// `list.limit` (after list.after, when set), exactly.
+void nearest_search(const Cells& c, const QueryNearest& query, uint32_t layer_mask, float max_d2, NearestList& list) {
+    auto consider = [&](uint32_t object) {
+        float lo[3], hi[3];
+        c.object_box(object, lo, hi);
+        const float d2 = point_box_distance2(query.center, lo, hi, c.lat.dims);
+        if (d2 <= max_d2) list.offer(NearestHit{object, d2});
+    };
+    for (uint32_t j = 0; j < c.view.large_count; ++j)
+        if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
+    if (c.grid.has_cells) nearest_shells(c, query.center, layer_mask, max_d2, list, consider);
+}
 
 /// The query without its layout stamp.
 QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
@@ -204,27 +207,34 @@ QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query
     HASHGRID_REQUIRE_FRAME(grid);
     HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_nearest: null output with capacity > 0");
     const Cells c(grid);
+    if (const char* why = invalid_nearest(c, query)) return invalid(why);
     const uint32_t k = query.k;
-    if (k == 0) return invalid("query_nearest: k == 0");
-    if (!finite3(query.center, c.lat.dims)) return invalid("query_nearest: the centre is not finite");
-    if (std::isnan(query.max_distance) || query.max_distance < 0.0f)
-        return invalid("query_nearest: max_distance is NaN or negative");
     const float max_d2 = query.max_distance * query.max_distance;
     NearestList list{out, static_cast<uint32_t>(std::min<uint64_t>(k, capacity))};
     if (list.limit == 0) return finish(count_within(c, query.center, layer_mask, max_d2, k), capacity);
-
-    auto consider = [&](uint32_t object) {
-        float lo[3], hi[3];
-        c.object_box(object, lo, hi);
-        const float d2 = point_box_distance2(query.center, lo, hi, c.lat.dims);
-        if (d2 <= max_d2) list.offer(object, d2);
-    };
-    for (uint32_t j = 0; j < c.view.large_count; ++j)
-        if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
-    if (grid.has_cells) nearest_shells(c, query.center, layer_mask, max_d2, list, consider);
+    nearest_search(c, query, layer_mask, max_d2, list);
     uint32_t count = list.size;
-    if (list.size == list.limit && list.limit < k) count = count_within(c, query.center, layer_mask, max_d2, k);
+    if (list.full() && list.limit < k) count = count_within(c, query.center, layer_mask, max_d2, k);
     return finish(count, capacity);
+}
+
+/// The visitor form without its layout stamp.
+QueryResult visit_nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,
+                                   NearestVisitor visitor) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, "query_nearest: null visit function");
+    const Cells c(grid);
+    if (const char* why = invalid_nearest(c, query)) return invalid(why);
+    const float max_d2 = query.max_distance * query.max_distance;
+    QueryResult r;
+    r.total =
+        detail::visit_in_runs<NearestHit>(visitor, query.k, [&](const NearestHit* after, NearestHit* run, uint32_t m) {
+            NearestList list{run, m, after};
+            nearest_search(c, query, layer_mask, max_d2, list);
+            return list.size;
+        });
+    return r;
 }
 
 } // namespace
@@ -232,6 +242,11 @@ QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query
 QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
                           uint64_t capacity) {
     return stamped(grid, nearest_in_frame(grid, query, layer_mask, out, capacity));
+}
+
+QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,
+                          NearestVisitor visitor) {
+    return stamped(grid, visit_nearest_in_frame(grid, query, layer_mask, visitor));
 }
 
 QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* queries, uint32_t count,

@@ -1,5 +1,5 @@
-// Ray queries of the box grid (box_queries.h): query_ray, query_ray_first and
-// their batches.
+// Ray queries of the box grid (box_queries.h): query_ray, its visitor form,
+// query_ray_first and their batches.
 //
 // Amanatides & Woo step from cell boundary to cell boundary along the ray.
 // Here the steps cut the t range into pieces, and each piece scans the cells
@@ -13,6 +13,13 @@
 // range misses the previous piece (the "previous cell of the path" rule of a
 // lattice path, applied to pieces), and within the piece from the cell of
 // max(piece.lo, object.lo). No set, no second report, no missed corner.
+//
+// First hits. query_ray_first and the visitor form share one search for the
+// first m hits in (t, index) order, optionally only those after a given hit
+// (the visitor's last). It stops once the m-th hit found comes before every
+// unseen object's t, and a search after a hit at t starts the traversal at
+// (just below) t: every later hit is entered at or after t, and its box is
+// still on the ray's path from there, so the pieces from t on meet it.
 #include "box_query_internal.h"
 
 #include "hashgrid/box_queries.h"
@@ -108,13 +115,17 @@ void first_boundaries(const Cells& c, const RaySpan& r, int64_t next[3], double 
 /// longer than the world costs the cells it crosses inside it. Returns false,
 /// having visited nothing, when the pieces would outnumber the occupied cells
 /// (a long ray through a sparse extent): the caller then scans the occupied
-/// cells instead (scan_all_small), which gives the same hits.
+/// cells instead (scan_all_small), which gives the same hits. With t_from > 0
+/// the pieces start at t_from: they then meet every small object that the
+/// slab test hits with t_exit >= t_from.
 template <typename Visit>
-bool traverse_ray(const Cells& c, const Ray& ray, Visit&& visit) {
+bool traverse_ray(const Cells& c, const Ray& ray, Visit&& visit, double t_from = 0.0) {
     const BoxQueryGrid& g = c.grid;
     if (!g.has_cells) return true;
     RaySpan r;
     if (!clip_ray(c, ray, r)) return true;
+    r.t0 = std::max(r.t0, t_from);
+    if (!(r.t0 <= r.t1)) return true;
     if (piece_estimate(c, r) > 2.0 * static_cast<double>(c.cell_count) + 64.0) return false;
     int64_t next[3] = {0, 0, 0};
     double t_next[3] = {kDoubleInf, kDoubleInf, kDoubleInf};
@@ -179,7 +190,36 @@ bool valid_ray(const Ray& ray, uint32_t dims) {
     return finite3(ray.origin, dims) && finite3(ray.direction, dims) && !std::isnan(ray.max_t) && ray.max_t >= 0.0f;
 }
 
-bool hit_less(const RayHit& a, const RayHit& b) { return a.t < b.t || (a.t == b.t && a.index < b.index); }
+bool hit_less(const RayHit& a, const RayHit& b) { return hit_before(a, b); }
+
+/// The first list.limit hits of the ray in (t, index) order (only those after
+/// list.after, when set) into the list. Large objects first, then the pieces
+/// along the ray until no unseen object can come before the list's last.
+void first_hits(const Cells& c, const Ray& ray, uint32_t layer_mask, SortedHits<RayHit>& list) {
+    auto consider = [&](uint32_t object) {
+        float lo[3], hi[3];
+        c.object_box(object, lo, hi);
+        float t = 0.0f;
+        if (ray_box_hit(ray, lo, hi, c.lat.dims, t)) list.offer(RayHit{object, t});
+    };
+    for (uint32_t j = 0; j < c.view.large_count; ++j)
+        if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
+    // A hit after list.after has float t >= after->t, so its slab t (a
+    // double rounded to that float) is at least after->t less half an ulp.
+    double t_from = 0.0;
+    if (list.after != nullptr && std::isfinite(list.after->t))
+        t_from = std::max(0.0, static_cast<double>(list.after->t) * (1.0 - kRelativeSlack) - kAbsoluteSlack);
+    if (!traverse_ray(
+            c, ray,
+            [&](const CellBox& piece, const CellBox* previous, double t_end) {
+                scan_piece(c, piece, previous, layer_mask, consider);
+                // An unseen object's slab t exceeds t_end up to rounding (float t: 2^-24 relative).
+                return !list.full() ||
+                       !(static_cast<double>(list.out[list.limit - 1].t) < t_end * (1.0 - kRelativeSlack));
+            },
+            t_from))
+        scan_all_small(c, layer_mask, consider);
+}
 
 } // namespace
 
@@ -275,30 +315,36 @@ QueryResult ray_first_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_
     const Cells c(grid);
     if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
     RayHit best{kNoIndex, 0.0f};
-    auto consider = [&](uint32_t object) {
-        float lo[3], hi[3];
-        c.object_box(object, lo, hi);
-        float t = 0.0f;
-        if (!ray_box_hit(ray, lo, hi, c.lat.dims, t)) return;
-        const RayHit h{object, t};
-        if (best.index == kNoIndex || hit_less(h, best)) best = h;
-    };
-    for (uint32_t j = 0; j < c.view.large_count; ++j)
-        if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
-    if (!traverse_ray(c, ray, [&](const CellBox& piece, const CellBox* previous, double t_end) {
-            scan_piece(c, piece, previous, layer_mask, consider);
-            // An unseen object's slab t exceeds t_end up to rounding (float t: 2^-24 relative).
-            return best.index == kNoIndex || !(static_cast<double>(best.t) < t_end * (1.0 - kRelativeSlack));
-        }))
-        scan_all_small(c, layer_mask, consider);
+    SortedHits<RayHit> list{&best, 1};
+    first_hits(c, ray, layer_mask, list);
     *hit = best; // index kNoIndex when nothing is hit
-    return finish(best.index == kNoIndex ? 0 : 1, 1);
+    return finish(list.size, 1);
+}
+
+/// The visitor form without its layout stamp.
+QueryResult visit_ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayVisitor visitor) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, "query_ray: null visit function");
+    const Cells c(grid);
+    if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
+    QueryResult r;
+    r.total = detail::visit_in_runs<RayHit>(visitor, ~uint64_t{0}, [&](const RayHit* after, RayHit* run, uint32_t m) {
+        SortedHits<RayHit> list{run, m, after};
+        first_hits(c, ray, layer_mask, list);
+        return list.size;
+    });
+    return r;
 }
 
 } // namespace
 
 QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
     return stamped(grid, ray_first_in_frame(grid, ray, layer_mask, hit));
+}
+
+QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayVisitor visitor) {
+    return stamped(grid, visit_ray_in_frame(grid, ray, layer_mask, visitor));
 }
 
 // ---------------------------------------------------------------------------

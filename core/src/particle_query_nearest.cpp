@@ -1,7 +1,10 @@
-// k nearest particles (query_nearest and its batch): a max-heap of the best
-// candidates in the caller's buffer, filled from growing shells of cells or,
-// when shells would cost more, from a walk over the occupied cells.
+// k nearest particles (query_nearest, its visitor form and its batch): a
+// max-heap of the best candidates in the caller's buffer, filled from growing
+// shells of cells or, when shells would cost more, from a walk over the
+// occupied cells. The visitor form runs the same search on a small stack
+// buffer, restricted to the candidates after the last hit it visited.
 #include "particle_query_walk.h"
+#include "query_visit.h"
 
 #include <cmath>
 #include <cstdint>
@@ -52,6 +55,9 @@ struct NearestSearch {
     uint32_t capacity; ///< Heap size wanted (the m nearest).
     bool limited;      ///< max_distance is finite.
     float max_r2;      ///< fl(max_distance^2) when limited.
+    /// When set, only candidates after this hit in (distance_squared, index)
+    /// order are kept: the search then finds the results that follow it.
+    const NearestHit* after = nullptr;
     uint32_t size = 0;
 
     /// Prune bound on exact squared distances: a cell whose box is farther
@@ -70,6 +76,7 @@ struct NearestSearch {
         const float d2 = distance2(v, k, c);
         if (limited && !(d2 < max_r2)) return;
         const NearestHit cand{v.order[k], d2};
+        if (after != nullptr && !closer(*after, cand)) return;
         if (size < capacity) {
             heap[size] = cand;
             sift_up(heap, size++);
@@ -234,13 +241,22 @@ uint64_t nearest_total(const View& v, const float* c, uint32_t k, float max_dist
     return within < k ? within : k;
 }
 
-uint32_t nearest_run(const View& v, const float* c, float max_distance, NearestHit* out, uint32_t m) {
+/// The m nearest particles (after `after` in (distance_squared, index) order
+/// when it is set) within max_distance, ascending, in out[0 .. m); returns
+/// how many were found.
+uint32_t nearest_run(const View& v, const float* c, float max_distance, NearestHit* out, uint32_t m,
+                     const NearestHit* after = nullptr) {
     NearestSearch search{v, c, out, m, max_distance != INFINITY, max_distance * max_distance};
+    search.after = after;
     return search.run();
 }
 
+bool valid_nearest(const View& v, const QueryNearest& q) {
+    return finite_point(v, q.center) && q.k != 0 && valid_max_distance(q.max_distance);
+}
+
 uint64_t run_nearest(const View& v, const QueryNearest& q, NearestHit* out, uint64_t capacity) {
-    if (!finite_point(v, q.center) || q.k == 0 || !valid_max_distance(q.max_distance)) return kInvalidQuery;
+    if (!valid_nearest(v, q)) return kInvalidQuery;
     // The output buffer is the heap: search for the m nearest that fit.
     const auto m = static_cast<uint32_t>(capacity < q.k ? capacity : q.k);
     const uint32_t found = nearest_run(v, q.center, q.max_distance, out, m);
@@ -259,6 +275,18 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHi
     const uint64_t total = run_nearest(v, query, out, capacity);
     if (total == kInvalidQuery) return invalid_result(kInvalidNearest);
     return finish(total, capacity);
+}
+
+QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVisitor visitor) {
+    View v;
+    if (!make_view(grid, v)) return not_built_result();
+    HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, "query_nearest: null visit function");
+    if (!valid_nearest(v, query)) return invalid_result(kInvalidNearest);
+    QueryResult r;
+    r.total = visit_in_runs<NearestHit>(visitor, query.k, [&](const NearestHit* after, NearestHit* run, uint32_t m) {
+        return nearest_run(v, query.center, query.max_distance, run, m, after);
+    });
+    return r;
 }
 
 QueryResult query_nearest_batch(const Grid& grid, const QueryNearest* queries, uint32_t count, uint64_t* offsets,

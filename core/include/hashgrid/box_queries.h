@@ -9,9 +9,10 @@
 //   // r.total is exact; out[0, r.written) is a prefix of the full answer.
 //
 // The vocabulary (QueryBox, QuerySphere, Frustum, QueryNearest, QueryResult,
-// QueryVisitor, the output, batch and visitor contracts) is query_types.h's,
-// shared with particle_queries.h: the same call on a particle grid omits the
-// layer mask. Nothing allocates; no query keeps state between calls.
+// QueryVisitor, NearestVisitor, RayVisitor, the output, batch and visitor
+// contracts) is query_types.h's, shared with particle_queries.h: the same
+// call on a particle grid omits the layer mask. Nothing allocates; no query
+// keeps state between calls.
 //
 // Order of set queries (point, box, radius, frustum, potential collisions):
 // objects kept in cells first, by the cell that reports them in ascending
@@ -140,6 +141,16 @@ bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3],
 /// Every object the ray hits (ray_box_hit), ordered by the reported (float)
 /// t, ties by object index.
 QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity);
+/// Visitor form: visit(context, hit) for the same hits in the same order
+/// (bit-identical t), first hit first, until it returns false. No buffer and
+/// no allocation: the hits are found in runs of 1, 2, 4, ... up to 64, each
+/// by one search like query_ray_first's for the run's length, restricted to
+/// the hits after the last one visited and walking the cells from where the
+/// ray is at that hit's t. Stopping after the first hit costs about one
+/// query_ray_first; visiting m hits about log2(m) + m / 64 such searches,
+/// each walking the ray from the last visited hit to its own last hit (the
+/// large objects are tested once per search).
+QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayVisitor visitor);
 /// Only the first hit (smallest t, then smallest index): total is 0 or 1 and
 /// *hit is written when it is 1 (else hit->index = kNoIndex). Stops
 /// traversing once nothing unseen can come earlier.
@@ -166,6 +177,17 @@ QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint
 /// object, on that path only).
 QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
                           uint64_t capacity);
+/// Visitor form: visit(context, hit) for the same hits in the same order
+/// (bit-identical distance_squared), nearest first, until it returns false
+/// or query.k hits were visited. No buffer and no allocation: the hits are
+/// found in runs of 1, 2, 4, ... up to 64, each by one search like the
+/// buffer form's (k = the run's length) restricted to the objects after the
+/// last hit visited in (distance_squared, index) order. Stopping after the
+/// first hit costs one k = 1 search; visiting m hits costs about
+/// log2(m) + m / 64 searches, each at most as costly as the buffer form with
+/// k = m (a search scans the shells out to its last hit's distance).
+QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,
+                          NearestVisitor visitor);
 
 /// Objects that may collide with object `object` (< view.object_count): a
 /// box query with its own box, excluding itself, filtered by the pair rule

@@ -13,9 +13,9 @@
 //   for (uint64_t i = 0; i < q.written; ++i) use(hits[i]);   // original particle indices
 //
 // The vocabulary (QueryPoint, QuerySphere, QueryBox, Frustum, QueryNearest,
-// QueryResult, QueryVisitor, the output, batch and visitor contracts) is
-// query_types.h's, shared with box_queries.h: the same call on a box grid
-// adds a layer mask.
+// QueryResult, QueryVisitor, NearestVisitor, the output, batch and visitor
+// contracts) is query_types.h's, shared with box_queries.h: the same call on
+// a box grid adds a layer mask.
 //
 // Distance convention: strict, the pair test's. A particle p is within
 // distance r of a point c when
@@ -92,6 +92,16 @@ QueryResult query_frustum(const Grid& grid, const Frustum& frustum, QueryVisitor
 /// as the search heap, so no scratch is needed. The centre must be finite;
 /// k == 0, or max_distance NaN or < 0, is invalid_query.
 QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHit* out, uint64_t capacity);
+/// Visitor form: visit(context, hit) for the same hits in the same order
+/// (bit-identical distance_squared), nearest first, until it returns false
+/// or query.k hits were visited. No buffer and no allocation: the hits are
+/// found in runs of 1, 2, 4, ... up to 64, each by one search like the
+/// buffer form's (k = the run's length) restricted to the particles after
+/// the last hit visited in (distance_squared, index) order. Stopping after
+/// the first hit costs one k = 1 search; visiting m hits costs about
+/// log2(m) + m / 64 searches, each at most as costly as the buffer form with
+/// k = m (a search looks at the particles out to its last hit's distance).
+QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVisitor visitor);
 
 // ---------------------------------------------------------------------------
 // Batches (the batch contract of query_types.h).

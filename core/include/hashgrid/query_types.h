@@ -1,8 +1,9 @@
 // The query vocabulary shared by particle grids (particle_queries.h) and box
 // grids (box_queries.h): what a query asks (a point, a sphere, a box, a
 // frustum, k nearest), what it answers (QueryResult, Pair, NearestHit,
-// RayHit), and the two callback hooks (QueryVisitor for queries, PairFilter
-// for pair finding). A call on one grid kind reads the same as on the other:
+// RayHit), and the callback hooks (QueryVisitor, NearestVisitor and
+// RayVisitor for queries, PairFilter for pair finding). A call on one grid
+// kind reads the same as on the other:
 //
 //   query_radius(particle_grid, sphere, out, capacity);
 //   query_radius(box_query_grid, sphere, layer_mask, out, capacity);
@@ -29,10 +30,18 @@
 // out and offsets then hold unspecified partial results.
 //
 // Visitor form, every set query (point, radius, box, frustum, potential
-// collisions): instead of a buffer, a plain function pointer and a context
-// are called once per result, in the documented result order, on the calling
-// thread. Returning false stops the query at once. The result's total is the
-// number of calls made (written is 0); status is ok, also after an early stop.
+// collisions) and the ordered queries (k nearest, ray): instead of a buffer,
+// a plain function pointer and a context are called once per result, in the
+// documented result order, on the calling thread. Returning false stops the
+// query at once. The result's total is the number of calls made (written is
+// 0); status is ok, also after an early stop. The checks and their statuses
+// are the buffer form's (not_built, stale_view, invalid_query), and a null
+// visit function is invalid_argument. Set queries visit (QueryVisitor) the
+// indices; nearest (NearestVisitor) and ray (RayVisitor) queries visit the
+// NearestHit / RayHit the buffer form would write, bit for bit. The ordered
+// visitor forms need no buffer: they find their results in short runs, each
+// by a search for the results that follow the last one visited (the cost is
+// stated with each query), so stopping early saves the search for the rest.
 #pragma once
 
 #include "hashgrid/status.h"
@@ -148,6 +157,22 @@ struct RayHit {
 /// false to stop the query.
 struct QueryVisitor {
     bool (*visit)(void* context, uint32_t index) = nullptr;
+    void* context = nullptr;
+};
+
+/// Visitor form of a k-nearest query: visit(context, hit) is called once per
+/// result, nearest first, with the hit the buffer form writes at that
+/// position; return false to stop the query.
+struct NearestVisitor {
+    bool (*visit)(void* context, const NearestHit& hit) = nullptr;
+    void* context = nullptr;
+};
+
+/// Visitor form of a ray query (box grids): visit(context, hit) is called
+/// once per hit in ascending (t, index) order, with the hit the buffer form
+/// writes at that position; return false to stop the query.
+struct RayVisitor {
+    bool (*visit)(void* context, const RayHit& hit) = nullptr;
     void* context = nullptr;
 };
 
