@@ -84,6 +84,16 @@ CellRange oracle_range(const BoxScene& s, const BoxGridConfig& c, uint32_t i) {
     return r;
 }
 
+/// Unbounded worlds: a range reaching beyond the cell-key range (the grid
+/// keeps such an object with the large ones, box_grid.h).
+bool beyond_keys(const BoxGridConfig& c, const CellRange& r) {
+    if (c.world == World::bounded) return false;
+    const int64_t limit = c.dimensions == 3 ? hashgrid::kKeyLimit3 : hashgrid::kKeyLimit2;
+    for (uint32_t d = 0; d < c.dimensions; ++d)
+        if (r.lo[d] < -limit || r.hi[d] > limit) return true;
+    return false;
+}
+
 uint64_t covered(const CellRange& r) {
     uint64_t v = 1;
     for (uint32_t d = 0; d < 3; ++d)
@@ -134,7 +144,7 @@ Expected expected_pairs(const BoxScene& s, const BoxGridConfig& c) {
     Expected e;
     for (uint32_t i = 0; i < n; ++i) {
         range[i] = oracle_range(s, c, i);
-        large[i] = covered(range[i]) > c.large_object_cells;
+        large[i] = beyond_keys(c, range[i]) || covered(range[i]) > c.large_object_cells;
         if (large[i])
             e.large.push_back(i);
         else
@@ -184,7 +194,7 @@ std::vector<Pair> expected_query_pairs(const BoxScene& s, const BoxGridConfig& c
     std::vector<bool> large(n);
     for (uint32_t i = 0; i < n; ++i) {
         range[i] = oracle_range(s, c, i);
-        large[i] = covered(range[i]) > c.large_object_cells;
+        large[i] = beyond_keys(c, range[i]) || covered(range[i]) > c.large_object_cells;
     }
     for (uint32_t k = 0; k < q.size(); ++k) {
         int64_t q_lo[3] = {0, 0, 0};
@@ -875,9 +885,10 @@ TEST_CASE("bad input: lowest index, count, previous frame intact") {
                  StatusCode::invalid_box,
                  9000,
                  3},
-                // Far out: outside the key range (unbounded) or the world (reject).
+                // Far out: outside the world (reject); a large object beyond the
+                // key range (unbounded) or one clamped into the border (clamp).
                 {{{4000, 0, true, 1e30f}, {4000, 0, false, 1e30f}},
-                 world == 2 ? StatusCode::ok : StatusCode::position_out_of_range,
+                 world == 1 ? StatusCode::position_out_of_range : StatusCode::ok,
                  4000,
                  1},
             };
@@ -940,6 +951,84 @@ TEST_CASE("large objects: every threshold gives the same pair set") {
             const std::vector<Pair> set = as_set(run.pairs.data(), run.pairs.size());
             if (reference.empty()) reference = set;
             CHECK(diff_pairs(reference, set.data(), set.size()) == "");
+        }
+    }
+}
+
+TEST_CASE("unbounded: objects beyond the cell-key range are large; pairs exact at every thread count") {
+    ParallelBackend b2(2), b3(3), b8(8);
+    const hashgrid::ThreadBackend backends[] = {hashgrid::serial_backend(), b2.backend(), b3.backend(), b8.backend()};
+    struct Far {
+        const char* label;
+        uint32_t dims;
+        float cell;
+    };
+    for (const Far& f : {Far{"3D cluster with outliers at 1e30 and 3e38", 3, 1.0f},
+                         Far{"2D cluster with outliers at 1e30 and 3e38", 2, 1.0f},
+                         Far{"3D boxes at +-1e6 with 1 cm cells", 3, 0.01f}, Far{"2D boxes at +-3e38", 2, 1.0f}}) {
+        INFO(f.label);
+        Rng rng(f.dims * 31u + static_cast<uint32_t>(f.cell * 100.0f));
+        BoxScene s;
+        s.dims = f.dims;
+        const bool cluster = std::string(f.label).find("cluster") != std::string::npos;
+        const uint32_t n = cluster ? scaled_count(1500, 200) : scaled_count(300, 60);
+        for (uint32_t i = 0; i < n; ++i) {
+            float lo[3], hi[3];
+            for (uint32_t d = 0; d < 3; ++d) {
+                if (cluster) {
+                    lo[d] = rng.uniform(0.0f, 15.0f);
+                    hi[d] = lo[d] + rng.uniform(0.0f, 0.8f);
+                } else if (f.cell < 1.0f) { // float steps are 0.0625 out there
+                    lo[d] = (rng.coin() ? 1.0e6f : -1.0e6f) + rng.uniform(0.0f, 3.0f);
+                    hi[d] = lo[d] + rng.uniform(0.0f, 0.5f);
+                } else {
+                    lo[d] = (rng.coin() ? 3.0e38f : -3.0e38f) + rng.uniform(-1.0f, 1.0f) * 2.0e37f;
+                    hi[d] = lo[d] + rng.uniform(0.0f, 1.0f) * 1.0e37f;
+                }
+            }
+            s.add_box(lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
+        }
+        if (cluster) {
+            s.add_box(1e30f, 1.0f, 1.0f, 1e30f, 2.0f, 2.0f);                       // far on one axis
+            s.add_box(1e30f, -3e38f, 1e30f, 1.0000001e30f, -2e38f, 1.0000001e30f); // far on all
+            s.add_box(1e30f, -3e38f, 1e30f, 1e30f, -3e38f, 1e30f);                 // inside the last: a far pair
+            s.add_box(-3e38f, -3e38f, -3e38f, 3e38f, 3e38f, 3e38f);                // all of space
+            s.add_box(5.0f, 5.0f, 5.0f, 2.0e7f, 5.5f, 5.5f);                       // straddles the key limit (3D)
+            s.add_box(-std::numeric_limits<float>::max(), 3.0f, 3.0f, -1e38f, 4.0f, 4.0f); // FLT_MAX
+        }
+        BoxGridConfig c;
+        c.dimensions = f.dims;
+        c.cell_size = f.cell;
+        c.max_objects = s.size();
+        c.max_cell_entries = 64 * s.size();
+        c.max_pairs = uint64_t{s.size()} * s.size();
+        auto g = make_box_grid(c);
+        REQUIRE(g->init_status.ok());
+        const Expected e = expected_pairs(s, c);
+        CHECK(e.large.size() >= (cluster ? 6u : s.size() / 2)); // the far objects, at least
+        CHECK(e.pairs.size() > (cluster ? 1000u : 10u));        // pairs exist among them
+        uint64_t view_hash = 0;
+        for (const hashgrid::ThreadBackend& b : backends) {
+            INFO("workers " << b.worker_count);
+            REQUIRE((*g)->rebuild(s.spans(), b).ok());
+            if (view_hash == 0) view_hash = hash_view(**g);
+            CHECK(hash_view(**g) == view_hash);
+            CHECK((*g)->view().large_count == e.large.size());
+            CHECK(check_run(run_pairs(**g, b, e.pairs.size() + 1), e.pairs) == "");
+            // Query boxes: copies of objects' boxes, so far objects are asked for too.
+            BoxScene q;
+            q.dims = s.dims;
+            for (uint32_t k = 0; k < 40; ++k) {
+                const uint32_t i = k < 6 ? s.size() - 1 - k : rng.below(s.size());
+                float mn[3] = {0.0f, 0.0f, 0.0f}, mx[3] = {0.0f, 0.0f, 0.0f};
+                for (uint32_t d = 0; d < s.dims; ++d) {
+                    mn[d] = s.lo[d][i];
+                    mx[d] = s.hi[d][i];
+                }
+                q.add(mn, mx);
+            }
+            const std::vector<Pair> expected_q = expected_query_pairs(s, c, q);
+            CHECK(check_run(run_query_pairs(**g, q, b, expected_q.size() + 1), expected_q) == "");
         }
     }
 }

@@ -73,6 +73,15 @@ int32_t ref_cell(const BoxGridConfig& c, uint32_t d, float p) {
     return static_cast<int32_t>(std::clamp(f, lo, hi));
 }
 
+/// Unbounded worlds: a coordinate whose cell lies beyond the key range (such
+/// an object is kept with the large objects, box_grid.h).
+bool ref_far(const BoxGridConfig& c, uint32_t d, float p) {
+    if (c.world == hashgrid::World::bounded) return false;
+    const double f = std::floor(hashgrid::scaled_coordinate(p, c.origin[d], hashgrid::key_scale(c.cell_size)));
+    const double limit = c.dimensions == 3 ? hashgrid::kKeyLimit3 : hashgrid::kKeyLimit2;
+    return !(f >= -limit && f <= limit);
+}
+
 uint64_t ref_key(const BoxGridConfig& c, const int32_t at[3]) {
     return c.dimensions == 3 ? hashgrid::pack_key3(at[0], at[1], at[2]) : hashgrid::pack_key2(at[0], at[1]);
 }
@@ -102,12 +111,14 @@ struct RefGrid {
         for (uint32_t i = 0; i < b.size(); ++i) {
             int32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
             uint64_t cells = 1;
+            bool far = false;
             for (uint32_t d = 0; d < c.dimensions; ++d) {
                 lo[d] = ref_cell(c, d, b.lo[d][i]);
                 hi[d] = ref_cell(c, d, b.hi[d][i]);
                 cells *= static_cast<uint64_t>(int64_t{hi[d]} - lo[d] + 1);
+                far = far || ref_far(c, d, b.lo[d][i]) || ref_far(c, d, b.hi[d][i]);
             }
-            if (cells > c.large_object_cells) {
+            if (far || cells > c.large_object_cells) {
                 large.push_back(i);
                 continue;
             }
@@ -888,6 +899,61 @@ TEST_CASE("box queries agree with brute force on random scenes (reference and re
     CHECK(c.nearest > many);
     CHECK(c.collisions > many);
     CHECK(c.large > many / 100);
+}
+
+TEST_CASE("unbounded box grids take any finite coordinate: far objects are large, every query exact") {
+    const float limit3 = static_cast<float>(hashgrid::kKeyLimit3);
+    uint32_t checked = 0;
+    for (const SceneSpec& spec : {kSpecs[0], kSpecs[1], kSpecs[5]}) {
+        for (uint32_t scene = 0; scene < 3; ++scene) {
+            Rng rng(0xfa500000u + spec.dims * 100u + scene);
+            const uint32_t n = 60 + rng.below(60);
+            const BoxGridConfig config = make_config(spec, n + 6);
+            Boxes boxes = random_boxes(rng, spec, config, n);
+            // Outliers: far on one axis; far on every axis, with a point box
+            // inside it (a far-far pair); spanning all space; straddling the
+            // key limit; FLT_MAX-sized coordinates.
+            auto add = [&](float x0, float y0, float z0, float x1, float y1, float z1) {
+                const float mn[3] = {x0, y0, z0}, mx[3] = {x1, y1, z1};
+                boxes.add(mn, mx, 1u << rng.below(4), hashgrid::kAllLayers);
+            };
+            const float o = spec.origin;
+            add(1e30f, o + 1.0f, o + 1.0f, 1e30f, o + 2.0f, o + 2.0f);
+            add(1e30f, -3e38f, 1e30f, 1.0000001e30f, -2e38f, 1.0000001e30f);
+            add(-3e38f, -3e38f, -3e38f, 3e38f, 3e38f, 3e38f);
+            add(o + 2.0f, o + 2.0f, o + 2.0f, o + (limit3 + 8.0f) * spec.cell * 2.0f, o + 3.0f, o + 3.0f);
+            add(1e30f, -3e38f, 1e30f, 1e30f, -3e38f, 1e30f);
+            add(-std::numeric_limits<float>::max(), o, o, -1e38f, o + 1.0f, o + 1.0f);
+            const RefGrid ref(config, boxes);
+            REQUIRE(ref.large.size() >= 6); // the outliers at least
+            Queries queries = random_queries(rng, spec, config, 30);
+            // Some queries out among the outliers.
+            for (size_t i = 0; i < queries.points.size(); i += 5) {
+                queries.points[i].position[0] = 1e30f;
+                queries.boxes[i].min[0] = 1e29f;
+                queries.boxes[i].max[0] = kInf;
+                queries.spheres[i].center[0] = -2e38f;
+                queries.nearest[i].center[0] = 5e29f;
+                queries.rays[i].origin[0] = -1e30f;
+            }
+            CAPTURE(spec.dims);
+            CAPTURE(spec.cell);
+            CAPTURE(scene);
+            RealGrid real(config, boxes);
+            REQUIRE_MESSAGE(real.ok(), hashgrid::to_string(real.init.code)
+                                           << " " << hashgrid::to_string(real.rebuild.code));
+            const BoxGridView rv = real.grid.view();
+            CHECK(compare_views(ref.view(), rv, spec.dims) == "");
+            Fnv1a h_ref, h_real;
+            const BoxQueryGrid qg = hashgrid::prepare_box_queries(ref.view(), hashgrid::serial_backend());
+            CHECK(check_all(qg, ref, queries, h_ref) == "");
+            const BoxQueryGrid rqg = hashgrid::prepare_box_queries(rv, hashgrid::serial_backend());
+            CHECK(check_all(rqg, ref, queries, h_real) == "");
+            CHECK(h_ref.value() == h_real.value());
+            ++checked;
+        }
+    }
+    CHECK(checked == 9);
 }
 
 TEST_CASE("prepare_box_queries: extents, object union, same for every thread count") {

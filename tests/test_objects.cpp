@@ -1230,9 +1230,22 @@ TEST_CASE("client API: hand-computed scenario, statuses, nothing lost") {
     // A negative size too small to show in the box is still rejected.
     CHECK(index.create_client({1e8f, 0.0f}, {-0.5f, 1.0f}).status.code == StatusCode::invalid_box);
     CHECK(index.create_client({3e38f, 0.0f}, {3e38f, 1.0f}).status.code == StatusCode::invalid_position);
-    // Beyond the 2D key range (|cell| <= 2^31 - 3).
-    CHECK(index.create_client({1e10f, 0.0f}, {1.0f, 1.0f}).status.code == StatusCode::position_out_of_range);
-    CHECK(index.update_client(a, {0.0f, -1e10f}, {1.0f, 1.0f}).code == StatusCode::position_out_of_range);
+    // Beyond the 2D key range (|cell| <= 2^31 - 3): accepted as a large
+    // client (no cell entries), found where it is, moved and removed.
+    const uint64_t entries_before_far = index.cell_entry_count();
+    const hashgrid::ObjectAddResult far_client = index.create_client({1e10f, 0.0f}, {1.0f, 1.0f});
+    REQUIRE(far_client.status.ok());
+    CHECK(index.cell_entry_count() == entries_before_far);
+    r = index.find_near({1e10f, 0.0f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8);
+    REQUIRE(r.total == 1);
+    CHECK(out[0] == far_client.handle);
+    REQUIRE(index.update_client(far_client.handle, {0.0f, -1e10f}, {1.0f, 1.0f}).ok());
+    CHECK(index.find_near({1e10f, 0.0f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8).total == 0);
+    r = index.find_near({0.0f, -1e10f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8);
+    REQUIRE(r.total == 1);
+    CHECK(out[0] == far_client.handle);
+    CHECK(index.cell_entry_count() == entries_before_far);
+    REQUIRE(index.remove_client(far_client.handle).ok());
     CHECK(index.update_client(a, {0.0f, nan}, {1.0f, 1.0f}).code == StatusCode::invalid_position);
     CHECK(index.find_near({nan, 0.0f}, {1.0f, 1.0f}, hashgrid::kAllLayers, out, 8).status.code ==
           StatusCode::invalid_query);

@@ -49,13 +49,23 @@ Status bad_box_status(const ObjectChunk* chunks, uint32_t count) {
         s.message = "box has min > max on some axis";
         break;
     case StatusCode::position_out_of_range:
-        s.message = "box outside the bounded world or the cell-key range";
+        s.message = "box outside the bounded world";
         break;
     default:
         break;
     }
     return s;
 }
+
+/// Unbounded worlds: an object with a coordinate beyond the cell-key range is
+/// kept with the large objects (tested against every object and by every
+/// query directly, in float: exact at any finite coordinate, O(N) each). Its
+/// scratch range is marked empty (hi < lo on x).
+inline void mark_far(ObjectScratch& o) {
+    o.lo[0] = 1;
+    o.hi[0] = 0;
+}
+inline bool is_far(const ObjectScratch& o) { return o.hi[0] < o.lo[0]; }
 
 /// Cells covered by a range (at most 2^64 - 1 by the key limits).
 inline uint64_t cells_covered(const ObjectScratch& o) {
@@ -147,7 +157,7 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
             }
             s.category[i] = in.category != nullptr ? in.category[i] : ~0u;
             s.mask[i] = in.mask != nullptr ? in.mask[i] : ~0u;
-            if (cells_covered(o) > large_cells) {
+            if (is_far(o) || cells_covered(o) > large_cells) {
                 s.is_large[i] = 1;
                 s.large_object[l++] = i;
                 continue;
@@ -251,9 +261,18 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
                 code = StatusCode::invalid_box;
             } else {
                 o.lo[2] = o.hi[2] = 0;
+                bool in_range = true;
                 for (uint32_t d = 0; d < dims; ++d)
-                    if (!k.cell_of(d, o.min[d], o.lo[d]) || !k.cell_of(d, o.max[d], o.hi[d]))
+                    in_range = k.cell_of(d, o.min[d], o.lo[d]) && k.cell_of(d, o.max[d], o.hi[d]) && in_range;
+                if (!in_range) {
+                    if (k.bounded) {
                         code = StatusCode::position_out_of_range;
+                    } else {
+                        mark_far(o);
+                        ++chunk.large;
+                        continue;
+                    }
+                }
             }
             if (code != StatusCode::ok) {
                 if (chunk.bad.count++ == 0) {

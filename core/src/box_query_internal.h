@@ -3,7 +3,8 @@
 //
 // Cells. cell(p) = floor((p - origin) * scale) in double, clamped into the
 // key range (bounded: [0, n - 1], the grid's clamp mode; unbounded: the
-// packing limits, which every stored object respects). It is the function the
+// packing limits, which every object kept in cells respects: objects beyond
+// them are large objects). It is the function the
 // box grid used to place objects, and it is monotone, so "box B covers cell c"
 // is "c is in [cell(B.min), cell(B.max)]" on every axis.
 //

@@ -170,7 +170,8 @@ Status ProximityIndex::check_box(const ObjectBox& box, uint32_t& entries) const 
     // The same cell rule as BoxGrid::rebuild (box_grid.h, cell_key.h): cell(p)
     // = floor((p - origin) * scale) in double, inside [lower, upper) or
     // clamped (bounded clamp mode); an object covering more than
-    // large_object_cells cells is kept out of the cells (0 entries).
+    // large_object_cells cells, or (unbounded) reaching beyond the cell-key
+    // range, is kept out of the cells (0 entries).
     const BoxGridConfig& g = config_.grid;
     const uint32_t dims = g.dimensions;
     const double scale = key_scale(g.cell_size);
@@ -186,11 +187,12 @@ Status ProximityIndex::check_box(const ObjectBox& box, uint32_t& entries) const 
                        scaled_coordinate(box.max[d], g.origin[d], scale)};
         for (double& v : t) {
             if (!(v >= lower && v < upper)) {
-                if (!clamp) {
-                    return status_error(StatusCode::position_out_of_range,
-                                        "client box outside the bounded world or the cell-key range");
+                if (!bounded) large = true; // beyond the key range: a large object
+                if (!bounded || clamp) {
+                    v = v < lower ? lower : upper - 1.0;
+                    continue;
                 }
-                v = v < lower ? lower : upper - 1.0;
+                return status_error(StatusCode::position_out_of_range, "client box outside the bounded world");
             }
         }
         // In range, the floors fit int64 exactly (|t| < 2^32).

@@ -28,6 +28,13 @@
 // against every object directly (a world-spanning terrain box costs N box
 // tests, not N cells of entries).
 //
+// Far objects (unbounded worlds). Cells are keyed within +-kKeyLimit3 cells
+// per axis of the origin in 3D (about +-10 km at 1 cm cells), +-kKeyLimit2 in
+// 2D (cell_key.h). An object reaching beyond is accepted as a large object:
+// pairs and queries stay exact at every finite coordinate, at O(N) per far
+// object. An outlier costs little; a scene mostly out there should move
+// `origin` to itself (or use larger cells).
+//
 // Order (same for every thread count and SIMD width):
 //   1. small-small pairs by cell in sorted (z, y, x) order, then by the
 //      position of the two entries in the cell (entries of a cell ascend by

@@ -22,7 +22,8 @@ inline constexpr double kCellGuard = 1.0 + 1.0 / (1 << 18);
 
 /// Box-object grids (box_grid.h) key cells with coordinates in
 /// [-kKeyLimit3, kKeyLimit3] (3D, 21 bits per axis) or [-kKeyLimit2,
-/// kKeyLimit2] (2D). Unbounded particle grids take any finite coordinate and
+/// kKeyLimit2] (2D); an object reaching beyond is a large object there.
+/// Unbounded particle grids take any finite coordinate and
 /// keep their cell coordinates modulo 2^21 (3D) or 2^31 (2D) instead (grid.h).
 inline constexpr int32_t kKeyLimit3 = (1 << 20) - 2;
 inline constexpr int32_t kKeyLimit2 = 0x7fffffff - 2;

@@ -23,8 +23,9 @@ enum class World : uint8_t {
     /// modulo 2^21 per axis in 3D and 2^31 in 2D beyond +-2^20 / +-2^30 cells
     /// of the origin (far cells share keys; the exact distance test tells
     /// them apart). Box grids key cells within +-kKeyLimit3 (3D) /
-    /// +-kKeyLimit2 (2D) of the origin (cell_key.h); a box reaching beyond is
-    /// position_out_of_range.
+    /// +-kKeyLimit2 (2D) of the origin (cell_key.h) and keep a box reaching
+    /// beyond with the large objects (box_grid.h): every finite coordinate
+    /// is accepted there too.
     unbounded,
     /// A box [origin, origin + cell_counts * cell_size * (1 + 2^-18)) (the
     /// guarded key lattice of cell_key.h) with one dense entry per cell

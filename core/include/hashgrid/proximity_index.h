@@ -38,8 +38,8 @@
 //
 // Nothing lost, nothing half-done. Every change is checked before it is
 // applied: NaN/inf (invalid_position), negative dimensions (invalid_box),
-// a box outside the cell-key range or the bounded world in reject mode
-// (position_out_of_range), too many clients (object_capacity) and too many
+// a box outside the bounded world in reject mode (position_out_of_range;
+// unbounded worlds take every finite coordinate, box_grid.h), too many clients (object_capacity) and too many
 // cell entries in total (entry_capacity, needed = the exact total) leave the
 // index as it was. So a rebuild from the store does not fail for capacity or
 // range (were it to, update_index() returns the grid's status, index = dense
@@ -168,7 +168,7 @@ public:
     [[nodiscard]] bool initialized() const { return initialized_; }
 
 private:
-    /// Checks a client box against the grid's key range; counts the cells it covers.
+    /// Checks a client box against the grid's world; counts the cells it covers (0: large).
     Status check_box(const ObjectBox& box, uint32_t& entries) const;
     /// Rebuilds with `backend` when dirty.
     Status refresh(const ThreadBackend& backend);

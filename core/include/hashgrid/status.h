@@ -22,7 +22,7 @@ enum class StatusCode : uint32_t {
     pair_capacity,     ///< More pairs than GridConfig::max_pairs; needed = exact pair count.
     output_too_small,  ///< A caller-sized output buffer is too small; needed = exact element count.
     invalid_position,  ///< A coordinate is NaN or infinite; index = lowest offending particle.
-    position_out_of_range, ///< Outside the bounded world (reject mode) or a box grid's cell-key range; index = lowest
+    position_out_of_range, ///< Outside the bounded world (reject mode); index = lowest
                            ///< offender.
     invalid_radius,        ///< A radius is <= 0, NaN or infinite; index = lowest offending particle.
     radius_too_large,      ///< 2 * radius > cell_size, so the half stencil could miss pairs; index = lowest offender.

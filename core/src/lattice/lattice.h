@@ -5,7 +5,8 @@
 // The cell of p on axis d is floor((p - origin[d]) * scale) in double, with
 // scale = key_scale(cell_size) (hashgrid/cell_key.h explains why this is
 // exact enough). Valid cell coordinates per axis are [lo, hi]: bounded
-// worlds [0, n - 1]; unbounded box grids the packing limits +-kKeyLimit3/2;
+// worlds [0, n - 1]; unbounded box grids the packing limits +-kKeyLimit3/2
+// (an object beyond them is a large object, box_grid_rebuild.cpp);
 // unbounded particle grids the wrap range (wrapped_cells.h). Unused axes
 // (2D) are [0, 0]. Bounded cells are numbered linearly (x fastest);
 // unbounded cells are keyed by pack_key3 / pack_key2, which sort the same
