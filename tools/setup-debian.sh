@@ -2,7 +2,7 @@
 # Installs what a fresh Debian 12 machine lacks to build, test and benchmark
 # Hashgrid (run as root). Does nothing when everything is already there.
 set -eu
-packages="cmake ninja-build g++ libtbb-dev doctest-dev libnanoflann-dev"
+packages="cmake ninja-build g++ libtbb-dev doctest-dev libnanoflann-dev pkg-config"
 missing=""
 for p in $packages; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -16,8 +16,11 @@ void assert_failed(const char* expression, const char* message, const char* file
 
 } // namespace hashgrid
 
-// HASHGRID_ENABLE_ASSERTS is defined in Debug builds and in the test builds
-// (CMake option HASHGRID_ASSERTS). Elsewhere the checks compile to nothing.
+// HASHGRID_ENABLE_ASSERTS is defined for Hashgrid's own sources only, never
+// for code that merely includes these headers. CMake option HASHGRID_ASSERTS:
+// on by default when Hashgrid is the top-level project (the test presets; the
+// release preset turns it off), in the Debug configuration only when it is a
+// subproject of a consumer's build. Elsewhere the checks compile to nothing.
 #if defined(HASHGRID_ENABLE_ASSERTS)
 #define HASHGRID_ASSERT(cond, msg)                                                                                     \
     do {                                                                                                               \
