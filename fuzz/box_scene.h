@@ -135,7 +135,7 @@ inline BoxExpected expect_box_rebuild(const BoxScene& s) {
     for (uint32_t i = 0; i < s.size(); ++i) {
         uint32_t problems = 0;
         uint64_t covered = 1;
-        bool far = false; // unbounded: beyond the cell-key range, kept as a large object
+        bool beyond = false; // unbounded: beyond the cell-key range, kept as a large object
         for (uint32_t d = 0; d < c.dimensions; ++d) {
             const float a = s.lo[d][i];
             const float b = s.hi[d][i];
@@ -148,7 +148,7 @@ inline BoxExpected expect_box_rebuild(const BoxScene& s) {
             int64_t cb = 0;
             if (!box_cell(c, d, a, ca) || !box_cell(c, d, b, cb)) {
                 if (c.world == hashgrid::World::unbounded)
-                    far = true;
+                    beyond = true;
                 else
                     problems |= 1u << static_cast<uint32_t>(StatusCode::position_out_of_range);
                 continue;
@@ -162,7 +162,7 @@ inline BoxExpected expect_box_rebuild(const BoxScene& s) {
             }
             continue;
         }
-        if (far || covered > c.large_object_cells)
+        if (beyond || covered > c.large_object_cells)
             e.large[i] = 1;
         else
             e.entries += covered;

@@ -111,14 +111,14 @@ struct RefGrid {
         for (uint32_t i = 0; i < b.size(); ++i) {
             int32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
             uint64_t cells = 1;
-            bool far = false;
+            bool beyond = false;
             for (uint32_t d = 0; d < c.dimensions; ++d) {
                 lo[d] = ref_cell(c, d, b.lo[d][i]);
                 hi[d] = ref_cell(c, d, b.hi[d][i]);
                 cells *= static_cast<uint64_t>(int64_t{hi[d]} - lo[d] + 1);
-                far = far || ref_far(c, d, b.lo[d][i]) || ref_far(c, d, b.hi[d][i]);
+                beyond = beyond || ref_far(c, d, b.lo[d][i]) || ref_far(c, d, b.hi[d][i]);
             }
-            if (far || cells > c.large_object_cells) {
+            if (beyond || cells > c.large_object_cells) {
                 large.push_back(i);
                 continue;
             }
