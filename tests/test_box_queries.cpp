@@ -950,6 +950,10 @@ TEST_CASE("unbounded box grids take any finite coordinate: far objects are large
             const BoxQueryGrid rqg = hashgrid::prepare_box_queries(rv, hashgrid::serial_backend());
             CHECK(check_all(rqg, ref, queries, h_real) == "");
             CHECK(h_ref.value() == h_real.value());
+            // Potential collisions of each outlier (check_all asks the first objects only).
+            Fnv1a h_outliers;
+            for (uint32_t i = boxes.size() - 6; i < boxes.size(); ++i)
+                CHECK(check_collisions(rqg, ref, i, h_outliers) == "");
             ++checked;
         }
     }
