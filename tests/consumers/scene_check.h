@@ -7,6 +7,10 @@
 #include "hashgrid/grid.h"
 #include "hashgrid/objects.h"
 #include "hashgrid/platform/assert_hook.h"
+#include "hashgrid/platform/std_thread_backend.h"
+#if defined(HASHGRID_HAS_TBB)
+#include "hashgrid/platform/tbb_backend.h"
+#endif
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 #include "hashgrid/version.h"
@@ -118,6 +122,23 @@ inline int check_version_header() {
         return 1;
     }
     return 0;
+}
+
+/// check_scene on the serial backend, two std::threads and, where the oneTBB
+/// backend is linked (HASHGRID_HAS_TBB), two oneTBB threads.
+inline int check_every_backend() {
+    int failures = check_scene(hashgrid::serial_backend(), "serial");
+    {
+        hashgrid::platform::StdThreadBackend threads(2);
+        failures += check_scene(threads.backend(), "std::thread");
+    }
+#if defined(HASHGRID_HAS_TBB)
+    {
+        hashgrid::platform::TbbBackend tbb(2);
+        failures += check_scene(tbb.backend(), "oneTBB");
+    }
+#endif
+    return failures;
 }
 
 } // namespace consumer

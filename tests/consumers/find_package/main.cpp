@@ -2,10 +2,6 @@
 // the hand-made scene on the serial, std::thread and (when installed) oneTBB
 // backends. Exit code 0 only if every answer is the hand-computed one.
 #include "../scene_check.h"
-#include "hashgrid/platform/std_thread_backend.h"
-#if defined(HASHGRID_HAS_TBB)
-#include "hashgrid/platform/tbb_backend.h"
-#endif
 
 #include <cstdio>
 
@@ -20,17 +16,7 @@ static_assert(PACKAGE_VERSION_MAJOR == HASHGRID_VERSION_MAJOR && PACKAGE_VERSION
 
 int main() {
     int failures = consumer::check_version_header();
-    failures += consumer::check_scene(hashgrid::serial_backend(), "serial");
-    {
-        hashgrid::platform::StdThreadBackend threads(2);
-        failures += consumer::check_scene(threads.backend(), "std::thread");
-    }
-#if defined(HASHGRID_HAS_TBB)
-    {
-        hashgrid::platform::TbbBackend tbb(2);
-        failures += consumer::check_scene(tbb.backend(), "oneTBB");
-    }
-#endif
+    failures += consumer::check_every_backend();
     const uint64_t fired = consumer::library_assertions_fired(failures);
     if ((fired != 0) != (EXPECT_LIBRARY_ASSERTS != 0)) {
         std::fprintf(stderr, "consumer: %llu library assertions fired, expected %s\n",

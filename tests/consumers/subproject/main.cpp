@@ -3,10 +3,6 @@
 // configuration but Debug the library is built without assertions. Exit code
 // 0 only if every answer is the hand-computed one.
 #include "../scene_check.h"
-#include "hashgrid/platform/std_thread_backend.h"
-#if defined(HASHGRID_HAS_TBB)
-#include "hashgrid/platform/tbb_backend.h"
-#endif
 
 #include <cstdio>
 
@@ -20,17 +16,7 @@ int consumer_cxx17_answer();
 int main() {
     int failures = consumer::check_version_header();
     if (consumer_cxx17_answer() != 17) ++failures;
-    failures += consumer::check_scene(hashgrid::serial_backend(), "serial");
-    {
-        hashgrid::platform::StdThreadBackend threads(2);
-        failures += consumer::check_scene(threads.backend(), "std::thread");
-    }
-#if defined(HASHGRID_HAS_TBB)
-    {
-        hashgrid::platform::TbbBackend tbb(2);
-        failures += consumer::check_scene(tbb.backend(), "oneTBB");
-    }
-#endif
+    failures += consumer::check_every_backend();
     // HASHGRID_ASSERTS defaults to Debug in a subproject: assertions in the
     // consumer's Debug configuration only.
     const uint64_t fired = consumer::library_assertions_fired(failures);
