@@ -1,0 +1,127 @@
+// The pair-test kernels: sweep_impl.inc compiled once per instruction set
+// (scalar everywhere; SSE2 and AVX2 on x86-64, AVX2 through target
+// attributes and chosen at run time), and the process-wide kernel selection
+// (set_pair_kernel, active_pair_kernel).
+#include "pair_ranges.h"
+#include "pair_sweep.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define HASHGRID_X86 1
+#endif
+namespace hashgrid {
+
+using namespace detail;
+using namespace detail::pair_sweep;
+
+namespace {
+
+#if HASHGRID_X86
+/// kCompress[m] lists the set lanes of the 8-bit mask m in ascending order.
+struct CompressTable {
+    uint8_t lanes[256][8];
+    constexpr CompressTable() : lanes{} {
+        for (uint32_t m = 0; m < 256; ++m) {
+            uint32_t n = 0;
+            for (uint32_t lane = 0; lane < 8; ++lane)
+                if ((m >> lane) & 1u) lanes[m][n++] = static_cast<uint8_t>(lane);
+        }
+    }
+};
+constexpr CompressTable kCompressTable{};
+constexpr const uint8_t (&kCompress)[256][8] = kCompressTable.lanes;
+#endif
+
+namespace scalar_kernel {
+#define HASHGRID_SWEEP_TARGET
+#define HASHGRID_SWEEP_WIDTH 1
+#include "sweep_impl.inc"
+#undef HASHGRID_SWEEP_TARGET
+#undef HASHGRID_SWEEP_WIDTH
+} // namespace scalar_kernel
+
+#if HASHGRID_X86
+namespace sse2_kernel {
+#define HASHGRID_SWEEP_TARGET
+#define HASHGRID_SWEEP_WIDTH 4
+#include "sweep_impl.inc"
+#undef HASHGRID_SWEEP_TARGET
+#undef HASHGRID_SWEEP_WIDTH
+} // namespace sse2_kernel
+
+namespace avx2_kernel {
+#define HASHGRID_SWEEP_TARGET __attribute__((target("avx2")))
+#define HASHGRID_SWEEP_WIDTH 8
+#include "sweep_impl.inc"
+#undef HASHGRID_SWEEP_TARGET
+#undef HASHGRID_SWEEP_WIDTH
+} // namespace avx2_kernel
+#endif
+
+bool cpu_has(PairKernel kernel) {
+    switch (kernel) {
+    case PairKernel::scalar:
+        return true;
+#if HASHGRID_X86
+    case PairKernel::sse2:
+        return true;
+    case PairKernel::avx2:
+        return __builtin_cpu_supports("avx2") != 0;
+#endif
+    default:
+        return false;
+    }
+}
+
+PairKernel best_kernel() {
+    if (cpu_has(PairKernel::avx2)) return PairKernel::avx2;
+    if (cpu_has(PairKernel::sse2)) return PairKernel::sse2;
+    return PairKernel::scalar;
+}
+
+std::atomic<PairKernel> g_kernel{PairKernel::automatic};
+
+} // namespace
+
+namespace detail::pair_sweep {
+
+SweepFn sweep_for(PairKernel kernel, uint32_t dims, bool radius) {
+    switch (kernel) {
+#if HASHGRID_X86
+    case PairKernel::avx2:
+        return avx2_kernel::pick(dims, radius);
+    case PairKernel::sse2:
+        return sse2_kernel::pick(dims, radius);
+#endif
+    default:
+        return scalar_kernel::pick(dims, radius);
+    }
+}
+
+} // namespace detail::pair_sweep
+
+bool set_pair_kernel(PairKernel kernel) {
+    if (kernel == PairKernel::automatic) {
+        g_kernel.store(best_kernel());
+        return true;
+    }
+    if (!cpu_has(kernel)) return false;
+    g_kernel.store(kernel);
+    return true;
+}
+
+PairKernel active_pair_kernel() {
+    PairKernel k = g_kernel.load();
+    if (k == PairKernel::automatic) {
+        k = best_kernel();
+        g_kernel.store(k);
+    }
+    return k;
+}
+
+} // namespace hashgrid
