@@ -14,6 +14,10 @@
 #include <immintrin.h>
 #define HASHGRID_X86 1
 #endif
+#define HASHGRID_ISA_SCALAR 0
+#define HASHGRID_ISA_SSE2 1
+#define HASHGRID_ISA_AVX2 2
+
 namespace hashgrid {
 
 using namespace detail;
@@ -22,44 +26,48 @@ using namespace detail::pair_sweep;
 namespace {
 
 #if HASHGRID_X86
-/// kCompress[m] lists the set lanes of the 8-bit mask m in ascending order.
+/// kCompress[m] holds the set lanes of the 8-bit mask m, the i-th set lane in
+/// slot {0, 1, 4, 5, 2, 3, 6, 7}[i]: interleaving the permuted vector with
+/// another one (unpacklo / unpackhi, which work within 128-bit halves) then
+/// gives hits 0-3 in the low result and hits 4-7 in the high one, in order.
 struct CompressTable {
     uint8_t lanes[256][8];
     constexpr CompressTable() : lanes{} {
+        constexpr uint32_t kSlot[8] = {0, 1, 4, 5, 2, 3, 6, 7};
         for (uint32_t m = 0; m < 256; ++m) {
             uint32_t n = 0;
             for (uint32_t lane = 0; lane < 8; ++lane)
-                if ((m >> lane) & 1u) lanes[m][n++] = static_cast<uint8_t>(lane);
+                if ((m >> lane) & 1u) lanes[m][kSlot[n++]] = static_cast<uint8_t>(lane);
         }
     }
 };
 constexpr CompressTable kCompressTable{};
-constexpr const uint8_t (&kCompress)[256][8] = kCompressTable.lanes;
+constexpr const auto& kCompress = kCompressTable.lanes;
 #endif
 
 namespace scalar_kernel {
 #define HASHGRID_SWEEP_TARGET
-#define HASHGRID_SWEEP_WIDTH 1
+#define HASHGRID_SWEEP_ISA HASHGRID_ISA_SCALAR
 #include "sweep_impl.inc"
 #undef HASHGRID_SWEEP_TARGET
-#undef HASHGRID_SWEEP_WIDTH
+#undef HASHGRID_SWEEP_ISA
 } // namespace scalar_kernel
 
 #if HASHGRID_X86
 namespace sse2_kernel {
 #define HASHGRID_SWEEP_TARGET
-#define HASHGRID_SWEEP_WIDTH 4
+#define HASHGRID_SWEEP_ISA HASHGRID_ISA_SSE2
 #include "sweep_impl.inc"
 #undef HASHGRID_SWEEP_TARGET
-#undef HASHGRID_SWEEP_WIDTH
+#undef HASHGRID_SWEEP_ISA
 } // namespace sse2_kernel
 
 namespace avx2_kernel {
 #define HASHGRID_SWEEP_TARGET __attribute__((target("avx2")))
-#define HASHGRID_SWEEP_WIDTH 8
+#define HASHGRID_SWEEP_ISA HASHGRID_ISA_AVX2
 #include "sweep_impl.inc"
 #undef HASHGRID_SWEEP_TARGET
-#undef HASHGRID_SWEEP_WIDTH
+#undef HASHGRID_SWEEP_ISA
 } // namespace avx2_kernel
 #endif
 

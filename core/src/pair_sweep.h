@@ -36,7 +36,10 @@ struct Candidates {
 inline constexpr uint32_t kPackCapacity = 1024;
 inline constexpr uint32_t kPackPad = 16;
 
-/// A home cell's forward candidates copied contiguously (on the sweeping thread's stack).
+/// A home cell's forward candidates copied contiguously (on the sweeping
+/// thread's stack). The padding after the last candidate holds NaN
+/// coordinates, which fail every distance test, so a last partial vector
+/// needs no lane mask.
 struct PackedCandidates {
     alignas(32) float x[kPackCapacity + kPackPad];
     alignas(32) float y[kPackCapacity + kPackPad];
