@@ -1,10 +1,10 @@
-// Every pair-test kernel (scalar; SSE2 and AVX2 where the CPU has them)
-// gives bit-identical pair arrays, and each matches the brute-force oracle in
-// the documented order. Wider SIMD must never change results
-// (docs/design.md). The SIMD kernels test groups of home particles against
-// each packed candidate vector and keep the hits as lane masks: the last test
-// cases build cells whose home and candidate counts land on every edge of
-// that scheme.
+// Every pair-test kernel (scalar; SSE2 and AVX2 where the CPU has them; NEON
+// on aarch64) gives bit-identical pair arrays, and each matches the
+// brute-force oracle in the documented order. Wider SIMD must never change
+// results (docs/design.md). The SIMD kernels test groups of home particles
+// against each packed candidate vector and keep the hits as lane masks: the
+// last test cases build cells whose home and candidate counts land on every
+// edge of that scheme.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -31,6 +31,8 @@ const char* name(PairKernel k) {
         return "sse2";
     case PairKernel::avx2:
         return "avx2";
+    case PairKernel::neon:
+        return "neon";
     default:
         return "automatic";
     }
@@ -71,7 +73,7 @@ TEST_CASE("scalar is always available; automatic resolves to a concrete kernel")
 TEST_CASE("every kernel gives the same bytes, 2D and 3D, uniform and per-particle radii, bounded and unbounded") {
     KernelGuard guard;
     std::vector<PairKernel> kernels{PairKernel::scalar};
-    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2})
+    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2, PairKernel::neon})
         if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
     MESSAGE("kernels on this CPU: " << kernels.size());
     ParallelBackend tbb(2);
@@ -109,7 +111,7 @@ TEST_CASE("a cell with more candidates than one packed block (fallback path) is 
     const Scene s = uniform_scene(rng, 3, 3000, 0.0f, 2.0f);
     const hashgrid::GridConfig config = unbounded_config(3, 1.0f, 1.0f, 3000, 3000ull * 3000);
     const std::vector<Pair> reference = pairs_with(PairKernel::scalar, s, config, hashgrid::serial_backend());
-    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2}) {
+    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2, PairKernel::neon}) {
         if (!hashgrid::set_pair_kernel(k)) continue;
         const std::vector<Pair> got = pairs_with(k, s, config, hashgrid::serial_backend());
         CHECK_MESSAGE(diff_pairs(reference, got.data(), got.size()) == "", name(k));
@@ -122,7 +124,7 @@ namespace {
 std::vector<PairKernel> available_kernels() {
     KernelGuard guard;
     std::vector<PairKernel> kernels{PairKernel::scalar};
-    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2})
+    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2, PairKernel::neon})
         if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
     return kernels;
 }
@@ -239,6 +241,22 @@ void check_every_kernel(const Scene& s, const hashgrid::GridConfig& config, cons
 }
 
 } // namespace
+
+TEST_CASE("automatic picks NEON on aarch64, AVX2 or SSE2 on x86-64") {
+    KernelGuard guard;
+    REQUIRE(hashgrid::set_pair_kernel(PairKernel::automatic));
+    const PairKernel picked = hashgrid::active_pair_kernel();
+#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    CHECK(picked == PairKernel::neon);
+    CHECK(!hashgrid::set_pair_kernel(PairKernel::sse2));
+    CHECK(!hashgrid::set_pair_kernel(PairKernel::avx2));
+#elif defined(__x86_64__) || defined(_M_X64)
+    CHECK(picked == (hashgrid::set_pair_kernel(PairKernel::avx2) ? PairKernel::avx2 : PairKernel::sse2));
+    CHECK(!hashgrid::set_pair_kernel(PairKernel::neon));
+#else
+    CHECK(picked == PairKernel::scalar);
+#endif
+}
 
 TEST_CASE("block edges: 1..40 home particles per cell, candidate counts across every multiple of 4 and 8") {
     // Every (homes, extra) with homes 1..40 and extra 0..17: for a cell's first
