@@ -49,12 +49,51 @@ struct PackedCandidates {
     uint32_t count;
 };
 
-/// Shared state of the pair pool during one find_pairs().
+/// Shared state of the pair pool during one find_pairs(). Blocks come from
+/// the free list first (blocks of chunks already copied into the caller's
+/// buffer, most recently freed first, so still in cache), then fresh ones in
+/// index order. next[] links a chunk's blocks, and the free list; every
+/// access to it is atomic (relaxed), since a pop may read a link that a
+/// concurrent owner rewrites (the tag then fails its exchange).
 struct Pool {
     Pair* pairs;
     uint32_t* next;
     uint32_t block_count;
-    uint32_t taken; // atomic via atomic_ref
+    uint32_t taken = 0;                   // atomic via atomic_ref: fresh blocks handed out
+    uint64_t free_head = uint64_t{kNone}; // atomic via atomic_ref: tag << 32 | first free block
+
+    [[nodiscard]] uint32_t link(uint32_t block) const {
+        return std::atomic_ref<uint32_t>(next[block]).load(std::memory_order_relaxed);
+    }
+    void set_link(uint32_t block, uint32_t to) {
+        std::atomic_ref<uint32_t>(next[block]).store(to, std::memory_order_relaxed);
+    }
+
+    /// A free block, or kNone. The tag in the head's top half changes with
+    /// every exchange, so a head that was popped and pushed back meanwhile
+    /// (ABA) fails the exchange.
+    uint32_t pop_free() {
+        std::atomic_ref<uint64_t> head(free_head);
+        uint64_t h = head.load(std::memory_order_acquire);
+        while (static_cast<uint32_t>(h) != kNone) {
+            const auto block = static_cast<uint32_t>(h);
+            const uint64_t to = ((h >> 32) + 1) << 32 | link(block);
+            if (head.compare_exchange_weak(h, to, std::memory_order_acquire, std::memory_order_acquire)) return block;
+        }
+        return kNone;
+    }
+
+    /// Frees the chain of blocks first .. last (linked by next[]), after
+    /// everything read from them (release).
+    void push_free(uint32_t first, uint32_t last) {
+        std::atomic_ref<uint64_t> head(free_head);
+        uint64_t h = head.load(std::memory_order_relaxed);
+        for (;;) {
+            set_link(last, static_cast<uint32_t>(h));
+            const uint64_t to = ((h >> 32) + 1) << 32 | first;
+            if (head.compare_exchange_weak(h, to, std::memory_order_release, std::memory_order_relaxed)) return;
+        }
+    }
 };
 
 /// Collects one chunk's pairs into a chain of pool blocks. Keeps counting after
@@ -81,17 +120,20 @@ struct Sink {
             cur = end = nullptr;
             return false;
         }
-        const uint32_t block = std::atomic_ref<uint32_t>(pool->taken).fetch_add(1, std::memory_order_relaxed);
-        if (block >= pool->block_count) {
-            overflow = true;
-            cur = end = nullptr;
-            return false;
+        uint32_t block = pool->pop_free();
+        if (block == kNone) {
+            block = std::atomic_ref<uint32_t>(pool->taken).fetch_add(1, std::memory_order_relaxed);
+            if (block >= pool->block_count) {
+                overflow = true;
+                cur = end = nullptr;
+                return false;
+            }
         }
-        pool->next[block] = kNone;
+        pool->set_link(block, kNone);
         if (last_block == kNone)
             first_block = block;
         else
-            pool->next[last_block] = block;
+            pool->set_link(last_block, block);
         last_block = block;
         cur = pool->pairs + uint64_t{block} * kPairBlock;
         end = cur + kPairBlock;

@@ -1,6 +1,7 @@
 // Pair finding: a forward half-stencil sweep over fixed chunks of home
 // particles (sorted positions), written to a pool of pair blocks, then
-// published into the caller's buffer in chunk order.
+// published into the caller's buffer in chunk order (pair_sweep.h: the pool
+// and the sink; pair_kernels.cpp: the sweep).
 //
 // Output order is lexicographic in (sorted position of the earlier particle,
 // sorted position of the later): a home particle k is tested against the rest
@@ -15,10 +16,53 @@
 #include <atomic>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#define HASHGRID_STREAM_STORES 1
+#endif
+
 namespace hashgrid {
 
 using namespace detail;
 using namespace detail::pair_sweep;
+
+namespace {
+
+/// Pairs of the output written with ordinary stores: a small result stays in
+/// cache for the caller. Beyond it, where the output cannot stay in cache
+/// anyway, copies bypass the cache (x86-64), which spares reading every
+/// destination line before writing it.
+constexpr uint64_t kCachedPairs = uint64_t{1} << 19; // 4 MiB
+
+/// Copies n pairs from the pool into the caller's buffer at pair offset `at`.
+void copy_out(Pair* out, uint64_t at, const Pair* from, size_t n) {
+#if HASHGRID_STREAM_STORES
+    if (at >= kCachedPairs) {
+        Pair* to = out + at;
+        size_t i = 0;
+        if ((reinterpret_cast<uintptr_t>(to) & 15u) != 0 && n > 0) {
+            to[0] = from[0];
+            i = 1;
+        }
+        for (; i + 2 <= n; i += 2)
+            _mm_stream_si128(reinterpret_cast<__m128i*>(to + i),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i)));
+        if (i < n) to[i] = from[i];
+        return;
+    }
+#endif
+    std::memcpy(out + at, from, n * sizeof(Pair));
+}
+
+/// Orders this thread's streaming stores before what it does next (the
+/// chunk state others read, the return to the caller).
+void end_copies() {
+#if HASHGRID_STREAM_STORES
+    _mm_sfence();
+#endif
+}
+
+} // namespace
 
 PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
     return Impl::find_pairs(*this, out, capacity, backend, filter);
@@ -48,7 +92,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     const uint64_t t_begin = clock_ns();
     const uint32_t n = g.state_->count;
     const uint32_t chunks = chunk_count(n, kPairGrain);
-    Pool pool{g.state_->pair_pool, g.state_->block_next, g.state_->block_count, 0};
+    Pool pool{g.state_->pair_pool, g.state_->block_next, g.state_->block_count};
     const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.state_->has_radius);
     // Chunks are published in chunk order as soon as all earlier ones are
     // done, by whichever thread finishes the last missing one: the copy reads
@@ -56,23 +100,33 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     // sweeping. `frontier` is (next chunk to publish) << 40 | (its offset).
     // Publishing stops for good at the first chunk that overflowed the pool
     // or would end past max_pairs; what was published is then a prefix of the
-    // canonical order. Chunk states: 0 pending, 1 swept, 2 overflowed.
+    // canonical order. Chunk states: 0 pending, 1 swept, 2 overflowed. A
+    // published chunk's blocks go back to the pool's free list, so later
+    // chunks write into blocks still in cache (and the pool runs out later).
     std::memset(g.state_->chunk_overflow, 0, chunks);
     constexpr uint64_t kOffsetMask = (uint64_t{1} << 40) - 1;
     const uint64_t max_pairs = c.max_pairs;
     uint64_t frontier = 0;
-    auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count) {
+    auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count, bool recycle) {
         const uint64_t last = offset + count < capacity ? offset + count : capacity;
         uint64_t pos = offset;
-        uint32_t block = g.state_->chunk_first_block[chunk];
+        const uint32_t first = g.state_->chunk_first_block[chunk];
+        uint32_t block = first;
         while (pos < last) {
             const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
             // copy <= kPairBlock and the pool is addressable: size_t is enough.
-            std::memcpy(out + pos, g.state_->pair_pool + static_cast<size_t>(block) * kPairBlock,
-                        static_cast<size_t>(copy) * sizeof(Pair));
+            copy_out(out, pos, g.state_->pair_pool + static_cast<size_t>(block) * kPairBlock,
+                     static_cast<size_t>(copy));
             pos += copy;
-            block = g.state_->block_next[block];
+            block = pool.link(block);
         }
+        end_copies();
+        if (!recycle || first == kNone) return;
+        // Published for good: its blocks serve later chunks while still in cache.
+        uint32_t tail = first;
+        for (uint32_t link = pool.link(tail); link != kNone; link = pool.link(tail))
+            tail = link;
+        pool.push_free(first, tail);
     };
     auto advance = [&] {
         std::atomic_ref<uint64_t> front(frontier);
@@ -90,7 +144,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                 stop ? (uint64_t{chunks} << 40) | offset : (uint64_t{next + 1} << 40) | (offset + count);
             if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
             if (stop) return;
-            publish_chunk(next, offset, count);
+            publish_chunk(next, offset, count, true);
         }
     };
     parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -133,7 +187,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                 const uint64_t next = ch + 1 < chunks ? g.state_->chunk_pair_count[ch + 1] : offset;
                 const uint64_t stop = next < target ? next : target;
                 if (g.state_->chunk_overflow[ch] == 1) {
-                    publish_chunk(ch, at, stop - at); // stop <= target <= capacity
+                    publish_chunk(ch, at, stop - at, false); // stop <= target <= capacity
                 } else {
                     Sink direct;
                     direct.cur = out + at;
