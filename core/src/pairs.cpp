@@ -1,6 +1,7 @@
 // Pair finding: a forward half-stencil sweep over fixed chunks of home
 // particles (sorted positions), written to a pool of pair blocks, then
-// published into the caller's buffer in chunk order.
+// published into the caller's buffer in chunk order (pair_sweep.h: the pool
+// and the sink; pair_kernels.cpp: the sweep).
 //
 // Output order is lexicographic in (sorted position of the earlier particle,
 // sorted position of the later): a home particle k is tested against the rest
@@ -8,8 +9,7 @@
 // visited in ascending order. The order therefore depends on the input only,
 // not on chunking, threads or the SIMD width.
 #include "grid_impl.h"
-#include "lattice/cell_index.h"
-#include "lattice/wrapped_cells.h"
+#include "pair_sweep.h"
 
 #include "hashgrid/assert.h"
 
@@ -17,203 +17,52 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define HASHGRID_X86 1
+#include <emmintrin.h>
+#define HASHGRID_STREAM_STORES 1
 #endif
 
 namespace hashgrid {
 
 using namespace detail;
+using namespace detail::pair_sweep;
 
 namespace {
 
-/// Everything the sweep reads: the frame's cell index and the sorted arrays.
-struct SweepData : CellIndex {
-    const float* x;
-    const float* y;
-    const float* z;
-    const float* radius;
-    const uint32_t* order;
-    float r2;
-};
+/// Pairs of the output written with ordinary stores: a small result stays in
+/// cache for the caller. Beyond it, where the output cannot stay in cache
+/// anyway, copies bypass the cache (x86-64), which spares reading every
+/// destination line before writing it.
+constexpr uint64_t kCachedPairs = uint64_t{1} << 19; // 4 MiB
 
-/// Candidate arrays a home particle is tested against (sorted arrays, or a packed block).
-struct Candidates {
-    const float* x;
-    const float* y;
-    const float* z;
-    const float* radius;
-    const uint32_t* order;
-};
-
-/// Candidates per packed block, and padding after them (a last partial
-/// vector reads up to 7 entries past the end; block copies write up to 7).
-constexpr uint32_t kPackCapacity = 1024;
-constexpr uint32_t kPackPad = 16;
-
-/// A home cell's forward candidates copied contiguously (on the sweeping thread's stack).
-struct PackedCandidates {
-    alignas(32) float x[kPackCapacity + kPackPad];
-    alignas(32) float y[kPackCapacity + kPackPad];
-    alignas(32) float z[kPackCapacity + kPackPad];
-    alignas(32) float r[kPackCapacity + kPackPad];
-    alignas(32) uint32_t o[kPackCapacity + kPackPad];
-    uint32_t count;
-};
-
-/// Shared state of the pair pool during one find_pairs().
-struct Pool {
-    Pair* pairs;
-    uint32_t* next;
-    uint32_t block_count;
-    uint32_t taken; // atomic via atomic_ref
-};
-
-/// Collects one chunk's pairs into a chain of pool blocks. Keeps counting after
-/// the pool is exhausted, so the total is always exact. Without a pool it
-/// writes into [cur, end) only (a chunk searched again straight into the
-/// caller's buffer) and counts the rest.
-struct Sink {
-    Pair* cur = nullptr;
-    Pair* end = nullptr;
-    uint64_t count = 0;
-    uint32_t first_block = kNone;
-    uint32_t last_block = kNone;
-    bool overflow = false;
-    Pool* pool = nullptr;
-    PairFilter filter;
-
-    bool refill() {
-        if (overflow || pool == nullptr) {
-            overflow = true;
-            cur = end = nullptr;
-            return false;
+/// Copies n pairs from the pool into the caller's buffer at pair offset `at`.
+void copy_out(Pair* out, uint64_t at, const Pair* from, size_t n) {
+#if HASHGRID_STREAM_STORES
+    if (at >= kCachedPairs) {
+        Pair* to = out + at;
+        size_t i = 0;
+        if ((reinterpret_cast<uintptr_t>(to) & 15u) != 0 && n > 0) {
+            to[0] = from[0];
+            i = 1;
         }
-        const uint32_t block = std::atomic_ref<uint32_t>(pool->taken).fetch_add(1, std::memory_order_relaxed);
-        if (block >= pool->block_count) {
-            overflow = true;
-            cur = end = nullptr;
-            return false;
-        }
-        pool->next[block] = kNone;
-        if (last_block == kNone)
-            first_block = block;
-        else
-            pool->next[last_block] = block;
-        last_block = block;
-        cur = pool->pairs + uint64_t{block} * kPairBlock;
-        end = cur + kPairBlock;
-        return true;
+        for (; i + 2 <= n; i += 2)
+            _mm_stream_si128(reinterpret_cast<__m128i*>(to + i),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i)));
+        if (i < n) to[i] = from[i];
+        return;
     }
-
-    inline void push(uint32_t a, uint32_t b) {
-        const Pair pair = a < b ? Pair{a, b} : Pair{b, a};
-        // Predicted perfectly: the same every call of a search.
-        if (filter.accept != nullptr && !filter.accept(filter.context, pair.a, pair.b)) return;
-        ++count;
-        if (cur == end && !refill()) return;
-        *cur++ = pair;
-    }
-};
-
-#if HASHGRID_X86
-/// kCompress[m] lists the set lanes of the 8-bit mask m in ascending order.
-struct CompressTable {
-    uint8_t lanes[256][8];
-    constexpr CompressTable() : lanes{} {
-        for (uint32_t m = 0; m < 256; ++m) {
-            uint32_t n = 0;
-            for (uint32_t lane = 0; lane < 8; ++lane)
-                if ((m >> lane) & 1u) lanes[m][n++] = static_cast<uint8_t>(lane);
-        }
-    }
-};
-constexpr CompressTable kCompressTable{};
-constexpr const uint8_t (&kCompress)[256][8] = kCompressTable.lanes;
 #endif
-
-namespace scalar_kernel {
-#define HASHGRID_SWEEP_TARGET
-#define HASHGRID_SWEEP_WIDTH 1
-#include "sweep_impl.inc"
-#undef HASHGRID_SWEEP_TARGET
-#undef HASHGRID_SWEEP_WIDTH
-} // namespace scalar_kernel
-
-#if HASHGRID_X86
-namespace sse2_kernel {
-#define HASHGRID_SWEEP_TARGET
-#define HASHGRID_SWEEP_WIDTH 4
-#include "sweep_impl.inc"
-#undef HASHGRID_SWEEP_TARGET
-#undef HASHGRID_SWEEP_WIDTH
-} // namespace sse2_kernel
-
-namespace avx2_kernel {
-#define HASHGRID_SWEEP_TARGET __attribute__((target("avx2")))
-#define HASHGRID_SWEEP_WIDTH 8
-#include "sweep_impl.inc"
-#undef HASHGRID_SWEEP_TARGET
-#undef HASHGRID_SWEEP_WIDTH
-} // namespace avx2_kernel
-#endif
-
-bool cpu_has(PairKernel kernel) {
-    switch (kernel) {
-    case PairKernel::scalar:
-        return true;
-#if HASHGRID_X86
-    case PairKernel::sse2:
-        return true;
-    case PairKernel::avx2:
-        return __builtin_cpu_supports("avx2") != 0;
-#endif
-    default:
-        return false;
-    }
+    std::memcpy(out + at, from, n * sizeof(Pair));
 }
 
-PairKernel best_kernel() {
-    if (cpu_has(PairKernel::avx2)) return PairKernel::avx2;
-    if (cpu_has(PairKernel::sse2)) return PairKernel::sse2;
-    return PairKernel::scalar;
-}
-
-std::atomic<PairKernel> g_kernel{PairKernel::automatic};
-
-scalar_kernel::SweepFn sweep_for(PairKernel kernel, uint32_t dims, bool radius) {
-    switch (kernel) {
-#if HASHGRID_X86
-    case PairKernel::avx2:
-        return avx2_kernel::pick(dims, radius);
-    case PairKernel::sse2:
-        return sse2_kernel::pick(dims, radius);
+/// Orders this thread's streaming stores before what it does next (the
+/// chunk state others read, the return to the caller).
+void end_copies() {
+#if HASHGRID_STREAM_STORES
+    _mm_sfence();
 #endif
-    default:
-        return scalar_kernel::pick(dims, radius);
-    }
 }
 
 } // namespace
-
-bool set_pair_kernel(PairKernel kernel) {
-    if (kernel == PairKernel::automatic) {
-        g_kernel.store(best_kernel());
-        return true;
-    }
-    if (!cpu_has(kernel)) return false;
-    g_kernel.store(kernel);
-    return true;
-}
-
-PairKernel active_pair_kernel() {
-    PairKernel k = g_kernel.load();
-    if (k == PairKernel::automatic) {
-        k = best_kernel();
-        g_kernel.store(k);
-    }
-    return k;
-}
 
 PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
     return Impl::find_pairs(*this, out, capacity, backend, filter);
@@ -243,7 +92,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     const uint64_t t_begin = clock_ns();
     const uint32_t n = g.state_->count;
     const uint32_t chunks = chunk_count(n, kPairGrain);
-    Pool pool{g.state_->pair_pool, g.state_->block_next, g.state_->block_count, 0};
+    Pool pool{g.state_->pair_pool, g.state_->block_next, g.state_->block_count};
     const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.state_->has_radius);
     // Chunks are published in chunk order as soon as all earlier ones are
     // done, by whichever thread finishes the last missing one: the copy reads
@@ -251,23 +100,33 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     // sweeping. `frontier` is (next chunk to publish) << 40 | (its offset).
     // Publishing stops for good at the first chunk that overflowed the pool
     // or would end past max_pairs; what was published is then a prefix of the
-    // canonical order. Chunk states: 0 pending, 1 swept, 2 overflowed.
+    // canonical order. Chunk states: 0 pending, 1 swept, 2 overflowed. A
+    // published chunk's blocks go back to the pool's free list, so later
+    // chunks write into blocks still in cache (and the pool runs out later).
     std::memset(g.state_->chunk_overflow, 0, chunks);
     constexpr uint64_t kOffsetMask = (uint64_t{1} << 40) - 1;
     const uint64_t max_pairs = c.max_pairs;
     uint64_t frontier = 0;
-    auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count) {
+    auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count, bool recycle) {
         const uint64_t last = offset + count < capacity ? offset + count : capacity;
         uint64_t pos = offset;
-        uint32_t block = g.state_->chunk_first_block[chunk];
+        const uint32_t first = g.state_->chunk_first_block[chunk];
+        uint32_t block = first;
         while (pos < last) {
             const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
             // copy <= kPairBlock and the pool is addressable: size_t is enough.
-            std::memcpy(out + pos, g.state_->pair_pool + static_cast<size_t>(block) * kPairBlock,
-                        static_cast<size_t>(copy) * sizeof(Pair));
+            copy_out(out, pos, g.state_->pair_pool + static_cast<size_t>(block) * kPairBlock,
+                     static_cast<size_t>(copy));
             pos += copy;
-            block = g.state_->block_next[block];
+            block = pool.link(block);
         }
+        end_copies();
+        if (!recycle || first == kNone) return;
+        // Published for good: its blocks serve later chunks while still in cache.
+        uint32_t tail = first;
+        for (uint32_t link = pool.link(tail); link != kNone; link = pool.link(tail))
+            tail = link;
+        pool.push_free(first, tail);
     };
     auto advance = [&] {
         std::atomic_ref<uint64_t> front(frontier);
@@ -285,7 +144,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                 stop ? (uint64_t{chunks} << 40) | offset : (uint64_t{next + 1} << 40) | (offset + count);
             if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
             if (stop) return;
-            publish_chunk(next, offset, count);
+            publish_chunk(next, offset, count, true);
         }
     };
     parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -328,7 +187,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                 const uint64_t next = ch + 1 < chunks ? g.state_->chunk_pair_count[ch + 1] : offset;
                 const uint64_t stop = next < target ? next : target;
                 if (g.state_->chunk_overflow[ch] == 1) {
-                    publish_chunk(ch, at, stop - at); // stop <= target <= capacity
+                    publish_chunk(ch, at, stop - at, false); // stop <= target <= capacity
                 } else {
                     Sink direct;
                     direct.cur = out + at;

@@ -207,8 +207,17 @@ private:
 };
 
 /// Pair-test kernels. All give bit-identical results (same IEEE operations in
-/// the same order, no FMA); automatic picks the widest this CPU supports.
-enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2 };
+/// the same order, no FMA, pairs in the same order); automatic picks the
+/// widest this build and CPU support: avx2 where the x86-64 CPU has it, else
+/// sse2; neon on little-endian aarch64; scalar elsewhere.
+///   scalar  one candidate at a time; every build has it.
+///   sse2    4 lanes, x86-64 builds.
+///   avx2    8 lanes, x86-64 builds on a CPU with AVX2 (checked at run time).
+///   neon    4 lanes, little-endian aarch64 builds.
+/// The SIMD kernels test each vector of candidates against four home
+/// particles at a time and write the hits home by home. Values keep their
+/// numbers; new kernels are added at the end.
+enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2, neon };
 
 /// Selects the kernel process-wide (tests, benchmarks). Returns false and
 /// changes nothing if this build or CPU lacks it.

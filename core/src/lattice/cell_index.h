@@ -15,7 +15,7 @@
 //   sorted  box grids: the occupied cells' packed keys, ascending, found by
 //           binary search (no table).
 //
-// The pair sweep (sweep_impl.inc), the particle queries
+// The pair sweep (pair_ranges.h), the particle queries
 // (particle_query_walk.h) and the box queries (box_query_internal.h) read the
 // frame only through this type, so cell lookup, key order and the decoding
 // of a cell index back to its coordinates are written once.
