@@ -12,11 +12,15 @@
 // loop using the documented distance test (grid.h); it prints PASS or FAIL and
 // the program returns nonzero on FAIL.
 //
-//   particles_demo [--frames N] [--particles N] [--threads N]
+//   particles_demo [--frames N] [--particles N] [--threads N] [--spin-us N]
+//
+// --spin-us: how long idle workers poll for the next phase before sleeping
+// (hashgrid/platform/worker_spin.h); 0 shows what waking them costs.
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
 #include "hashgrid/platform/timer.h"
+#include "hashgrid/platform/worker_spin.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 #include "hashgrid_support/args.h"
@@ -64,12 +68,15 @@ struct Options {
     uint32_t frames = 60;
     uint32_t particles = 50000;
     uint32_t threads = 0; ///< 0: oneTBB's default concurrency.
+    uint32_t spin_us = hashgrid::platform::kDefaultWorkerSpinMicroseconds;
 };
 
 bool parse_options(int argc, char** argv, Options& options) {
-    if (!hashgrid_support::parse_count_options(
-            argc, argv,
-            {{"--frames", &options.frames}, {"--particles", &options.particles}, {"--threads", &options.threads}}))
+    if (!hashgrid_support::parse_count_options(argc, argv,
+                                               {{"--frames", &options.frames},
+                                                {"--particles", &options.particles},
+                                                {"--threads", &options.threads},
+                                                {"--spin-us", &options.spin_us}}))
         return false;
     if (options.frames == 0 || options.particles < 2) {
         std::fprintf(stderr, "need --frames >= 1 and --particles >= 2\n");
@@ -389,7 +396,7 @@ int main(int argc, char** argv) {
     if (!parse_options(argc, argv, options)) return 2;
 
 #if defined(HASHGRID_HAS_TBB)
-    hashgrid::platform::TbbBackend tbb(options.threads);
+    hashgrid::platform::TbbBackend tbb(options.threads, options.spin_us);
     const ThreadBackend backend = tbb.backend();
     std::printf("Hashgrid particles demo: oneTBB backend, %u threads, %u frames per scene\n", tbb.threads(),
                 options.frames);

@@ -3,6 +3,13 @@
 // indices are claimed from one atomic word that also carries the job's
 // generation, and sleeping uses C++20 atomic wait/notify (futex on Linux).
 //
+// Between jobs a worker first polls for the next one for a short while
+// (spin_ns, a backend option) and only then sleeps: a frame's phases follow
+// each other within microseconds, and waking a sleeping thread costs tens of
+// microseconds, more than a small phase itself. A backend with more threads
+// than cores never polls (a polling thread would take a core from one with
+// work).
+//
 // Windows (MinGW): GCC 12's libstdc++ has no native wait there and its
 // fallback can miss a wake-up (GCC bug 106183): the tests hung under wine. So
 // sleeping goes through a mutex and condition variable on that target.
@@ -11,8 +18,11 @@
 #include "hashgrid/assert.h"
 #include "hashgrid/thread_backend.h"
 
+#include "hashgrid/platform/timer.h"
+
 #include <atomic>
 #include <cstdint>
+#include <thread>
 #if defined(_WIN32)
 #include <condition_variable>
 #include <mutex>
@@ -23,6 +33,8 @@ namespace hashgrid::platform::detail {
 class ChunkDispatcher {
 public:
     void set_participants(uint32_t n) { participants_ = n; }
+    /// How long a worker polls for the next job before it sleeps (0: sleeps at once).
+    void set_spin_ns(uint64_t ns) { spin_ns_ = ns; }
     [[nodiscard]] uint32_t participants() const { return participants_; }
 
     /// The core-facing interface of this dispatcher (valid while it lives).
@@ -81,6 +93,7 @@ public:
             // Checked before sleeping: a loop that starts after stop() (e.g. run
             // by the destructor's wait) must not sleep on the final wake value.
             if (stopping_.load(std::memory_order_acquire)) return;
+            if (spin_ns_ > 0) spin_while(wake_, seen, spin_ns_);
             wait_while(wake_, seen);
             seen = wake_.load(std::memory_order_acquire);
             if (stopping_.load(std::memory_order_acquire)) return;
@@ -96,6 +109,29 @@ public:
     }
 
 private:
+    /// Polls while word == old, for at most budget_ns. Yields now and then so
+    /// that a loaded machine's other threads still run.
+    static void spin_while(const std::atomic<uint32_t>& word, uint32_t old, uint64_t budget_ns) {
+        const uint64_t start = now_ns();
+        for (uint32_t i = 1;; ++i) {
+            if (word.load(std::memory_order_acquire) != old) return;
+            cpu_relax();
+            if ((i & 63) == 0) {
+                if (now_ns() - start >= budget_ns) return;
+                std::this_thread::yield();
+            }
+        }
+    }
+    /// A hint to the core that this is a polling loop (lets the sibling
+    /// hyperthread run, saves power).
+    static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
+        __asm__ __volatile__("yield");
+#endif
+    }
+
     /// Sleeps while word == old (returns at once if it already changed).
     void wait_while(std::atomic<uint32_t>& word, uint32_t old) {
 #if defined(_WIN32)
@@ -146,6 +182,7 @@ private:
     static constexpr uint32_t kClosed = 0xffffffffu;
 
     uint32_t participants_ = 1;
+    uint64_t spin_ns_ = 0;
     std::atomic<bool> busy_{false};
     std::atomic<uint64_t> claim_{0}; // generation << 32 | next chunk
     std::atomic<uint32_t> wake_{0};

@@ -30,7 +30,7 @@ struct TbbBackend::State {
     detail::ChunkDispatcher dispatcher;
 };
 
-TbbBackend::TbbBackend(uint32_t threads) : state_(new State) {
+TbbBackend::TbbBackend(uint32_t threads, uint32_t spin_microseconds) : state_(new State) {
     if (threads == 0) threads = static_cast<uint32_t>(tbb::this_task_arena::max_concurrency());
     if (threads == 0) threads = 1;
     const auto hardware = static_cast<uint32_t>(tbb::this_task_arena::max_concurrency());
@@ -39,6 +39,7 @@ TbbBackend::TbbBackend(uint32_t threads) : state_(new State) {
     // One slot is reserved for the calling thread; threads - 1 workers run loops.
     state_->arena.initialize(static_cast<int>(threads));
     state_->dispatcher.set_participants(threads);
+    if (threads <= hardware) state_->dispatcher.set_spin_ns(uint64_t{spin_microseconds} * 1000);
     State* s = state_;
     s->arena.execute([s, threads] {
         for (uint32_t worker = 1; worker < threads; ++worker)

@@ -1,9 +1,11 @@
 // std::thread backend: for targets without oneTBB (MinGW) and for
 // ThreadSanitizer runs (every synchronization edge is in instrumented code).
-// Worker threads are created once, at construction, and sleep between jobs;
+// Worker threads are created once, at construction, and poll briefly, then
+// sleep, between jobs;
 // steady state allocates nothing.
 #pragma once
 
+#include "hashgrid/platform/worker_spin.h"
 #include "hashgrid/thread_backend.h"
 
 #include <cstdint>
@@ -14,7 +16,9 @@ class StdThreadBackend {
 public:
     /// threads == 0: std::thread::hardware_concurrency(). The calling thread is
     /// one of them: threads - 1 workers are started.
-    explicit StdThreadBackend(uint32_t threads = 0);
+    /// spin_microseconds: how long an idle worker polls for the next loop
+    /// before it sleeps (worker_spin.h); 0 when threads exceed the cores.
+    explicit StdThreadBackend(uint32_t threads = 0, uint32_t spin_microseconds = kDefaultWorkerSpinMicroseconds);
     ~StdThreadBackend();
     StdThreadBackend(const StdThreadBackend&) = delete;
     StdThreadBackend& operator=(const StdThreadBackend&) = delete;

@@ -4,6 +4,7 @@
 // state allocates nothing (docs/allocation.md has what was measured).
 #pragma once
 
+#include "hashgrid/platform/worker_spin.h"
 #include "hashgrid/thread_backend.h"
 
 #include <cstdint>
@@ -14,7 +15,9 @@ class TbbBackend {
 public:
     /// threads == 0: oneTBB's default concurrency. More threads than cores is
     /// allowed (global_control raises the limit) for determinism tests.
-    explicit TbbBackend(uint32_t threads = 0);
+    /// spin_microseconds: how long an idle worker polls for the next loop
+    /// before it sleeps (worker_spin.h); 0 when threads exceed the cores.
+    explicit TbbBackend(uint32_t threads = 0, uint32_t spin_microseconds = kDefaultWorkerSpinMicroseconds);
     ~TbbBackend();
     TbbBackend(const TbbBackend&) = delete;
     TbbBackend& operator=(const TbbBackend&) = delete;
