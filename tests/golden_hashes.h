@@ -28,21 +28,21 @@ inline constexpr GridHashes kGrid[] = {
      67159u}, // uniform 3D unbounded
     {0x5568d4fafa3fd863ull, 0xe1014d197c70c106ull, 0x45d197e6cf139d8dull, 0x30bf20709f61e2b6ull,
      505267u}, // clusters 3D bounded
-    {0x04b169838f9afc5eull, 0x5e1ce099648ecd8eull, 0x996716967ecdd317ull, 0xf1d4a24f07c63187ull,
+    {0x04b169838f9afc5eull, 0x5e1ce099648ecd8eull, 0x996716967ecdd317ull, 0xdd186c839a476bb2ull,
      18508u}, // uniform 2D unbounded radii
     {0x7106c8f9aaf0f959ull, 0x77ca2938bcfc5edeull, 0xa14073788397b674ull, 0x6d4b5b408e99d779ull,
      426084u}, // clusters 2D bounded
-    {0x4bf70d535637ec61ull, 0x24c159e817da421cull, 0x95e6f1e734a1a693ull, 0x827e6307deba39d1ull,
+    {0x4bf70d535637ec61ull, 0x24c159e817da421cull, 0x95e6f1e734a1a693ull, 0xb27fa40f0602720dull,
      51409u}, // boundary lattice 3D unbounded
     {0xde166e9c97db992aull, 0xf8a0790ac3655b7aull, 0x68f82de0ca861ca7ull, 0x42983c8ed718934full,
      196462u}, // clusters 3D bounded radii
     {0x51483ec22d351da4ull, 0x7fd251718e4f55e0ull, 0x42333609e48bb2e7ull, 0x1d73483875546b98ull,
      12502u}, // near 1e6 3D unbounded
-    {0x244d4022353318f1ull, 0x0e95d18b32c2b249ull, 0xc9377d0aef2ae3c4ull, 0x0658b369a91c3943ull,
+    {0x244d4022353318f1ull, 0x0e95d18b32c2b249ull, 0xc9377d0aef2ae3c4ull, 0xfb08eeb8f8f2b861ull,
      219263u}, // +-1e6 3D r=0.01 (cells wrap)
     {0xb8f250841b1383bdull, 0xf95f271a88a5297cull, 0xc6bec1bd9077b4f4ull, 0xebe10764a79cc067ull, 9143u},  // seam 3D
-    {0x640022188233d10full, 0xab161a571abf2e43ull, 0x444a8642d40c3a6cull, 0xb2b5a2eaeb1ffab7ull, 95844u}, // seam 2D
-    {0x7aad80d584592d35ull, 0xa938bacbd42ea78eull, 0x61100a8feb03bbb4ull, 0xb2000756225e6871ull,
+    {0x640022188233d10full, 0xab161a571abf2e43ull, 0x444a8642d40c3a6cull, 0xe1231289b764257full, 95844u}, // seam 2D
+    {0x7aad80d584592d35ull, 0xa938bacbd42ea78eull, 0x61100a8feb03bbb4ull, 0x6d1cfaa6ce1281cdull,
      70347u}, // formula switch 3D
 };
 

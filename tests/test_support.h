@@ -730,11 +730,12 @@ inline std::string check_cell_table(const hashgrid::Grid& grid, const Scene& s, 
         if (v.key[c] != key) return "key[" + std::to_string(c) + "] mismatch";
         if (v.start[c + 1] - v.start[c] != counts[c]) return "start[] of cell " + std::to_string(c) + " mismatch";
     }
-    // Slot table (config.h): max(256, next power of two >= 2 * max_cells) slots,
-    // every key exactly once, reachable by linear probing from its home slot (the
-    // top log2(slots) bits of hash_key(key)) without crossing an empty slot.
+    // Slot table (Grid::table_slots): max(256, next power of two >= 2 * the
+    // frame's cells) slots, every key exactly once, reachable by linear probing
+    // from its home slot (the top log2(slots) bits of hash_key(key)) without
+    // crossing an empty slot.
     uint32_t slots = 256, slot_bits = 8;
-    while (slots < 2u * config.max_cells) {
+    while (slots < 2u * v.cell_count) {
         slots *= 2;
         ++slot_bits;
     }

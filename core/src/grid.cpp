@@ -24,7 +24,7 @@ Sizes sizes_of(const GridConfig& c) {
         s.slots = 0;
     } else {
         s.cells = c.max_cells;
-        uint64_t slots = 256;
+        uint64_t slots = kMinTableSlots;
         while (slots < 2 * uint64_t{c.max_cells})
             slots *= 2;
         s.slots = static_cast<uint32_t>(slots);
@@ -123,6 +123,8 @@ Status Grid::init(const GridConfig& config, void* memory, size_t bytes) {
         GridState* at = nullptr;
         lay_out(config, s, base, arrays, &at);
         auto* state = new (at) GridState(arrays);
+        // The first frame's clear empties every slot (table_needs_full_clear).
+        state->slot_capacity = s.slots;
         state->slot_count = s.slots;
         state->slot_shift = table_shift(s.slots);
         state->block_count = s.pair_blocks;

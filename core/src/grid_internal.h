@@ -21,6 +21,8 @@ inline constexpr uint32_t kPairGrain = 1024;
 inline constexpr uint32_t kPairBlock = 2048;
 /// Keys per chunk in the radix sort of distinct cells.
 inline constexpr uint32_t kRadixGrain = 16384;
+/// Fewest slots of an unbounded grid's cell table (allocated and per frame).
+inline constexpr uint32_t kMinTableSlots = 256;
 /// Readable padding after every sorted array (SIMD over-read).
 inline constexpr uint32_t kPad = 16;
 /// No cell / no block.

@@ -22,8 +22,7 @@ struct GridState {
     PairTimings pair_timings{};
 
     // Sizes fixed at init.
-    uint32_t slot_count = 0;      // unbounded table slots (power of two), 0 when bounded
-    uint32_t slot_shift = 0;      // slot = hash >> slot_shift
+    uint32_t slot_capacity = 0;   // unbounded table slots allocated (power of two), 0 when bounded
     uint32_t block_count = 0;     // blocks of the pair pool
     uint32_t sort_grain = 0;      // particles per chunk of the bucket passes
     uint32_t bucket_capacity = 0; // most buckets per frame (power of two)
@@ -38,6 +37,12 @@ struct GridState {
     uint32_t* cell_slot = nullptr;  // unbounded: table slot of each cell
 
     // Unbounded table (power-of-two slots, linear probing, priority-ordered).
+    // A frame uses the first slot_count slots, sized by its number of cells
+    // (table_size_for in rebuild_table.cpp), so that clearing and filling it
+    // costs what the live cells do, not max_cells. Slots past slot_count are
+    // always empty.
+    uint32_t slot_count = 0; // slots in use this frame (power of two), 0 when bounded
+    uint32_t slot_shift = 0; // slot = hash >> slot_shift
     uint64_t* slot_key = nullptr;
     uint32_t* slot_cell = nullptr;
 

@@ -10,6 +10,8 @@
 // 3. Two-level counting sort: bucket scan, scatter into buckets, per-bucket
 //    sort by cell (rebuild_sort.cpp). The dense path then compacts the box's
 //    non-empty cells into the frame's cells and table.
+// Input already in cell order replaces steps 2 and 3 with the runs of its
+// cells and a straight copy (rebuild_presorted.cpp), giving the same frame.
 #include "grid_impl.h"
 #include "lattice/wrapped_cells.h"
 #include "rebuild_steps.h"
@@ -85,6 +87,27 @@ Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     return {};
 }
 
+/// Steps 2 and 3 of the general path: cells (unbounded), then the counting sort.
+template <typename Lap>
+Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, RebuildTimings& timing, Lap& lap) {
+    if (!f.bounded) {
+        const Status cells = unbounded_cells(s, f, b);
+        if (!cells.ok()) return cells;
+        lap(timing.table);
+    }
+    scan_buckets(s, f);
+    lap(timing.scan);
+    scatter_to_buckets(s, f, b);
+    lap(timing.scatter);
+    sort_buckets(s, f, b);
+    lap(timing.finalize);
+    if (f.dense) {
+        compact_dense_cells(s, f, b);
+        lap(timing.table);
+    }
+    return {};
+}
+
 } // namespace
 
 Status Grid::rebuild(const ParticleSpans& particles, const ThreadBackend& backend) {
@@ -112,22 +135,13 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     if (!keys.ok()) return keys; // previous frame untouched
     lap(timing.keys);
 
-    if (!f.bounded) {
-        const Status cells = unbounded_cells(s, f, b);
-        if (!cells.ok()) return cells; // previous frame restored
-        lap(timing.table);
-    }
-
-    scan_buckets(s, f);
-    lap(timing.scan);
-    scatter_to_buckets(s, f, b);
-    lap(timing.scatter);
-    sort_buckets(s, f, b);
-    lap(timing.finalize);
-
-    if (f.dense) {
-        compact_dense_cells(s, f, b);
-        lap(timing.table);
+    if (input_in_cell_order(s, f, b)) {
+        const Status presorted = rebuild_presorted(s, f, b);
+        if (!presorted.ok()) return presorted; // previous frame restored
+        lap(timing.finalize);
+    } else {
+        const Status sorted = sort_into_cells(s, f, b, timing, lap);
+        if (!sorted.ok()) return sorted; // previous frame restored
     }
 
     timing.total = t_mark - t_begin;

@@ -9,6 +9,8 @@
 //                      sort_distinct_cells, lookup_cells
 //   rebuild_sort.cpp   the two-level counting sort: scan_buckets,
 //                      scatter_to_buckets, sort_buckets
+//   rebuild_presorted.cpp  input already in cell order: steps 2 and 3 in one
+//                      copy (input_in_cell_order, rebuild_presorted)
 #pragma once
 
 #include "grid_impl.h"
@@ -92,9 +94,12 @@ Status insert_keys(GridState& s, RebuildFrame& f, const PreviousFrame& previous,
 void sort_distinct_cells(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
 /// Each particle's cell index and the bucket counts; sets shift.
 void lookup_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b);
-/// Fills the (cleared) table with cell_key[0, cells), sets cell_slot,
-/// slot_cell and cell_count.
+/// Fills the (empty) table with cell_key[0, cells) at table_size_for(cells),
+/// sets cell_slot, slot_cell and cell_count.
 void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b);
+/// Smallest table for `cells` occupied cells: a power of two, at least
+/// kMinTableSlots and twice the cells, at most `capacity` (the slots allocated).
+uint32_t table_size_for(uint32_t cells, uint32_t capacity);
 /// cell_capacity found after the table was cleared: rebuilds the previous
 /// frame's table from its keys (the same layout: it depends on the key set).
 void restore_previous_table(GridState& s, const PreviousFrame& previous, const ThreadBackend& b);
@@ -110,6 +115,16 @@ void scatter_to_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend
 /// Counting sort of each bucket by cell: cell starts, order and the sorted
 /// SoA copy (dense path: over the box, in dense_start).
 void sort_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
+
+// rebuild_presorted.cpp
+
+/// After the key pass: whether the input is already in cell order (cells,
+/// or unbounded keys, non-decreasing). False for an empty frame.
+bool input_in_cell_order(const GridState& s, const RebuildFrame& f, const ThreadBackend& b);
+/// Steps 2 and 3 for input in cell order: cells from the runs, the identity
+/// order and a straight copy; the same frame as the general path.
+/// cell_capacity (previous table restored) if too many cells.
+Status rebuild_presorted(GridState& s, RebuildFrame& f, const ThreadBackend& b);
 
 // Helpers shared by the steps.
 

@@ -108,7 +108,28 @@ uint64_t count_distinct(uint64_t* keys, uint32_t n) {
     return distinct;
 }
 
+/// Empties slots [0, slot_count): the only ones that can hold keys.
+void empty_slots(GridState& s, const ThreadBackend& b) {
+    parallel_chunks(b, s.slot_count, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
+        std::memset(s.slot_key + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
+    });
+}
+
+/// Uses the first `slots` slots from now on; the table must be empty.
+void use_slots(GridState& s, uint32_t slots) {
+    s.slot_count = slots;
+    s.slot_shift = table_shift(slots);
+}
+
 } // namespace
+
+uint32_t table_size_for(uint32_t cells, uint32_t capacity) {
+    // At most half full: short probes, and the 3/4 fill limit is far.
+    uint64_t slots = kMinTableSlots;
+    while (slots < 2 * uint64_t{cells})
+        slots *= 2;
+    return slots < capacity ? static_cast<uint32_t>(slots) : capacity;
+}
 
 Status cell_capacity(uint64_t distinct) {
     Status st;
@@ -119,6 +140,7 @@ Status cell_capacity(uint64_t distinct) {
 }
 
 void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b) {
+    use_slots(s, table_size_for(cells, s.slot_capacity));
     uint32_t occupied = 0;
     const uint32_t table_limit = s.slot_count / 4 * 3;
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -144,11 +166,9 @@ void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b) 
 }
 
 void restore_previous_table(GridState& s, const PreviousFrame& previous, const ThreadBackend& b) {
-    // The table's layout is a function of its key set, so inserting last
-    // frame's keys (still in cell_key) again gives back the very same table.
-    parallel_chunks(b, s.slot_count, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
-        std::memset(s.slot_key + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
-    });
+    // The table's size and layout are functions of its key set, so inserting
+    // last frame's keys (still in cell_key) again gives back the very same table.
+    empty_slots(s, b);
     table_from_cell_keys(s, previous.built ? previous.cell_count : 0, b);
     s.count = previous.count;
     s.cell_count = previous.cell_count;
@@ -159,10 +179,9 @@ void clear_table(GridState& s, const ThreadBackend& b) {
     // Clearing every slot is a streaming write; clearing last frame's cells
     // is one random write each. Pick the cheaper (about 16 slots stream in
     // the time of one random write).
+    // Either way every slot is empty afterwards (slots past slot_count are).
     if (s.table_needs_full_clear || s.slot_count <= 16 * uint64_t{s.cell_count}) {
-        parallel_chunks(b, s.slot_count, kCellGrain * 4, [&](uint32_t begin, uint32_t end, uint32_t) {
-            std::memset(s.slot_key + begin, 0xff, uint64_t{end - begin} * sizeof(uint64_t)); // kEmptyKey
-        });
+        empty_slots(s, b);
     } else {
         parallel_chunks(b, s.cell_count, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t i = begin; i < end; ++i)
@@ -178,38 +197,51 @@ void clear_table(GridState& s, const ThreadBackend& b) {
 Status insert_keys(GridState& s, RebuildFrame& f, const PreviousFrame& previous, const ThreadBackend& b) {
     const uint32_t n = f.n;
     const uint32_t grain = f.grain;
-    const uint32_t mask = s.slot_count - 1;
-    uint32_t occupied = 0;
-    uint32_t failed = 0;
-    // The fill limit keeps the table below 3/4 load, so probes always end;
-    // reservations are small enough that it is never reached spuriously
-    // below max_cells (<= 1/2 load).
-    const uint32_t table_limit = s.slot_count / 4 * 3;
     const uint32_t workers = b.worker_count > 0 ? b.worker_count : 1;
-    uint32_t block = table_limit / (8 * workers);
-    block = block < 1 ? 1 : (block > 64 ? 64 : block);
-    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        FillShare fill(occupied, table_limit, block);
-        uint64_t last = kEmptyKey;
-        for (uint32_t i = begin; i < end; ++i) {
-            const uint64_t key = s.particle_key[i];
-            if (key == last) continue; // runs of one cell (sorted input) insert once
-            if (i + 8 < end)           // the home slot of a key a few inserts ahead
-                __builtin_prefetch(s.slot_key + home_slot(s.particle_key[i + 8], s.slot_shift));
-            if (!insert_key(s.slot_key, mask, s.slot_shift, key, fill)) {
-                std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
-                return;
+    // Sized for last frame's cells: most frames have about as many. A frame
+    // that fills it starts again in a table twice as large, and
+    // sort_distinct_cells moves the keys to the size their count asks for,
+    // so the table is always the same function of the key set.
+    uint32_t slots = table_size_for(previous.built ? previous.cell_count : n, s.slot_capacity);
+    for (;;) {
+        use_slots(s, slots);
+        const uint32_t mask = s.slot_count - 1;
+        uint32_t occupied = 0;
+        uint32_t failed = 0;
+        // The fill limit keeps the table below 3/4 load, so probes always end;
+        // reservations are small enough that it is never reached spuriously
+        // at full capacity below max_cells (<= 1/2 load).
+        const uint32_t table_limit = s.slot_count / 4 * 3;
+        uint32_t block = table_limit / (8 * workers);
+        block = block < 1 ? 1 : (block > 64 ? 64 : block);
+        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            FillShare fill(occupied, table_limit, block);
+            uint64_t last = kEmptyKey;
+            for (uint32_t i = begin; i < end; ++i) {
+                const uint64_t key = s.particle_key[i];
+                if (key == last) continue; // runs of one cell (sorted input) insert once
+                if (i + 8 < end)           // the home slot of a key a few inserts ahead
+                    __builtin_prefetch(s.slot_key + home_slot(s.particle_key[i + 8], s.slot_shift));
+                if (!insert_key(s.slot_key, mask, s.slot_shift, key, fill)) {
+                    std::atomic_ref<uint32_t>(failed).store(1, std::memory_order_relaxed);
+                    return;
+                }
+                last = key;
             }
-            last = key;
+        });
+        if (failed == 0 && occupied <= f.max_cells) {
+            f.cells = occupied;
+            return {};
         }
-    });
-    if (failed != 0 || occupied > f.max_cells) {
+        if (failed != 0 && slots < s.slot_capacity) {
+            empty_slots(s, b);
+            slots *= 2;
+            continue;
+        }
         // Only the table was written: put the previous frame's back.
         restore_previous_table(s, previous, b);
         return cell_capacity(count_distinct(s.particle_key, n));
     }
-    f.cells = occupied;
-    return {};
 }
 
 void sort_distinct_cells(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
@@ -236,6 +268,12 @@ void sort_distinct_cells(GridState& s, const RebuildFrame& f, const ThreadBacken
     });
     // Sort (key, slot) by key; cell_cursor is free until the counting sort.
     sort_keys(b, s.cell_key, s.cell_slot, s.key_tmp, s.cell_cursor, cells, s.radix_hist, s.chunk_scratch);
+    if (s.slot_count != table_size_for(cells, s.slot_capacity)) {
+        // Inserted at last frame's size: move to this key set's own.
+        empty_slots(s, b);
+        table_from_cell_keys(s, cells, b);
+        return;
+    }
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i)
             s.slot_cell[s.cell_slot[i]] = i;

@@ -28,8 +28,10 @@ struct GridConfig : LatticeConfig {
     /// Largest particle count passed to rebuild(), in [1, 2^31).
     uint32_t max_particles = 0;
     /// Unbounded only: most distinct occupied cells per frame, in [1, 2^30).
-    /// The table has max(256, next power of two >= 2 * max_cells) slots (load
-    /// <= 0.5); a key's home slot is the top log2(slots) bits of hash_key().
+    /// The table reserves max(256, next power of two >= 2 * max_cells) slots;
+    /// a frame uses max(256, next power of two >= 2 * its occupied cells) of
+    /// them (load <= 0.5, Grid::table_slots()); a key's home slot is the top
+    /// log2(slots) bits of hash_key().
     uint32_t max_cells = 0;
     /// Most pairs find_pairs() may find per frame (< 2^40): a hard limit; more
     /// is StatusCode::pair_capacity with the exact count.

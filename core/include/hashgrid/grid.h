@@ -61,6 +61,10 @@ struct ParticleSpans {
 };
 
 /// Wall time of each phase of the last rebuild(), in nanoseconds (steady clock).
+/// Input already in cell order (kept in sorted_to_original() order, and no
+/// particle changed cell) skips the sort: scan and scatter are 0, and
+/// finalize holds the cells read off the input (with the unbounded table)
+/// and the straight copy.
 struct RebuildTimings {
     uint64_t keys = 0;     ///< Validation, cell coordinates (bounded: and counts).
     uint64_t table = 0;    ///< Unbounded: table insert, distinct-cell sort, per-particle lookup and count.
@@ -191,7 +195,9 @@ public:
     [[nodiscard]] const PairTimings& last_pair_timings() const;
     [[nodiscard]] const GridConfig& config() const { return config_; }
     [[nodiscard]] bool initialized() const { return initialized_; }
-    /// Slots of the unbounded cell table (0 when bounded).
+    /// Slots of the unbounded cell table that the current frame uses (0 when
+    /// bounded): the smallest power of two of at least 256 and twice the
+    /// occupied cells, so the table's per-frame cost follows the live cells.
     [[nodiscard]] uint32_t table_slots() const;
 
 private:
