@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what a fresh Debian 12 machine lacks to build, test and benchmark
-# Hashgrid (run as root). Does nothing when everything is already there.
+# Hashgrid and to build its API reference (doxygen), as root. Does nothing when
+# everything is already there.
 set -eu
-packages="cmake ninja-build g++ libtbb-dev doctest-dev libnanoflann-dev pkg-config"
+packages="cmake ninja-build g++ libtbb-dev doctest-dev libnanoflann-dev pkg-config doxygen"
 missing=""
 for p in $packages; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -1,5 +1,6 @@
-// Programmer-error checks with a replaceable hook (in the spirit of Jolt's
-// JPH_ASSERT). Data and capacity problems are Status codes, not asserts.
+/// @file
+/// Programmer-error checks with a replaceable hook (in the spirit of Jolt's
+/// JPH_ASSERT). Data and capacity problems are Status codes, not asserts.
 #pragma once
 
 namespace hashgrid {
@@ -16,11 +17,15 @@ void assert_failed(const char* expression, const char* message, const char* file
 
 } // namespace hashgrid
 
-// HASHGRID_ENABLE_ASSERTS is defined for Hashgrid's own sources only, never
-// for code that merely includes these headers. CMake option HASHGRID_ASSERTS:
-// on by default when Hashgrid is the top-level project (the test presets; the
-// release preset turns it off), in the Debug configuration only when it is a
-// subproject of a consumer's build. Elsewhere the checks compile to nothing.
+/// @def HASHGRID_ASSERT(cond, msg)
+/// Checks a programmer error: when `cond` is false, calls assert_failed() with
+/// the condition's text, `msg`, the file and the line.
+///
+/// HASHGRID_ENABLE_ASSERTS is defined for Hashgrid's own sources only, never
+/// for code that merely includes these headers. CMake option HASHGRID_ASSERTS:
+/// on by default when Hashgrid is the top-level project (the test presets; the
+/// release preset turns it off), in the Debug configuration only when it is a
+/// subproject of a consumer's build. Elsewhere the checks compile to nothing.
 #if defined(HASHGRID_ENABLE_ASSERTS)
 #define HASHGRID_ASSERT(cond, msg)                                                                                     \
     do {                                                                                                               \

@@ -1,66 +1,73 @@
-// The box grid: the broad phase for objects with their own axis-aligned boxes.
-//
-// Recipe (one frame):
-//   hashgrid::BoxSpans in{min_x, min_y, min_z, max_x, max_y, max_z, category, mask, n};
-//   hashgrid::Status s = boxes.rebuild(in, backend);              // boxes into every cell they cover
-//   hashgrid::PairResult p = boxes.find_pairs(pairs, capacity, backend);
-// or, for objects kept in an ObjectStore (objects.h), s = boxes.rebuild(store, backend).
-//
-// Cells. An object covers the cells cell(min) .. cell(max) on every axis, where
-// cell(p) = floor((p - origin) * inv) is the guarded key of cell_key.h (clamped
-// to the border cells in a bounded world with OutOfBounds::clamp). cell() is
-// monotone, so every point of a box lies in a cell the box covers.
-//
-// Overlap. Boxes are closed: a and b overlap when, on every axis,
-// a.min <= b.max and b.min <= a.max. Touching faces, edges or corners overlap.
-//
-// Layers. Each object has a category bitmask and a collision mask (null spans:
-// all bits). A pair is reported only when (cat_a & mask_b) != 0 and
-// (cat_b & mask_a) != 0.
-//
-// One report per pair, no set, no dedup pass. Two small objects are reported
-// only from the cell that holds the minimum corner of their intersection,
-// m = max(a.min, b.min) per axis: m lies in both boxes, so cell(m) is covered
-// by both, and it is one cell.
-//
-// Large objects. An object covering more than BoxGridConfig::large_object_cells
-// cells is not put into cells at all: it goes to a separate list and is tested
-// against every object directly (a world-spanning terrain box costs N box
-// tests, not N cells of entries).
-//
-// Far objects (unbounded worlds). Cells are keyed within +-kKeyLimit3 cells
-// per axis of the origin in 3D (about +-10 km at 1 cm cells), +-kKeyLimit2 in
-// 2D (cell_key.h). An object reaching beyond is accepted as a large object:
-// pairs and queries stay exact at every finite coordinate, at O(N) per far
-// object. An outlier costs little; a scene mostly out there should move
-// `origin` to itself (or use larger cells).
-//
-// Order (same for every thread count and SIMD width):
-//   1. small-small pairs by cell in sorted (z, y, x) order, then by the
-//      position of the two entries in the cell (entries of a cell ascend by
-//      object index): pair (e_i, e_j) with i < j before (e_i, e_k) when j < k;
-//   2. large-small and large-large pairs: by large object (ascending index),
-//      then by the other object's index.
-// Each Pair holds original object indices with a < b.
-//
-// Object indices. Every result (pairs here, box queries in box_queries.h)
-// names objects by their index in the BoxSpans of the rebuild: the dense
-// index of an ObjectStore when the grid was rebuilt from one. They name the
-// same objects only as long as the input's order does. For a store, that is
-// until its next add, remove, clear or init. Every result carries the layout
-// it names (QueryResult::layout: the frame's source_layout below; 0 for a
-// frame rebuilt from BoxSpans): turn results into handles or user values with
-// ObjectStore::handles_at() / user_values_at() (objects.h), passing the
-// result and the current view, e.g.
-//   s = store.handles_at(boxes.view(), p, pairs, handle_pairs);
-// They answer stale_view once the store's layout has changed, or when the
-// result names another layout, never a wrong object.
-//
-// Memory and cost (box_grid.cpp has the layout): per object about 90 B, per
-// cell entry (max_cell_entries) about 64 B in 3D, per pair of max_pairs 8 B
-// (a pool that keeps each chunk's pairs until they are published). rebuild()
-// is O(N + entries) with a radix sort over the bits of the occupied cells'
-// box; find_pairs() is O(entry pairs within cells + large objects * N).
+/// @file
+/// The box grid: the broad phase for objects with their own axis-aligned boxes.
+///
+/// Recipe (one frame):
+///
+///     hashgrid::BoxSpans in{min_x, min_y, min_z, max_x, max_y, max_z, category, mask, n};
+///     hashgrid::Status s = boxes.rebuild(in, backend);              // boxes into every cell they cover
+///     hashgrid::PairResult p = boxes.find_pairs(pairs, capacity, backend);
+///
+/// or, for objects kept in an ObjectStore (objects.h), s = boxes.rebuild(store, backend).
+///
+/// Cells. An object covers the cells cell(min) .. cell(max) on every axis, where
+/// cell(p) = floor((p - origin) * inv) is the guarded key of cell_key.h (clamped
+/// to the border cells in a bounded world with OutOfBounds::clamp). cell() is
+/// monotone, so every point of a box lies in a cell the box covers.
+///
+/// Overlap. Boxes are closed: a and b overlap when, on every axis,
+/// a.min <= b.max and b.min <= a.max. Touching faces, edges or corners overlap.
+///
+/// Layers. Each object has a category bitmask and a collision mask (null spans:
+/// all bits). A pair is reported only when (cat_a & mask_b) != 0 and
+/// (cat_b & mask_a) != 0.
+///
+/// One report per pair, no set, no dedup pass. Two small objects are reported
+/// only from the cell that holds the minimum corner of their intersection,
+/// m = max(a.min, b.min) per axis: m lies in both boxes, so cell(m) is covered
+/// by both, and it is one cell.
+///
+/// Large objects. An object covering more than BoxGridConfig::large_object_cells
+/// cells is not put into cells at all: it goes to a separate list and is tested
+/// against every object directly (a world-spanning terrain box costs N box
+/// tests, not N cells of entries).
+///
+/// Far objects (unbounded worlds). Cells are keyed within +-kKeyLimit3 cells
+/// per axis of the origin in 3D (about +-10 km at 1 cm cells), +-kKeyLimit2 in
+/// 2D (cell_key.h). An object reaching beyond is accepted as a large object:
+/// pairs and queries stay exact at every finite coordinate, at O(N) per far
+/// object. An outlier costs little; a scene mostly out there should move
+/// `origin` to itself (or use larger cells).
+///
+/// Order (same for every thread count and SIMD width):
+///
+///     1. small-small pairs by cell in sorted (z, y, x) order, then by the
+///        position of the two entries in the cell (entries of a cell ascend by
+///        object index): pair (e_i, e_j) with i < j before (e_i, e_k) when j < k;
+///     2. large-small and large-large pairs: by large object (ascending index),
+///        then by the other object's index.
+///
+/// Each Pair holds original object indices with a < b.
+///
+/// Object indices. Every result (pairs here, box queries in box_queries.h)
+/// names objects by their index in the BoxSpans of the rebuild: the dense
+/// index of an ObjectStore when the grid was rebuilt from one. They name the
+/// same objects only as long as the input's order does. For a store, that is
+/// until its next add, remove, clear or init. Every result carries the layout
+/// it names (QueryResult::layout: the frame's source_layout below; 0 for a
+/// frame rebuilt from BoxSpans): turn results into handles or user values with
+/// ObjectStore::handles_at() / user_values_at() (objects.h), passing the
+/// result and the current view, e.g.
+///
+///     s = store.handles_at(boxes.view(), p, pairs, handle_pairs);
+///
+/// They answer stale_view once the store's layout has changed, or when the
+/// result names another layout, never a wrong object.
+///
+/// Memory and cost (box_grid.cpp has the layout): per object about 90 B, per
+/// cell entry (max_cell_entries) about 64 B in 3D, per pair of max_pairs 8 B
+/// (a pool that keeps each chunk's pairs until they are published). rebuild()
+/// is O(N + entries) with a radix sort over the bits of the occupied cells'
+/// box; find_pairs() is O(entry pairs within cells + large objects * N).
 #pragma once
 
 #include "hashgrid/config.h"
@@ -97,19 +104,20 @@ Status validate(const BoxGridConfig& config) = delete;
 
 /// Input boxes as structure-of-arrays. Pointers must stay valid during the call only.
 struct BoxSpans {
-    const float* min_x = nullptr;
-    const float* min_y = nullptr;
-    const float* min_z = nullptr; ///< Ignored (may be null) in 2D.
-    const float* max_x = nullptr;
-    const float* max_y = nullptr;
+    const float* min_x = nullptr;       ///< Minimum corners' x, count entries.
+    const float* min_y = nullptr;       ///< Minimum corners' y, count entries.
+    const float* min_z = nullptr;       ///< Ignored (may be null) in 2D.
+    const float* max_x = nullptr;       ///< Maximum corners' x, count entries.
+    const float* max_y = nullptr;       ///< Maximum corners' y, count entries.
     const float* max_z = nullptr;       ///< Ignored (may be null) in 2D.
     const uint32_t* category = nullptr; ///< Optional; null means every bit set.
     const uint32_t* mask = nullptr;     ///< Optional; null means every bit set.
-    uint32_t count = 0;
+    uint32_t count = 0;                 ///< Number of boxes.
 };
 
 /// Read-only view of a built box grid, for queries (box_queries.h).
 struct BoxGridView {
+    /// The grid's config (dimensions, lattice, capacities).
     const BoxGridConfig* config = nullptr;
     /// False when the grid held no frame when the view was taken (never
     /// rebuilt, or not initialised): queries then return not_built. Views
@@ -119,28 +127,37 @@ struct BoxGridView {
     /// and its value when the view was taken. A successful rebuild or init
     /// advances the counter, so queries through an older view return
     /// stale_view instead of reading a frame that has changed under it.
+    /// @{
     const uint64_t* live_frame = nullptr;
     uint64_t frame = 0;
+    /// @}
     /// The ObjectStore the frame was rebuilt from (BoxGrid::rebuild(store,
     /// ...)) and its layout_generation() at that rebuild; null and 0 when the
     /// frame came from BoxSpans or the view was built by hand. Every result of
     /// the frame carries source_layout (QueryResult::layout); ObjectStore's
     /// handles_at() / user_values_at() compare both with the store's.
+    /// @{
     const ObjectStore* source_store = nullptr;
     uint64_t source_layout = 0;
+    /// @}
     double scale = 0.0; ///< key_scale(cell_size): cell(p) = floor((p - origin) * scale).
+    /// Objects of the frame (0 when the view holds no frame).
     uint32_t object_count = 0;
     /// Boxes, categories and masks copied in original object order (min[2],
     /// max[2] are null in 2D; categories and masks are all bits when the input
     /// span was null).
+    /// @{
     const float* min[3] = {nullptr, nullptr, nullptr};
     const float* max[3] = {nullptr, nullptr, nullptr};
     const uint32_t* category = nullptr;
     const uint32_t* mask = nullptr;
+    /// @}
     /// Occupied cells (at least one entry), ascending packed key (pack_key3 /
-    /// pack_key2 of cell_key.h, also in bounded worlds), i.e. (z, y, x) order.
+    /// pack_key2 of cell_key.h, also in bounded worlds): (z, y, x) order.
+    /// @{
     uint32_t cell_count = 0;
     const uint64_t* cell_key = nullptr;
+    /// @}
     /// cell_count + 1 entries: entries of cell c are [cell_start[c], cell_start[c + 1]).
     const uint32_t* cell_start = nullptr;
     /// Object index of each entry; ascending within a cell.
@@ -152,12 +169,16 @@ struct BoxGridView {
     /// for d >= dimensions). With a scan over cells [lo, hi], an entry in cell
     /// c is the one to report (the min-corner rule) exactly when, on every
     /// axis, its bit is set or c[d] == lo[d].
+    /// @{
     const float* entry_min[3] = {nullptr, nullptr, nullptr};
     const float* entry_max[3] = {nullptr, nullptr, nullptr};
     const uint32_t* entry_flags = nullptr;
+    /// @}
     /// Large objects, ascending index.
+    /// @{
     uint32_t large_count = 0;
     const uint32_t* large_object = nullptr;
+    /// @}
 };
 
 /// The box grid. Not copyable; all memory is the block given to init().
@@ -219,10 +240,17 @@ public:
     PairResult find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend,
                                PairFilter filter = {});
 
+    /// A view of the current frame for queries (box_queries.h) and for mapping
+    /// results to handles (objects.h); built is false before the first rebuild.
     [[nodiscard]] BoxGridView view() const;
+    /// Objects of the last successful rebuild (0 before one).
     [[nodiscard]] uint32_t object_count() const;
+    /// (object, cell) entries of the last successful rebuild, summed over small
+    /// objects (0 before one); at most max_cell_entries.
     [[nodiscard]] uint32_t entry_count() const;
+    /// The config of the last successful init.
     [[nodiscard]] const BoxGridConfig& config() const { return config_; }
+    /// True after a successful init.
     [[nodiscard]] bool initialized() const { return initialized_; }
 
 private:

@@ -1,58 +1,62 @@
-// Queries over a built box grid: point, box, sphere/circle, segment/ray,
-// frustum, k nearest, "potential collisions of this object", and batches of
-// them run in parallel.
-//
-// Recipe:
-//   hashgrid::BoxQueryGrid g = hashgrid::prepare_box_queries(boxes.view(), backend); // once per rebuild
-//   hashgrid::QueryBox box{{x0, y0, z0}, {x1, y1, z1}};
-//   hashgrid::QueryResult r = hashgrid::query_box(g, box, hashgrid::kAllLayers, out, capacity);
-//   // r.total is exact; out[0, r.written) is a prefix of the full answer.
-//
-// The vocabulary (QueryBox, QuerySphere, Frustum, QueryNearest, QueryResult,
-// QueryVisitor, NearestVisitor, RayVisitor, the output, batch and visitor
-// contracts) is query_types.h's, shared with particle_queries.h: the same
-// call on a particle grid omits the layer mask. Nothing allocates; no query
-// keeps state between calls.
-//
-// Order of set queries (point, box, radius, frustum, potential collisions):
-// objects kept in cells first, by the cell that reports them in ascending
-// packed key ((z, y, x) order), within a cell by ascending object index; then
-// large objects (BoxGridView::large_object) by ascending index. The same for
-// any thread count, platform and SIMD width.
-//
-// One report per object, no set: an object covering several scanned cells is
-// reported only from one of them (the min-corner rule of box_grid.h: the cell
-// of max(query.min, object.min) per axis).
-//
-// Layers. Every query takes a layer_mask right after what it asks; an object
-// is reported when (category[object] & layer_mask) != 0 (null categories:
-// every bit set). A batch takes one mask for all its queries.
-// query_potential_collisions() uses the pair rule of box_grid.h instead.
-//
-// Distance convention: closed. A box object is within distance r of a point
-// when point_box_distance2 <= r * r (touching counts, as touching boxes
-// overlap), and max_distance of query_nearest is closed the same way.
-//
-// Floating point. Every accept/reject decision is a float (ray: double)
-// computation written out below, in that operation order, without FMA (the build uses
-// -ffp-contract=off); a brute-force loop doing the same arithmetic over all
-// objects gives the same answer. Cell ranges are computed in double and
-// widened where rounding could otherwise hide a cell (see the comments of
-// core/src/box_query_internal.h and box_query_ray.cpp).
-//
-// Results are object indices of the grid's frame: for a grid rebuilt from an
-// ObjectStore, dense indices valid until the store's next add, remove, clear
-// or init. Every QueryResult here, batches and visitor forms included,
-// carries the frame's layout (QueryResult::layout = view.source_layout,
-// whatever the status). Map them with the result, checked (objects.h):
-//   s = store.handles_at(g.view, r, out, handles);                // out[0, r.written)
-//   s = store.handles_at(g.view, r, out, offsets[q], offsets[q + 1] - offsets[q],
-//                        handles);                                // query q of a batch
-//   store.handle_at(g.view, index, handle)                        // inside a visitor
-// Ray and nearest hits carry their index in .index: copy those into an array
-// and map it with the result (the same written). A result that names
-// another layout (of a frame rebuilt before an add or remove, of another
-// store's, of one rebuilt from BoxSpans) is stale_view.
+/// @file
+/// Queries over a built box grid: point, box, sphere/circle, segment/ray,
+/// frustum, k nearest, "potential collisions of this object", and batches of
+/// them run in parallel.
+///
+/// Recipe:
+///
+///     hashgrid::BoxQueryGrid g = hashgrid::prepare_box_queries(boxes.view(), backend); // once per rebuild
+///     hashgrid::QueryBox box{{x0, y0, z0}, {x1, y1, z1}};
+///     hashgrid::QueryResult r = hashgrid::query_box(g, box, hashgrid::kAllLayers, out, capacity);
+///     // r.total is exact; out[0, r.written) is a prefix of the full answer.
+///
+/// The vocabulary (QueryBox, QuerySphere, Frustum, QueryNearest, QueryResult,
+/// QueryVisitor, NearestVisitor, RayVisitor, the output, batch and visitor
+/// contracts) is query_types.h's, shared with particle_queries.h: the same
+/// call on a particle grid omits the layer mask. Nothing allocates; no query
+/// keeps state between calls.
+///
+/// Order of set queries (point, box, radius, frustum, potential collisions):
+/// objects kept in cells first, by the cell that reports them in ascending
+/// packed key ((z, y, x) order), within a cell by ascending object index; then
+/// large objects (BoxGridView::large_object) by ascending index. The same for
+/// any thread count, platform and SIMD width.
+///
+/// One report per object, no set: an object covering several scanned cells is
+/// reported only from one of them (the min-corner rule of box_grid.h: the cell
+/// of max(query.min, object.min) per axis).
+///
+/// Layers. Every query takes a layer_mask right after what it asks; an object
+/// is reported when (category[object] & layer_mask) != 0 (null categories:
+/// every bit set). A batch takes one mask for all its queries.
+/// query_potential_collisions() uses the pair rule of box_grid.h instead.
+///
+/// Distance convention: closed. A box object is within distance r of a point
+/// when point_box_distance2 <= r * r (touching counts, as touching boxes
+/// overlap), and max_distance of query_nearest is closed the same way.
+///
+/// Floating point. Every accept/reject decision is a float (ray: double)
+/// computation written out below, in that operation order, without FMA (the build uses
+/// -ffp-contract=off); a brute-force loop doing the same arithmetic over all
+/// objects gives the same answer. Cell ranges are computed in double and
+/// widened where rounding could otherwise hide a cell (see the comments of
+/// core/src/box_query_internal.h and box_query_ray.cpp).
+///
+/// Results are object indices of the grid's frame: for a grid rebuilt from an
+/// ObjectStore, dense indices valid until the store's next add, remove, clear
+/// or init. Every QueryResult here, batches and visitor forms included,
+/// carries the frame's layout (QueryResult::layout = view.source_layout,
+/// whatever the status). Map them with the result, checked (objects.h):
+///
+///     s = store.handles_at(g.view, r, out, handles);                // out[0, r.written)
+///     s = store.handles_at(g.view, r, out, offsets[q], offsets[q + 1] - offsets[q],
+///                          handles);                                // query q of a batch
+///     store.handle_at(g.view, index, handle)                        // inside a visitor
+///
+/// Ray and nearest hits carry their index in .index: copy those into an array
+/// and map it with the result (the same written). A result that names
+/// another layout (of a frame rebuilt before an add or remove, of another
+/// store's, of one rebuilt from BoxSpans) is stale_view.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -69,15 +73,20 @@ namespace hashgrid {
 /// and nearest queries need to stay finite in an unbounded world. Make it
 /// again after every rebuild (it holds the view's pointers).
 struct BoxQueryGrid {
+    /// The view it was prepared from (BoxGrid::view()).
     BoxGridView view;
     /// False when no object is kept in cells (all large, or none).
     bool has_cells = false;
     /// Inclusive cell-coordinate extent of the occupied cells (z = 0 in 2D).
+    /// @{
     int32_t cell_lo[3] = {0, 0, 0};
     int32_t cell_hi[3] = {0, 0, 0};
+    /// @}
     /// Union of the boxes of the objects kept in cells (not large ones).
+    /// @{
     float box_lo[3] = {0.0f, 0.0f, 0.0f};
     float box_hi[3] = {0.0f, 0.0f, 0.0f};
+    /// @}
     /// Largest |coordinate| per axis over those boxes: the scale of rounding errors.
     float magnitude[3] = {0.0f, 0.0f, 0.0f};
     /// Largest cell span (max cell - min cell) per axis of those objects: how
@@ -96,12 +105,14 @@ BoxQueryGrid prepare_box_queries(const BoxGridView& view, const ThreadBackend& b
 /// axis. The point must be finite. Looks at one cell and the large objects.
 QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask, uint32_t* out,
                         uint64_t capacity);
+/// Visitor form (query_types.h): the same objects, in the same order.
 QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask, QueryVisitor visitor);
 
 /// Objects overlapping the closed box (a.min <= b.max and b.min <= a.max on
 /// every axis). min <= max, no NaN; infinite bounds are allowed.
 QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask, uint32_t* out,
                       uint64_t capacity);
+/// Visitor form (query_types.h): the same objects, in the same order.
 QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask, QueryVisitor visitor);
 
 /// Squared distance from p to a closed box, in float: per axis
@@ -114,6 +125,7 @@ float point_box_distance2(const float p[3], const float box_min[3], const float 
 /// product; closed). The centre must be finite, radius >= 0 (+inf: everything).
 QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask, uint32_t* out,
                          uint64_t capacity);
+/// Visitor form (query_types.h): the same objects, in the same order.
 QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask,
                          QueryVisitor visitor);
 
@@ -122,9 +134,9 @@ QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, ui
 /// a point query at origin. max_t may be +inf (a ray; the traversal is bounded
 /// by the occupied cells). origin and direction finite, max_t >= 0.
 struct Ray {
-    float origin[3] = {0.0f, 0.0f, 0.0f};
-    float direction[3] = {0.0f, 0.0f, 0.0f};
-    float max_t = 0.0f;
+    float origin[3] = {0.0f, 0.0f, 0.0f};    ///< Start point (t = 0); finite.
+    float direction[3] = {0.0f, 0.0f, 0.0f}; ///< Finite; need not be unit length (zero: a point query).
+    float max_t = 0.0f;                      ///< End parameter, >= 0; +inf for a ray.
 };
 /// The segment from start to end: direction = end - start (float), max_t = 1.
 Ray segment_ray(const float start[3], const float end[3]);
@@ -164,6 +176,7 @@ QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t l
 /// touching the frustum.
 QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask, uint32_t* out,
                           uint64_t capacity);
+/// Visitor form (query_types.h): the same objects, in the same order.
 QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask, QueryVisitor visitor);
 
 /// The query.k objects nearest to query.center by point_box_distance2,
@@ -193,26 +206,38 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, u
 /// box query with its own box, excluding itself, filtered by the pair rule
 /// (cat_a & mask_b) != 0 && (cat_b & mask_a) != 0.
 QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, uint32_t* out, uint64_t capacity);
+/// Visitor form (query_types.h): the same objects, in the same order.
 QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, QueryVisitor visitor);
 
 // ---------------------------------------------------------------------------
-// Batches (the batch contract of query_types.h). One layer mask for the batch.
+/// @name Batches
+/// The single queries above, run over an array of queries in parallel with the
+/// batch contract of query_types.h: offsets has count + 1 entries, and out
+/// holds the concatenation of the single queries' outputs (query_ray_first_batch
+/// writes one hit per ray instead). One layer mask for the batch.
+/// @{
 
+/// query_point() for each of points[0, count), in parallel.
 QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points, uint32_t count, uint32_t layer_mask,
                               uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                               const ThreadBackend& backend);
+/// query_box() for each of boxes[0, count), in parallel.
 QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                             const ThreadBackend& backend);
+/// query_radius() for each of spheres[0, count), in parallel.
 QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
                                uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
                                uint64_t capacity, const ThreadBackend& backend);
+/// query_frustum() for each of frusta[0, count), in parallel.
 QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count, uint32_t layer_mask,
                                 uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                                 const ThreadBackend& backend);
+/// query_ray() for each of rays[0, count), in parallel.
 QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, RayHit* out, uint64_t capacity,
                             const ThreadBackend& backend);
+/// query_nearest() for each of queries[0, count), in parallel.
 QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* queries, uint32_t count,
                                 uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, NearestHit* out,
                                 uint64_t capacity, const ThreadBackend& backend);
@@ -220,5 +245,6 @@ QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* qu
 /// rays that hit something, written = count. hits holds count entries.
 QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
                                   RayHit* hits, const ThreadBackend& backend);
+/// @}
 
 } // namespace hashgrid

@@ -1,13 +1,15 @@
-// Grid configuration and the exact memory it needs.
-//
-// Recipe:
-//   hashgrid::GridConfig config;             // defaults: 3D, unbounded
-//   config.cell_size = r; config.interaction_distance = r;
-//   config.max_particles = n; config.max_cells = n; config.max_pairs = 40 * n;
-//   hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
-//   void* memory = hashgrid::aligned_alloc_bytes(req.bytes, req.alignment); // or your own (grid.h)
-//   hashgrid::Grid grid;
-//   hashgrid::Status s = grid.init(config, memory, req.bytes);
+/// @file
+/// Grid configuration and the exact memory it needs.
+///
+/// Recipe:
+///
+///     hashgrid::GridConfig config;             // defaults: 3D, unbounded
+///     config.cell_size = r; config.interaction_distance = r;
+///     config.max_particles = n; config.max_cells = n; config.max_pairs = 40 * n;
+///     hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
+///     void* memory = hashgrid::aligned_alloc_bytes(req.bytes, req.alignment); // or your own (grid.h)
+///     hashgrid::Grid grid;
+///     hashgrid::Status s = grid.init(config, memory, req.bytes);
 #pragma once
 
 #include "hashgrid/lattice_config.h" // World, OutOfBounds, LatticeConfig

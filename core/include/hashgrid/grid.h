@@ -1,39 +1,43 @@
-// The grid: a per-frame counting-sort rebuild over SoA positions and exact,
-// deterministic pair finding.
-//
-// Recipe (one frame):
-//   hashgrid::ParticleSpans in{x, y, z, nullptr, n};           // radius optional
-//   hashgrid::Status s = grid.rebuild(in, backend);             // O(N) counting sort
-//   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
-//   if (p.status.code == hashgrid::StatusCode::output_too_small) { ... p.total is exact ... }
-//
-// Cells. Cell coordinates are floor((p - origin) * inv) with
-// inv = 1 / (cell_size * (1 + 2^-18)), computed in double precision (see
-// cell_key.h for why): two particles that pass the float distance test are
-// never more than one cell apart, whatever the origin and scale. Because of
-// the 2^-18 guard, a point exactly on a nominal edge origin + k * cell_size
-// (k > 0) belongs to cell k - 1; cells are half-open in the guarded lattice.
-//
-// Unbounded worlds take any finite coordinate: beyond 2^20 cells from the
-// origin per axis in 3D (2^30 in 2D) cell coordinates are kept modulo 2^21
-// (2^31), and beyond 2^31 cells they come from an exact formula of the same
-// floor (docs/design.md). Pairs stay exact either way.
-//
-// Sorted order. After rebuild, particles are grouped by cell, cells in
-// lexicographic (z, y, x) order of their integer coordinates (unbounded: of
-// the wrapped coordinates, i.e. of the keys), and within a cell by ascending
-// original index. This "sorted position" order is the same for bounded and
-// unbounded worlds with the same origin and cell size (when the unbounded
-// frame does not wrap), and for any thread count.
-//
-// Pairs. A pair {a, b} (original indices, a < b) is reported when
-//   uniform:    d2 < r * r                      (r = interaction_distance)
-//   radii:      d2 < (ra + rb) * (ra + rb)
-// with d2 = (dx * dx + dy * dy) + dz * dz in float, evaluated in exactly that
-// order without fused multiply-add (dz term absent in 2D). A distance of
-// exactly r is therefore outside. Each pair is reported once. Order: by the
-// sorted position of the earlier of the two particles, then by the sorted
-// position of the later one (lexicographic in sorted positions).
+/// @file
+/// The grid: a per-frame counting-sort rebuild over SoA positions and exact,
+/// deterministic pair finding.
+///
+/// Recipe (one frame):
+///
+///     hashgrid::ParticleSpans in{x, y, z, nullptr, n};           // radius optional
+///     hashgrid::Status s = grid.rebuild(in, backend);             // O(N) counting sort
+///     hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
+///     if (p.status.code == hashgrid::StatusCode::output_too_small) { ... p.total is exact ... }
+///
+/// Cells. Cell coordinates are floor((p - origin) * inv) with
+/// inv = 1 / (cell_size * (1 + 2^-18)), computed in double precision (see
+/// cell_key.h for why): two particles that pass the float distance test are
+/// never more than one cell apart, whatever the origin and scale. Because of
+/// the 2^-18 guard, a point exactly on a nominal edge origin + k * cell_size
+/// (k > 0) belongs to cell k - 1; cells are half-open in the guarded lattice.
+///
+/// Unbounded worlds take any finite coordinate: beyond 2^20 cells from the
+/// origin per axis in 3D (2^30 in 2D) cell coordinates are kept modulo 2^21
+/// (2^31), and beyond 2^31 cells they come from an exact formula of the same
+/// floor (docs/design.md). Pairs stay exact either way.
+///
+/// Sorted order. After rebuild, particles are grouped by cell, cells in
+/// lexicographic (z, y, x) order of their integer coordinates (unbounded: of
+/// the wrapped coordinates, i.e. of the keys), and within a cell by ascending
+/// original index. This "sorted position" order is the same for bounded and
+/// unbounded worlds with the same origin and cell size (when the unbounded
+/// frame does not wrap), and for any thread count.
+///
+/// Pairs. A pair {a, b} (original indices, a < b) is reported when
+///
+///     uniform:    d2 < r * r                      (r = interaction_distance)
+///     radii:      d2 < (ra + rb) * (ra + rb)
+///
+/// with d2 = (dx * dx + dy * dy) + dz * dz in float, evaluated in exactly that
+/// order without fused multiply-add (dz term absent in 2D). A distance of
+/// exactly r is therefore outside. Each pair is reported once. Order: by the
+/// sorted position of the earlier of the two particles, then by the sorted
+/// position of the later one (lexicographic in sorted positions).
 #pragma once
 
 #include "hashgrid/config.h"
@@ -53,11 +57,11 @@ struct GridState;
 /// Input positions as structure-of-arrays. Pointers must stay valid during the
 /// call only; the grid copies what it keeps.
 struct ParticleSpans {
-    const float* x = nullptr;
-    const float* y = nullptr;
+    const float* x = nullptr;      ///< x coordinates, count entries.
+    const float* y = nullptr;      ///< y coordinates, count entries.
     const float* z = nullptr;      ///< Ignored (may be null) in 2D.
     const float* radius = nullptr; ///< Optional per-particle radius; null means uniform mode.
-    uint32_t count = 0;
+    uint32_t count = 0;            ///< Number of particles.
 };
 
 /// Wall time of each phase of the last rebuild(), in nanoseconds (steady clock).
@@ -71,14 +75,14 @@ struct RebuildTimings {
     uint64_t scan = 0;     ///< Exclusive scan of the cell counts.
     uint64_t scatter = 0;  ///< Particle indices into their cells.
     uint64_t finalize = 0; ///< Per-cell index order and the sorted SoA gather.
-    uint64_t total = 0;
+    uint64_t total = 0;    ///< The whole rebuild().
 };
 
 /// Wall time of each phase of the last find_pairs(), in nanoseconds.
 struct PairTimings {
     uint64_t sweep = 0;   ///< Distance tests, with each chunk's copy into the caller's buffer overlapped.
     uint64_t publish = 0; ///< Publishing left after the sweep (0: it overlaps the sweep).
-    uint64_t total = 0;
+    uint64_t total = 0;   ///< The whole find_pairs().
 };
 
 /// Read-only view of the cell table after a rebuild.
@@ -94,8 +98,8 @@ struct CellTableView {
     /// packed key or kEmptyKey; slot_cell[s] its index into the arrays above.
     /// Layout depends only on the set of keys (deterministic). Bounded: 0/null.
     uint32_t slot_count = 0;
-    const uint64_t* slot_key = nullptr;
-    const uint32_t* slot_cell = nullptr;
+    const uint64_t* slot_key = nullptr;  ///< slot_count entries: a packed key or kEmptyKey (see slot_count).
+    const uint32_t* slot_cell = nullptr; ///< slot_count entries: the cell index of slot_key[s] (see slot_count).
     /// Unbounded: some particle's cell lies beyond the wrap range (more than
     /// 2^20 cells from the origin on an axis in 3D, 2^30 in 2D), so some key
     /// holds cell coordinates modulo the wrap rather than the coordinates
@@ -139,7 +143,7 @@ public:
     Status rebuild(const ParticleSpans& particles, const ThreadBackend& backend);
 
     /// Finds all pairs of the last rebuild and writes up to `capacity` of them to
-    /// `out` (may be null when capacity is 0, e.g. to ask for the count).
+    /// `out` (may be null when capacity is 0, to ask for the count).
     /// Result: ok, output_too_small (needed = total), pair_capacity (needed =
     /// total) or not_built. On pair_capacity, `written` is exactly
     /// min(max_pairs, capacity) and the buffer holds that prefix of the
@@ -185,15 +189,22 @@ public:
     /// sorted_to_original()[k] is the original index of the particle at sorted position k.
     [[nodiscard]] const uint32_t* sorted_to_original() const;
     /// Positions (and radii, when given) copied in sorted order.
+    /// @{
     [[nodiscard]] const float* sorted_x() const;
     [[nodiscard]] const float* sorted_y() const;
     [[nodiscard]] const float* sorted_z() const;
     [[nodiscard]] const float* sorted_radius() const;
+    /// @}
+    /// The cell table of the last successful rebuild (see CellTableView).
     [[nodiscard]] CellTableView cells() const;
     /// Phase timings of the last rebuild() / find_pairs() (zeros before the first).
+    /// @{
     [[nodiscard]] const RebuildTimings& last_rebuild_timings() const;
     [[nodiscard]] const PairTimings& last_pair_timings() const;
+    /// @}
+    /// The config of the last successful init.
     [[nodiscard]] const GridConfig& config() const { return config_; }
+    /// True after a successful init.
     [[nodiscard]] bool initialized() const { return initialized_; }
     /// Slots of the unbounded cell table that the current frame uses (0 when
     /// bounded): the smallest power of two of at least 256 and twice the
@@ -216,10 +227,12 @@ private:
 /// the same order, no FMA, pairs in the same order); automatic picks the
 /// widest this build and CPU support: avx2 where the x86-64 CPU has it, else
 /// sse2; neon on little-endian aarch64; scalar elsewhere.
-///   scalar  one candidate at a time; every build has it.
-///   sse2    4 lanes, x86-64 builds.
-///   avx2    8 lanes, x86-64 builds on a CPU with AVX2 (checked at run time).
-///   neon    4 lanes, little-endian aarch64 builds.
+///
+///     scalar  one candidate at a time; every build has it.
+///     sse2    4 lanes, x86-64 builds.
+///     avx2    8 lanes, x86-64 builds on a CPU with AVX2 (checked at run time).
+///     neon    4 lanes, little-endian aarch64 builds.
+///
 /// The SIMD kernels test each vector of candidates against four home
 /// particles at a time and write the hits home by home. Values keep their
 /// numbers; new kernels are added at the end.
@@ -235,6 +248,7 @@ PairKernel active_pair_kernel();
 /// Bytes from aligned_alloc-style allocation used by init_allocate (and
 /// available to callers that want the same). Returns null on failure.
 void* aligned_alloc_bytes(uint64_t bytes, uint32_t alignment);
+/// Frees memory from aligned_alloc_bytes(). Null is a no-op.
 void aligned_free_bytes(void* memory);
 
 } // namespace hashgrid

@@ -1,13 +1,15 @@
-// The cell lattice: how space is cut into cells. Both grid kinds share it:
-// GridConfig (config.h, particles) and BoxGridConfig (box_grid.h, boxes)
-// derive from LatticeConfig, so one lattice can be copied from one config
-// into the other:
-//   hashgrid::BoxGridConfig boxes;
-//   static_cast<hashgrid::LatticeConfig&>(boxes) = particle_config;  // same cells
-//
-// A point p lies in cell floor((p - origin) * key_scale(cell_size)) per axis
-// (cell_key.h: the cell edge is enlarged by 2^-18 so that neighbouring
-// particles are never more than one cell apart).
+/// @file
+/// The cell lattice: how space is cut into cells. Both grid kinds share it:
+/// GridConfig (config.h, particles) and BoxGridConfig (box_grid.h, boxes)
+/// derive from LatticeConfig, so one lattice can be copied from one config
+/// into the other:
+///
+///     hashgrid::BoxGridConfig boxes;
+///     static_cast<hashgrid::LatticeConfig&>(boxes) = particle_config;  // same cells
+///
+/// A point p lies in cell floor((p - origin) * key_scale(cell_size)) per axis
+/// (cell_key.h: the cell edge is enlarged by 2^-18 so that neighbouring
+/// particles are never more than one cell apart).
 #pragma once
 
 #include "hashgrid/status.h"

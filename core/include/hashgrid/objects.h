@@ -1,83 +1,85 @@
-// Persistent objects with handles: a fixed-capacity store of boxes that users
-// keep across frames (add / move / remove), laid out as the dense SoA arrays a
-// BoxGrid rebuild reads.
-//
-// Recipe:
-//   hashgrid::ObjectStoreConfig config;          // 3D by default
-//   config.max_objects = 100000;
-//   hashgrid::ObjectStore store;
-//   hashgrid::Status s = store.init_allocate(config);   // or init(config, memory, bytes)
-//   hashgrid::BoxGridConfig grid_config = hashgrid::box_grid_config_for(config);
-//   grid_config.cell_size = 2.0f;                       // and the grid's own capacities
-//   grid_config.max_cell_entries = 8 * config.max_objects;
-//   grid_config.max_pairs = 1000000;
-//   s = grid.init_allocate(grid_config);
-//   hashgrid::ObjectAddResult a = store.add(box, category, mask, user_value);
-//   s = store.move(a.handle, new_box);
-//   s = grid.rebuild(store, backend);                   // every frame (box_grid.h)
-//   hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
-//   s = store.handles_at(grid.view(), p, pairs, handle_pairs);   // dense indices -> handles
-//
-// Handles. A handle is {slot, generation}. Every slot carries a generation; a
-// handle is valid while its slot holds a live object issued with that
-// generation. Removing an object (or clear()) advances its slot's generation,
-// so every copy of the old handle becomes stale and is answered with
-// StatusCode::invalid_handle, never applied to whichever object later reuses
-// the slot. Generation 0 is never issued: a default-constructed ObjectHandle
-// is always invalid. Freed slots are reused first in, first out, so
-// generations advance evenly over all slots and a stale handle stays
-// detectable for as long as possible.
-//
-// Generation wrap. Generations are 32 bits. A slot whose generation would
-// come back to its first value (after 2^32 - 1 reuses of that one slot) is
-// retired instead: it is never issued again, so no stale handle can ever
-// alias a live object. Each retirement lowers the usable capacity by one
-// (retired_count()); with FIFO reuse that takes 2^32 - 1 removals per slot.
-//
-// Foreign handles. Handles of another store are rejected when their slot is
-// out of range or their generation does not match. Stores with different
-// ObjectStoreConfig::handle_salt start every slot at a different (hashed)
-// generation, so a handle from another store is also caught when its slot is
-// in range, except for a 2^-32-ish coincidence.
-//
-// Dense order. Live objects are kept compact in dense arrays [0, size()):
-// add() appends, remove() moves the last object into the hole (swap-remove).
-// The dense order (and every handle value) is a pure function of the
-// sequence of successful operations and the config: no timing, no pointer
-// values, no hashing of addresses. Failed operations change nothing.
-//
-// Frames. The store is the source of truth; a BoxGrid rebuilt from it sees
-// the store as it was at that rebuild. The cost of reflecting changes is one
-// BoxGrid rebuild, i.e. at most a full rebuild.
-//
-// Dense indices in results. BoxGrid pairs (find_pairs, find_pairs_with's
-// b) and every box query (box_queries.h) report objects by dense index, and
-// a dense index names the same object only until the store's layout changes:
-// every successful add(), remove(), clear() and init() advances
-// layout_generation(). move(), set_layers() and set_user_value() keep the
-// layout (the results describe the boxes and layers of the rebuild, but still
-// name the right objects). Every such result carries the layout its indices
-// name (QueryResult::layout, query_types.h): the store's layout_generation()
-// at the rebuild the query read. So turn results into handles or user values
-// with the checked calls below, passing the result and the view of the
-// grid's current frame (grid.view(), or the BoxQueryGrid's view): they answer
-// stale_view when the store's layout has changed since that frame was
-// rebuilt from it (BoxGrid::rebuild(store, backend)), and also when the
-// result names another layout (it came from a frame rebuilt before an add or
-// remove, from another store's frame, or from one rebuilt from BoxSpans),
-// never a wrong object. Rebuild and query again. A result of an earlier frame
-// of the same layout (only moves, layers or user values changed since) still
-// maps: its indices name the same objects.
-//
-// Layout numbers. They are unique in the process: stores draw them from one
-// shared sequence, so no two stores (and no two inits of one store) ever use
-// the same number, and 0 is never a store's layout. They say which layout a
-// result names; they are not part of the deterministic output (they depend on
-// the other stores of the process).
-//
-// handle_at(frame, index) maps one index without a result: use it inside a
-// visitor (QueryVisitor), while the frame it is called on is current.
-// handle_at(dense_index) without a view is not checked at all.
+/// @file
+/// Persistent objects with handles: a fixed-capacity store of boxes that users
+/// keep across frames (add / move / remove), laid out as the dense SoA arrays a
+/// BoxGrid rebuild reads.
+///
+/// Recipe:
+///
+///     hashgrid::ObjectStoreConfig config;          // 3D by default
+///     config.max_objects = 100000;
+///     hashgrid::ObjectStore store;
+///     hashgrid::Status s = store.init_allocate(config);   // or init(config, memory, bytes)
+///     hashgrid::BoxGridConfig grid_config = hashgrid::box_grid_config_for(config);
+///     grid_config.cell_size = 2.0f;                       // and the grid's own capacities
+///     grid_config.max_cell_entries = 8 * config.max_objects;
+///     grid_config.max_pairs = 1000000;
+///     s = grid.init_allocate(grid_config);
+///     hashgrid::ObjectAddResult a = store.add(box, category, mask, user_value);
+///     s = store.move(a.handle, new_box);
+///     s = grid.rebuild(store, backend);                   // every frame (box_grid.h)
+///     hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
+///     s = store.handles_at(grid.view(), p, pairs, handle_pairs);   // dense indices -> handles
+///
+/// Handles. A handle is {slot, generation}. Every slot carries a generation; a
+/// handle is valid while its slot holds a live object issued with that
+/// generation. Removing an object (or clear()) advances its slot's generation,
+/// so every copy of the old handle becomes stale and is answered with
+/// StatusCode::invalid_handle, never applied to whichever object later reuses
+/// the slot. Generation 0 is never issued: a default-constructed ObjectHandle
+/// is always invalid. Freed slots are reused first in, first out, so
+/// generations advance evenly over all slots and a stale handle stays
+/// detectable for as long as possible.
+///
+/// Generation wrap. Generations are 32 bits. A slot whose generation would
+/// come back to its first value (after 2^32 - 1 reuses of that one slot) is
+/// retired instead: it is never issued again, so no stale handle can ever
+/// alias a live object. Each retirement lowers the usable capacity by one
+/// (retired_count()); with FIFO reuse that takes 2^32 - 1 removals per slot.
+///
+/// Foreign handles. Handles of another store are rejected when their slot is
+/// out of range or their generation does not match. Stores with different
+/// ObjectStoreConfig::handle_salt start every slot at a different (hashed)
+/// generation, so a handle from another store is also caught when its slot is
+/// in range, except for a 2^-32-ish coincidence.
+///
+/// Dense order. Live objects are kept compact in dense arrays [0, size()):
+/// add() appends, remove() moves the last object into the hole (swap-remove).
+/// The dense order (and every handle value) is a pure function of the
+/// sequence of successful operations and the config: no timing, no pointer
+/// values, no hashing of addresses. Failed operations change nothing.
+///
+/// Frames. The store is the source of truth; a BoxGrid rebuilt from it sees
+/// the store as it was at that rebuild. The cost of reflecting changes is one
+/// BoxGrid rebuild, i.e. at most a full rebuild.
+///
+/// Dense indices in results. BoxGrid pairs (find_pairs, find_pairs_with's
+/// b) and every box query (box_queries.h) report objects by dense index, and
+/// a dense index names the same object only until the store's layout changes:
+/// every successful add(), remove(), clear() and init() advances
+/// layout_generation(). move(), set_layers() and set_user_value() keep the
+/// layout (the results describe the boxes and layers of the rebuild, but still
+/// name the right objects). Every such result carries the layout its indices
+/// name (QueryResult::layout, query_types.h): the store's layout_generation()
+/// at the rebuild the query read. So turn results into handles or user values
+/// with the checked calls below, passing the result and the view of the
+/// grid's current frame (grid.view(), or the BoxQueryGrid's view): they answer
+/// stale_view when the store's layout has changed since that frame was
+/// rebuilt from it (BoxGrid::rebuild(store, backend)), and also when the
+/// result names another layout (it came from a frame rebuilt before an add or
+/// remove, from another store's frame, or from one rebuilt from BoxSpans),
+/// never a wrong object. Rebuild and query again. A result of an earlier frame
+/// of the same layout (only moves, layers or user values changed since) still
+/// maps: its indices name the same objects.
+///
+/// Layout numbers. They are unique in the process: stores draw them from one
+/// shared sequence, so no two stores (and no two inits of one store) ever use
+/// the same number, and 0 is never a store's layout. They say which layout a
+/// result names; they are not part of the deterministic output (they depend on
+/// the other stores of the process).
+///
+/// handle_at(frame, index) maps one index without a result: use it inside a
+/// visitor (QueryVisitor), while the frame it is called on is current.
+/// handle_at(dense_index) without a view is not checked at all.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -95,6 +97,7 @@ struct ObjectHandle {
     uint32_t index = 0xffffffffu; ///< Slot, in [0, max_objects) when issued.
     uint32_t generation = 0;      ///< Never 0 when issued.
 
+    /// Equal when both the slot and the generation are.
     friend constexpr bool operator==(const ObjectHandle&, const ObjectHandle&) = default;
 };
 static_assert(sizeof(ObjectHandle) == 8, "ObjectHandle is two 32-bit values");
@@ -104,8 +107,8 @@ inline constexpr uint32_t kInvalidObjectIndex = 0xffffffffu;
 
 /// An axis-aligned box; closed (touching boxes overlap). z is ignored in 2D.
 struct ObjectBox {
-    float min[3] = {0.0f, 0.0f, 0.0f};
-    float max[3] = {0.0f, 0.0f, 0.0f};
+    float min[3] = {0.0f, 0.0f, 0.0f}; ///< Minimum corner; finite, <= max on every axis.
+    float max[3] = {0.0f, 0.0f, 0.0f}; ///< Maximum corner; finite.
 };
 
 /// Everything fixed at init for an object store.
@@ -128,14 +131,14 @@ BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store);
 
 /// Handles of both objects of a Pair (ObjectStore::handles_at).
 struct ObjectHandlePair {
-    ObjectHandle a;
-    ObjectHandle b;
+    ObjectHandle a; ///< Handle of Pair::a.
+    ObjectHandle b; ///< Handle of Pair::b.
 };
 
 /// User values of both objects of a Pair (ObjectStore::user_values_at).
 struct UserValuePair {
-    uint64_t a = 0;
-    uint64_t b = 0;
+    uint64_t a = 0; ///< User value of Pair::a.
+    uint64_t b = 0; ///< User value of Pair::b.
 };
 
 /// Outcome of ObjectStore::add().
@@ -159,6 +162,8 @@ public:
 
     /// Exact bytes and alignment init() needs (invalid_config when the config is rejected).
     static MemoryRequirements memory_requirements(const ObjectStoreConfig& config);
+    /// Checks a config (dimensions 2 or 3, max_objects in [1, 2^31)): ok, or
+    /// invalid_config with a message naming the field.
     static Status validate(const ObjectStoreConfig& config);
 
     /// Lays the store out in caller memory (the store does not own it); O(max_objects).
@@ -204,29 +209,33 @@ public:
     /// Box of a live object (invalid_handle leaves `out` untouched).
     Status get_box(ObjectHandle handle, ObjectBox& out) const;
 
-    // Checked mapping of grid results (see "Dense indices in results").
-    // `frame` is the view of the grid's current frame, `result` what the
-    // query, batch or pair search answered. Checked in this order, in every
-    // build, before anything is written (outputs are untouched on failure):
-    //   invalid_argument  the store was never initialised, or an array is
-    //                     null while there is something to map;
-    //   not_built         the view holds no frame;
-    //   invalid_argument  the frame was not rebuilt from this store
-    //                     (frame.source_store != this, e.g. from BoxSpans);
-    //   stale_view        layout_generation() != frame.source_layout (an add,
-    //                     remove, clear or init since that rebuild);
-    //   stale_view        result.layout != frame.source_layout (the result
-    //                     names another layout: a frame of an older layout,
-    //                     another store's, one rebuilt from BoxSpans, a
-    //                     particle grid);
-    //   invalid_argument  result.status is not ok, output_too_small or
-    //                     pair_capacity (those write a valid prefix; a
-    //                     failed search names no objects);
-    //   invalid_argument  first + count > result.written (the part forms);
-    //   invalid_argument  an index is >= size() (index = lowest offending
-    //                     position in the input array, count = offending
-    //                     positions; both saturate at 2^32 - 1).
-    // User values are the current ones (set_user_value() keeps the layout).
+    /// @name Checked mapping of grid results
+    /// Dense indices of grid results mapped to handles and user values (see
+    /// "Dense indices in results" in objects.h). `frame` is the view of the grid's current frame, `result` what the
+    /// query, batch or pair search answered. Checked in this order, in every
+    /// build, before anything is written (outputs are untouched on failure):
+    ///
+    ///     invalid_argument  the store was never initialised, or an array is
+    ///                       null while there is something to map;
+    ///     not_built         the view holds no frame;
+    ///     invalid_argument  the frame was not rebuilt from this store
+    ///                       (frame.source_store != this, e.g. from BoxSpans);
+    ///     stale_view        layout_generation() != frame.source_layout (an add,
+    ///                       remove, clear or init since that rebuild);
+    ///     stale_view        result.layout != frame.source_layout (the result
+    ///                       names another layout: a frame of an older layout,
+    ///                       another store's, one rebuilt from BoxSpans, a
+    ///                       particle grid);
+    ///     invalid_argument  result.status is not ok, output_too_small or
+    ///                       pair_capacity (those write a valid prefix; a
+    ///                       failed search names no objects);
+    ///     invalid_argument  first + count > result.written (the part forms);
+    ///     invalid_argument  an index is >= size() (index = lowest offending
+    ///                       position in the input array, count = offending
+    ///                       positions; both saturate at 2^32 - 1).
+    ///
+    /// User values are the current ones (set_user_value() keeps the layout).
+    /// @{
 
     /// A whole query or batch output: out[k] = handle of dense_indices[k],
     /// k < result.written (dense_indices: the buffer the query wrote).
@@ -239,7 +248,8 @@ public:
     /// with first + count <= result.written. dense_indices is the start of
     /// the buffer the query or batch wrote, as above. Query q of a batch that
     /// wrote `flat`:
-    ///   handles_at(frame, result, flat, offsets[q], offsets[q + 1] - offsets[q], handles).
+    ///
+    ///     handles_at(frame, result, flat, offsets[q], offsets[q + 1] - offsets[q], handles);
     Status handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
                       uint64_t first, uint64_t count, ObjectHandle* out) const;
     /// out[k] = user value of dense_indices[first + k], k < count (as above).
@@ -270,6 +280,7 @@ public:
     Status handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const;
     /// User value of the object at `dense_index` of `frame` (as handle_at).
     Status user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const;
+    /// @}
 
     /// Advanced by every successful add(), remove(), clear() and init(): the
     /// operations that change the dense layout (which objects the dense
@@ -291,15 +302,19 @@ public:
     [[nodiscard]] BoxSpans spans() const;
     /// Dense arrays, size() entries each. Boxes: null for an axis >= dimensions
     /// (any axis, in every build) and before a successful init.
+    /// @{
     [[nodiscard]] const float* min_coords(uint32_t axis) const { return axis < 3 ? min_[axis] : nullptr; }
     [[nodiscard]] const float* max_coords(uint32_t axis) const { return axis < 3 ? max_[axis] : nullptr; }
     [[nodiscard]] const uint32_t* categories() const { return category_; }
     [[nodiscard]] const uint32_t* masks() const { return mask_; }
     [[nodiscard]] const uint64_t* user_values() const { return user_; }
+    /// @}
     /// Slot of each dense index (handle_at(i).index == dense_slots()[i]).
     [[nodiscard]] const uint32_t* dense_slots() const { return dense_slot_; }
 
+    /// The config of the last successful init.
     [[nodiscard]] const ObjectStoreConfig& config() const { return config_; }
+    /// True after a successful init.
     [[nodiscard]] bool initialized() const { return initialized_; }
 
 private:

@@ -1,43 +1,47 @@
-// Queries over a built particle Grid: point, radius ("find nearby"), box,
-// frustum and k nearest neighbours, one at a time or in batches (pairs
-// between an external point set and the grid: Grid::find_pairs_with). Free
-// functions that read a `const Grid&` after a successful
-// rebuild(); they allocate nothing and never change the grid, so any number of
-// queries may run concurrently between two rebuilds.
-//
-// Recipe:
-//   uint32_t hits[256];
-//   const hashgrid::QuerySphere sphere{{x, y, z}, 2.5f};
-//   hashgrid::QueryResult q = hashgrid::query_radius(grid, sphere, hits, 256);
-//   if (q.status.code == hashgrid::StatusCode::output_too_small) { ... q.total is exact ... }
-//   for (uint64_t i = 0; i < q.written; ++i) use(hits[i]);   // original particle indices
-//
-// The vocabulary (QueryPoint, QuerySphere, QueryBox, Frustum, QueryNearest,
-// QueryResult, QueryVisitor, NearestVisitor, the output, batch and visitor
-// contracts) is query_types.h's, shared with box_queries.h: the same call on
-// a box grid adds a layer mask.
-//
-// Distance convention: strict, the pair test's. A particle p is within
-// distance r of a point c when
-//   d2 < r * r,  d2 = (dx * dx + dy * dy) + dz * dz,  dx = p.x - c.x, ...
-// in float, in exactly that order, without fused multiply-add (dz term absent
-// in 2D): the same test as Grid::find_pairs(), so a distance of exactly r is
-// outside, and query_nearest's max_distance is strict the same way. Squares
-// that overflow float are +inf (and +inf < +inf is false). Per-particle radii
-// of the grid (ParticleSpans::radius) are ignored here: queries see
-// particles as points.
-//
-// Result order (every query but query_nearest): the grid's sorted order, i.e.
-// by cell in lexicographic (z, y, x) order of the integer cell coordinates,
-// and within a cell by ascending original index. This is the same for
-// bounded and unbounded grids with the same origin and cell size, and for
-// any thread count. Results are original particle indices.
-//
-// Status, every query: ok; output_too_small (needed = total, the prefix is
-// valid); invalid_query (a NaN or infinite centre, a negative or NaN radius,
-// k == 0, a box with min > max, ...; nothing written); not_built (the grid
-// has no successful rebuild; nothing written); invalid_argument (a null
-// buffer with a nonzero capacity, a null visit function).
+/// @file
+/// Queries over a built particle Grid: point, radius ("find nearby"), box,
+/// frustum and k nearest neighbours, one at a time or in batches (pairs
+/// between an external point set and the grid: Grid::find_pairs_with). Free
+/// functions that read a `const Grid&` after a successful
+/// rebuild(); they allocate nothing and never change the grid, so any number of
+/// queries may run concurrently between two rebuilds.
+///
+/// Recipe:
+///
+///     uint32_t hits[256];
+///     const hashgrid::QuerySphere sphere{{x, y, z}, 2.5f};
+///     hashgrid::QueryResult q = hashgrid::query_radius(grid, sphere, hits, 256);
+///     if (q.status.code == hashgrid::StatusCode::output_too_small) { ... q.total is exact ... }
+///     for (uint64_t i = 0; i < q.written; ++i) use(hits[i]);   // original particle indices
+///
+/// The vocabulary (QueryPoint, QuerySphere, QueryBox, Frustum, QueryNearest,
+/// QueryResult, QueryVisitor, NearestVisitor, the output, batch and visitor
+/// contracts) is query_types.h's, shared with box_queries.h: the same call on
+/// a box grid adds a layer mask.
+///
+/// Distance convention: strict, the pair test's. A particle p is within
+/// distance r of a point c when
+///
+///     d2 < r * r,  d2 = (dx * dx + dy * dy) + dz * dz,  dx = p.x - c.x, ...
+///
+/// in float, in exactly that order, without fused multiply-add (dz term absent
+/// in 2D): the same test as Grid::find_pairs(), so a distance of exactly r is
+/// outside, and query_nearest's max_distance is strict the same way. Squares
+/// that overflow float are +inf (and +inf < +inf is false). Per-particle radii
+/// of the grid (ParticleSpans::radius) are ignored here: queries see
+/// particles as points.
+///
+/// Result order (every query but query_nearest): the grid's sorted order, i.e.
+/// by cell in lexicographic (z, y, x) order of the integer cell coordinates,
+/// and within a cell by ascending original index. This is the same for
+/// bounded and unbounded grids with the same origin and cell size, and for
+/// any thread count. Results are original particle indices.
+///
+/// Status, every query: ok; output_too_small (needed = total, the prefix is
+/// valid); invalid_query (a NaN or infinite centre, a negative or NaN radius,
+/// k == 0, a box with min > max, ...; nothing written); not_built (the grid
+/// has no successful rebuild; nothing written); invalid_argument (a null
+/// buffer with a nonzero capacity, a null visit function).
 #pragma once
 
 #include "hashgrid/grid.h"
@@ -53,6 +57,7 @@ namespace hashgrid {
 /// with r = interaction_distance): the point's "cell reach" (at most 2 cells
 /// per axis are visited). The point must be finite.
 QueryResult query_point(const Grid& grid, const QueryPoint& point, uint32_t* out, uint64_t capacity);
+/// Visitor form (query_types.h): the same particles, in the same order.
 QueryResult query_point(const Grid& grid, const QueryPoint& point, QueryVisitor visitor);
 
 /// Particles with distance < sphere.radius of sphere.center. Any radius >= 0
@@ -61,12 +66,14 @@ QueryResult query_point(const Grid& grid, const QueryPoint& point, QueryVisitor 
 /// than are occupied, walks the occupied cells instead. The centre must be
 /// finite; a radius NaN or < 0 is invalid_query.
 QueryResult query_radius(const Grid& grid, const QuerySphere& sphere, uint32_t* out, uint64_t capacity);
+/// Visitor form (query_types.h): the same particles, in the same order.
 QueryResult query_radius(const Grid& grid, const QuerySphere& sphere, QueryVisitor visitor);
 
 /// Particles inside the closed box: min <= p <= max on every axis. The cells
 /// visited are found with the grid's own key function, so boundary particles
 /// are never missed.
 QueryResult query_box(const Grid& grid, const QueryBox& box, uint32_t* out, uint64_t capacity);
+/// Visitor form (query_types.h): the same particles, in the same order.
 QueryResult query_box(const Grid& grid, const QueryBox& box, QueryVisitor visitor);
 
 /// Particles inside every plane of the frustum (Plane's test in query_types.h,
@@ -78,6 +85,7 @@ QueryResult query_box(const Grid& grid, const QueryBox& box, QueryVisitor visito
 /// the planes first), whatever the frustum's extent. In bounded clamp mode
 /// border cells reach to infinity (they hold the clamped particles).
 QueryResult query_frustum(const Grid& grid, const Frustum& frustum, uint32_t* out, uint64_t capacity);
+/// Visitor form (query_types.h): the same particles, in the same order.
 QueryResult query_frustum(const Grid& grid, const Frustum& frustum, QueryVisitor visitor);
 
 /// The query.k nearest particles of query.center with distance <
@@ -104,21 +112,31 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHi
 QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVisitor visitor);
 
 // ---------------------------------------------------------------------------
-// Batches (the batch contract of query_types.h).
+/// @name Batches
+/// The single queries above, run over an array of queries in parallel with the
+/// batch contract of query_types.h: offsets has count + 1 entries, and out
+/// holds the concatenation of the single queries' outputs.
+/// @{
 
+/// query_point() for each of points[0, count), in parallel.
 QueryResult query_point_batch(const Grid& grid, const QueryPoint* points, uint32_t count, uint64_t* offsets,
                               uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                               const ThreadBackend& backend);
+/// query_radius() for each of spheres[0, count), in parallel.
 QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uint32_t count, uint64_t* offsets,
                                uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                                const ThreadBackend& backend);
+/// query_box() for each of boxes[0, count), in parallel.
 QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
+/// query_frustum() for each of frusta[0, count), in parallel.
 QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                                 const ThreadBackend& backend);
+/// query_nearest() for each of queries[0, count), in parallel.
 QueryResult query_nearest_batch(const Grid& grid, const QueryNearest* queries, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, NearestHit* out, uint64_t capacity,
                                 const ThreadBackend& backend);
+/// @}
 
 } // namespace hashgrid

@@ -1,64 +1,66 @@
-// The client API of the classic spatial-hash tutorials ("NewClient(position,
-// dimensions)", "UpdateClient", "FindNear(position, bounds)", "Remove"), on
-// fixed memory: an ObjectStore (objects.h) and a BoxGrid (box_grid.h) in one
-// block, queried through box_queries.h.
-//
-// Recipe:
-//   hashgrid::ProximityIndexConfig config;
-//   config.grid.dimensions = 2;
-//   config.grid.cell_size = 4.0f;                  // about the typical client size
-//   config.grid.max_objects = 100000;              // most clients at once
-//   config.grid.max_cell_entries = 400000;         // sum of cells covered (<= 4 per client
-//                                                  //   in 2D when its size <= cell_size)
-//   config.grid.max_pairs = 1000000;               // only for find_pairs()
-//   hashgrid::ProximityIndex index;
-//   hashgrid::Status s = index.init_allocate(config);
-//   hashgrid::ObjectAddResult c = index.create_client({x, y}, {w, h});
-//   s = index.update_client(c.handle, {x2, y2}, {w, h});
-//   s = index.update_index(backend);               // once per frame, in parallel
-//   hashgrid::ObjectHandle around[64];
-//   hashgrid::QueryResult r = index.find_near({x, y}, {qw, qh}, hashgrid::kAllLayers, around, 64);
-//   s = index.remove_client(c.handle);
-//
-// A client is a box centred at its position: [position - dimensions / 2,
-// position + dimensions / 2] per axis (dimensions * 0.5f is exact, then one
-// float subtraction and one addition). In 2D, z is ignored (pass {x, y}).
-//
-// When changes become visible. Changes (create, update, remove, layers,
-// clear) go to the store at once and mark the index dirty. The grid is
-// rebuilt from the whole store, never patched: update_index(backend) rebuilds
-// when dirty (O(clients + cell entries), parallel through the backend) and is
-// a no-op otherwise. Queries and find_pairs() never see stale positions: if
-// the index is dirty they rebuild first (queries with the query backend,
-// set_query_backend(), serial by default). So the cost model is one full
-// rebuild per batch of changes: call update_index() once per frame after
-// moving everything (as the tutorial's "move every client, then query"
-// scenario does); interleaving single updates and queries pays a full
-// rebuild per query.
-//
-// Nothing lost, nothing half-done. Every change is checked before it is
-// applied: NaN/inf (invalid_position), negative dimensions (invalid_box),
-// a box outside the bounded world in reject mode (position_out_of_range;
-// unbounded worlds take every finite coordinate, box_grid.h), too many clients (object_capacity) and too many
-// cell entries in total (entry_capacity, needed = the exact total) leave the
-// index as it was. So a rebuild from the store does not fail for capacity or
-// range (were it to, update_index() returns the grid's status, index = dense
-// index of the offender, and the index stays dirty).
-//
-// Programmer errors. Before a successful init every call that returns a
-// status answers invalid_argument (handle_at() gives ObjectHandle{},
-// contains() false, counts 0); a null output with a nonzero capacity is
-// invalid_argument too, checked before a dirty index is rebuilt. Both hold in
-// every build and change nothing.
-//
-// Results are handles. Each object is reported once, in the order of the box
-// queries (box_queries.h: by reporting cell, then dense index; large objects
-// last). Queries use the index's scratch: one query at a time (they are not
-// const). For parallel batches, call update_index() and run the batch
-// functions of box_queries.h on query_grid(); map their dense indices with
-// objects().handles_at(query_grid().view, result, out, handles) (objects.h),
-// which answers stale_view once a client has been created or removed (or
-// clear()) since, or when the result came from an earlier rebuild.
+/// @file
+/// The client API of the classic spatial-hash tutorials ("NewClient(position,
+/// dimensions)", "UpdateClient", "FindNear(position, bounds)", "Remove"), on
+/// fixed memory: an ObjectStore (objects.h) and a BoxGrid (box_grid.h) in one
+/// block, queried through box_queries.h.
+///
+/// Recipe:
+///
+///     hashgrid::ProximityIndexConfig config;
+///     config.grid.dimensions = 2;
+///     config.grid.cell_size = 4.0f;                  // about the typical client size
+///     config.grid.max_objects = 100000;              // most clients at once
+///     config.grid.max_cell_entries = 400000;         // sum of cells covered (<= 4 per client
+///                                                    //   in 2D when its size <= cell_size)
+///     config.grid.max_pairs = 1000000;               // only for find_pairs()
+///     hashgrid::ProximityIndex index;
+///     hashgrid::Status s = index.init_allocate(config);
+///     hashgrid::ObjectAddResult c = index.create_client({x, y}, {w, h});
+///     s = index.update_client(c.handle, {x2, y2}, {w, h});
+///     s = index.update_index(backend);               // once per frame, in parallel
+///     hashgrid::ObjectHandle around[64];
+///     hashgrid::QueryResult r = index.find_near({x, y}, {qw, qh}, hashgrid::kAllLayers, around, 64);
+///     s = index.remove_client(c.handle);
+///
+/// A client is a box centred at its position: [position - dimensions / 2,
+/// position + dimensions / 2] per axis (dimensions * 0.5f is exact, then one
+/// float subtraction and one addition). In 2D, z is ignored (pass {x, y}).
+///
+/// When changes become visible. Changes (create, update, remove, layers,
+/// clear) go to the store at once and mark the index dirty. The grid is
+/// rebuilt from the whole store, never patched: update_index(backend) rebuilds
+/// when dirty (O(clients + cell entries), parallel through the backend) and is
+/// a no-op otherwise. Queries and find_pairs() never see stale positions: if
+/// the index is dirty they rebuild first (queries with the query backend,
+/// set_query_backend(), serial by default). So the cost model is one full
+/// rebuild per batch of changes: call update_index() once per frame after
+/// moving everything (as the tutorial's "move every client, then query"
+/// scenario does); interleaving single updates and queries pays a full
+/// rebuild per query.
+///
+/// Nothing lost, nothing half-done. Every change is checked before it is
+/// applied: NaN/inf (invalid_position), negative dimensions (invalid_box),
+/// a box outside the bounded world in reject mode (position_out_of_range;
+/// unbounded worlds take every finite coordinate, box_grid.h), too many clients (object_capacity) and too many
+/// cell entries in total (entry_capacity, needed = the exact total) leave the
+/// index as it was. So a rebuild from the store does not fail for capacity or
+/// range (were it to, update_index() returns the grid's status, index = dense
+/// index of the offender, and the index stays dirty).
+///
+/// Programmer errors. Before a successful init every call that returns a
+/// status answers invalid_argument (handle_at() gives ObjectHandle{},
+/// contains() false, counts 0); a null output with a nonzero capacity is
+/// invalid_argument too, checked before a dirty index is rebuilt. Both hold in
+/// every build and change nothing.
+///
+/// Results are handles. Each object is reported once, in the order of the box
+/// queries (box_queries.h: by reporting cell, then dense index; large objects
+/// last). Queries use the index's scratch: one query at a time (they are not
+/// const). For parallel batches, call update_index() and run the batch
+/// functions of box_queries.h on query_grid(); map their dense indices with
+/// objects().handles_at(query_grid().view, result, out, handles) (objects.h),
+/// which answers stale_view once a client has been created or removed (or
+/// clear()) since, or when the result came from an earlier rebuild.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -97,6 +99,8 @@ public:
 
     /// Exact bytes and alignment init() needs (invalid_config when rejected).
     static MemoryRequirements memory_requirements(const ProximityIndexConfig& config);
+    /// BoxGrid::validate(config.grid), then the store's rules for the same
+    /// dimensions and max_objects: ok, or invalid_config naming the field.
     static Status validate(const ProximityIndexConfig& config);
 
     /// Lays the index out in caller memory (not owned). O(max_objects).
@@ -153,7 +157,9 @@ public:
     /// Handle of the client at a dense index (< client_count()) now; unchecked
     /// (see find_pairs() for the checked mapping).
     [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const { return store_.handle_at(dense_index); }
+    /// True when the handle names a live client of this index.
     [[nodiscard]] bool contains(ObjectHandle client) const { return store_.contains(client); }
+    /// Live clients.
     [[nodiscard]] uint32_t client_count() const { return store_.size(); }
     /// Sum over clients of the cells each covers (what the next rebuild stores).
     [[nodiscard]] uint64_t cell_entry_count() const { return entry_total_; }
@@ -162,9 +168,13 @@ public:
     /// The clients (boxes, layers, user values, dense order).
     [[nodiscard]] const ObjectStore& objects() const { return store_; }
     /// The grid and its query bounds as of the last rebuild (call update_index() first).
+    /// @{
     [[nodiscard]] const BoxGrid& grid() const { return grid_; }
     [[nodiscard]] const BoxQueryGrid& query_grid() const { return query_grid_; }
+    /// @}
+    /// The config of the last successful init.
     [[nodiscard]] const ProximityIndexConfig& config() const { return config_; }
+    /// True after a successful init.
     [[nodiscard]] bool initialized() const { return initialized_; }
 
 private:

@@ -1,47 +1,48 @@
-// The query vocabulary shared by particle grids (particle_queries.h) and box
-// grids (box_queries.h): what a query asks (a point, a sphere, a box, a
-// frustum, k nearest), what it answers (QueryResult, Pair, NearestHit,
-// RayHit), and the callback hooks (QueryVisitor, NearestVisitor and
-// RayVisitor for queries, PairFilter for pair finding). A call on one grid
-// kind reads the same as on the other:
-//
-//   query_radius(particle_grid, sphere, out, capacity);
-//   query_radius(box_query_grid, sphere, layer_mask, out, capacity);
-//
-// Names are verb first everywhere: query_<shape> for one query,
-// query_<shape>_batch for many, find_pairs / find_pairs_with for pairs.
-//
-// Output contract, every buffer form: the caller passes a buffer and its
-// capacity in elements (the buffer may be null when the capacity is 0, e.g.
-// to count). `total` is always the exact number of results; the first
-// `written` = min(total, capacity) results of the documented order are
-// written (a valid prefix), and the status is output_too_small with needed =
-// total when they did not all fit.
-//
-// Batch contract, every query_*_batch: queries[0 .. count) run in parallel
-// through a ThreadBackend in fixed chunks (the chunking depends on the count
-// only). offsets needs count + 1 entries: the results of query q are
-// out[offsets[q] .. offsets[q + 1]), in the single query's order, so the
-// output equals the concatenation of the single queries' outputs for any
-// thread count. With a too-small `out`, offsets are still complete and exact
-// and out holds the first `capacity` results of the concatenation
-// (output_too_small, needed = total). An invalid query makes the whole batch
-// invalid_query (Status::index = lowest offending query, count = how many);
-// out and offsets then hold unspecified partial results.
-//
-// Visitor form, every set query (point, radius, box, frustum, potential
-// collisions) and the ordered queries (k nearest, ray): instead of a buffer,
-// a plain function pointer and a context are called once per result, in the
-// documented result order, on the calling thread. Returning false stops the
-// query at once. The result's total is the number of calls made (written is
-// 0); status is ok, also after an early stop. The checks and their statuses
-// are the buffer form's (not_built, stale_view, invalid_query), and a null
-// visit function is invalid_argument. Set queries visit (QueryVisitor) the
-// indices; nearest (NearestVisitor) and ray (RayVisitor) queries visit the
-// NearestHit / RayHit the buffer form would write, bit for bit. The ordered
-// visitor forms need no buffer: they find their results in short runs, each
-// by a search for the results that follow the last one visited (the cost is
-// stated with each query), so stopping early saves the search for the rest.
+/// @file
+/// The query vocabulary shared by particle grids (particle_queries.h) and box
+/// grids (box_queries.h): what a query asks (a point, a sphere, a box, a
+/// frustum, k nearest), what it answers (QueryResult, Pair, NearestHit,
+/// RayHit), and the callback hooks (QueryVisitor, NearestVisitor and
+/// RayVisitor for queries, PairFilter for pair finding). A call on one grid
+/// kind reads the same as on the other:
+///
+///     query_radius(particle_grid, sphere, out, capacity);
+///     query_radius(box_query_grid, sphere, layer_mask, out, capacity);
+///
+/// Names are verb first everywhere: `query_<shape>` for one query,
+/// `query_<shape>_batch` for many, find_pairs / find_pairs_with for pairs.
+///
+/// Output contract, every buffer form: the caller passes a buffer and its
+/// capacity in elements (the buffer may be null when the capacity is 0, e.g.
+/// to count). `total` is always the exact number of results; the first
+/// `written` = min(total, capacity) results of the documented order are
+/// written (a valid prefix), and the status is output_too_small with needed =
+/// total when they did not all fit.
+///
+/// Batch contract, every query_*_batch: queries[0 .. count) run in parallel
+/// through a ThreadBackend in fixed chunks (the chunking depends on the count
+/// only). offsets needs count + 1 entries: the results of query q are
+/// out[offsets[q] .. offsets[q + 1]), in the single query's order, so the
+/// output equals the concatenation of the single queries' outputs for any
+/// thread count. With a too-small `out`, offsets are still complete and exact
+/// and out holds the first `capacity` results of the concatenation
+/// (output_too_small, needed = total). An invalid query makes the whole batch
+/// invalid_query (Status::index = lowest offending query, count = how many);
+/// out and offsets then hold unspecified partial results.
+///
+/// Visitor form, every set query (point, radius, box, frustum, potential
+/// collisions) and the ordered queries (k nearest, ray): instead of a buffer,
+/// a plain function pointer and a context are called once per result, in the
+/// documented result order, on the calling thread. Returning false stops the
+/// query at once. The result's total is the number of calls made (written is
+/// 0); status is ok, also after an early stop. The checks and their statuses
+/// are the buffer form's (not_built, stale_view, invalid_query), and a null
+/// visit function is invalid_argument. Set queries visit (QueryVisitor) the
+/// indices; nearest (NearestVisitor) and ray (RayVisitor) queries visit the
+/// NearestHit / RayHit the buffer form would write, bit for bit. The ordered
+/// visitor forms need no buffer: they find their results in short runs, each
+/// by a search for the results that follow the last one visited (the cost is
+/// stated with each query), so stopping early saves the search for the rest.
 #pragma once
 
 #include "hashgrid/status.h"
@@ -54,8 +55,8 @@ namespace hashgrid {
 /// One pair of indices. For find_pairs() both are indices of the same set and
 /// a < b; for find_pairs_with() a indexes the caller's set and b the grid's.
 struct Pair {
-    uint32_t a;
-    uint32_t b;
+    uint32_t a; ///< The first index (find_pairs(): the lower one).
+    uint32_t b; ///< The second index (find_pairs(): the higher one).
 };
 static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
 
@@ -92,88 +93,88 @@ inline constexpr uint32_t kNoIndex = 0xffffffffu;
 
 /// A point (z ignored in 2D).
 struct QueryPoint {
-    float position[3] = {0.0f, 0.0f, 0.0f};
+    float position[3] = {0.0f, 0.0f, 0.0f}; ///< x, y, z; finite.
 };
 
 /// A sphere in 3D, a circle in 2D (center[2] ignored). Each grid kind states
 /// its distance test in its header: particles use the pair test d < radius,
 /// box objects the closed test distance-to-box <= radius.
 struct QuerySphere {
-    float center[3] = {0.0f, 0.0f, 0.0f};
-    float radius = 0.0f;
+    float center[3] = {0.0f, 0.0f, 0.0f}; ///< Finite.
+    float radius = 0.0f;                  ///< >= 0; +inf is allowed, NaN is not.
 };
 
 /// A closed axis-aligned box [min, max] (z ignored in 2D). Infinite bounds are
 /// allowed (a half-space or all space); NaN or min > max is invalid_query.
 struct QueryBox {
-    float min[3] = {0.0f, 0.0f, 0.0f};
-    float max[3] = {0.0f, 0.0f, 0.0f};
+    float min[3] = {0.0f, 0.0f, 0.0f}; ///< Minimum corner; <= max on every axis.
+    float max[3] = {0.0f, 0.0f, 0.0f}; ///< Maximum corner.
 };
 
 /// A half-space: a point p is inside when ((nx * px + ny * py) + nz * pz) + d
 /// >= 0 in float, in that order, without FMA (2D: (nx * px + ny * py) + d; nz
 /// ignored). Normals need not be unit length.
 struct Plane {
-    float normal[3] = {0.0f, 0.0f, 0.0f};
-    float d = 0.0f;
+    float normal[3] = {0.0f, 0.0f, 0.0f}; ///< Need not be unit length; points into the inside.
+    float d = 0.0f;                       ///< Offset: inside when dot(normal, p) + d >= 0.
 };
 
 /// Most planes a Frustum holds.
 inline constexpr uint32_t kMaxFrustumPlanes = 16;
 
-/// A convex region: the intersection of planes[0 .. plane_count) (usually six
+/// A convex region: the intersection of planes[0, plane_count) (usually six
 /// for a camera, four in 2D). 1..kMaxFrustumPlanes finite planes, else
 /// invalid_query. An inside-out or empty intersection simply has no results.
 struct Frustum {
-    Plane planes[kMaxFrustumPlanes] = {};
-    uint32_t plane_count = 0;
+    Plane planes[kMaxFrustumPlanes] = {}; ///< The first plane_count are used.
+    uint32_t plane_count = 0;             ///< In [1, kMaxFrustumPlanes].
 };
 
 /// The k nearest particles or objects of `center` within max_distance
 /// (+inf: no limit). k >= 1, center finite, max_distance >= 0.
 struct QueryNearest {
-    float center[3] = {0.0f, 0.0f, 0.0f};
-    uint32_t k = 1;
-    float max_distance = std::numeric_limits<float>::infinity();
+    float center[3] = {0.0f, 0.0f, 0.0f};                        ///< Finite.
+    uint32_t k = 1;                                              ///< How many to find; >= 1.
+    float max_distance = std::numeric_limits<float>::infinity(); ///< >= 0; +inf: no limit.
 };
 
 /// One nearest-neighbour result: an index and its squared distance as the
 /// grid kind's distance test computes it in float.
 struct NearestHit {
-    uint32_t index = kNoIndex;
-    float distance_squared = 0.0f;
+    uint32_t index = kNoIndex;     ///< Particle or object index.
+    float distance_squared = 0.0f; ///< Squared distance from the center, as the grid kind computes it.
 };
 static_assert(sizeof(NearestHit) == 8, "NearestHit is an index and a float");
 
 /// One ray hit (box grids): the object and its entry parameter t (0 when the
 /// ray starts inside).
 struct RayHit {
-    uint32_t index = kNoIndex;
-    float t = 0.0f;
+    uint32_t index = kNoIndex; ///< Object index; kNoIndex when the ray hit nothing.
+    float t = 0.0f;            ///< Entry parameter: the hit point is origin + t * direction.
 };
 
 /// Visitor form of a set query: visit(context, index) is called once per
 /// result in the query's documented order, on the calling thread; return
 /// false to stop the query.
 struct QueryVisitor {
-    bool (*visit)(void* context, uint32_t index) = nullptr;
-    void* context = nullptr;
+    bool (*visit)(void* context, uint32_t index) = nullptr; ///< Required; returns false to stop.
+    void* context = nullptr;                                ///< Passed back to visit unchanged.
 };
 
 /// Visitor form of a k-nearest query: visit(context, hit) is called once per
 /// result, nearest first, with the hit the buffer form writes at that
 /// position; return false to stop the query.
 struct NearestVisitor {
-    bool (*visit)(void* context, const NearestHit& hit) = nullptr;
-    void* context = nullptr;
+    bool (*visit)(void* context, const NearestHit& hit) = nullptr; ///< Required; returns false to stop.
+    void* context = nullptr;                                       ///< Passed back to visit unchanged.
 };
 
 /// Visitor form of a ray query (box grids): visit(context, hit) is called
 /// once per hit in ascending (t, index) order, with the hit the buffer form
 /// writes at that position; return false to stop the query.
 struct RayVisitor {
-    bool (*visit)(void* context, const RayHit& hit) = nullptr;
-    void* context = nullptr;
+    bool (*visit)(void* context, const RayHit& hit) = nullptr; ///< Required; returns false to stop.
+    void* context = nullptr;                                   ///< Passed back to visit unchanged.
 };
 
 /// Custom filter for pair finding: accept(context, a, b) decides whether a
@@ -185,8 +186,8 @@ struct RayVisitor {
 /// give the same answer for the same pair, so the output stays deterministic.
 /// Counts and capacities (max_pairs) apply to accepted pairs only.
 struct PairFilter {
-    bool (*accept)(void* context, uint32_t a, uint32_t b) = nullptr;
-    void* context = nullptr;
+    bool (*accept)(void* context, uint32_t a, uint32_t b) = nullptr; ///< Null: every pair is accepted.
+    void* context = nullptr;                                         ///< Passed back to accept unchanged.
 };
 
 } // namespace hashgrid

@@ -1,18 +1,21 @@
-// Status codes: every data or capacity problem is reported here, never
-// dropped. Programmer errors that cost O(1) per call to detect (null pointers,
-// caller-given index ranges, calls on an uninitialised object) are reported as
-// invalid_argument in every build; only per-element checks on hot paths are
-// left to HASHGRID_ASSERT (see assert.h and the user guide's bad-input table).
+/// @file
+/// Status codes: every data or capacity problem is reported here, never
+/// dropped. Programmer errors that cost O(1) per call to detect (null pointers,
+/// caller-given index ranges, calls on an uninitialised object) are reported as
+/// invalid_argument in every build; only per-element checks on hot paths are
+/// left to HASHGRID_ASSERT (see assert.h and the user guide's bad-input table).
 #pragma once
 
 #include <cstdint>
 
+/// Hashgrid's public API: particle and box grids, their queries, the object
+/// store with handles, statuses and the thread-backend interface.
 namespace hashgrid {
 
 /// What went wrong, if anything. Capacity codes name the GridConfig field to
 /// raise; Status::needed then holds the count that would have fit everything.
 enum class StatusCode : uint32_t {
-    ok = 0,
+    ok = 0,            ///< Success.
     invalid_config,    ///< A GridConfig field is out of its documented range, or an ObjectStore's config does not
                        ///< fit the BoxGrid rebuilt from it (see Status::message).
     memory_too_small,  ///< init(): the memory block is smaller than memory_requirements() said; needed = bytes.
@@ -43,6 +46,7 @@ enum class StatusCode : uint32_t {
 
 /// Result of an operation. Default constructed means success.
 struct Status {
+    /// What went wrong; StatusCode::ok on success.
     StatusCode code = StatusCode::ok;
     /// For capacity codes: the exact count that would have fit (bytes, particles, cells, pairs or elements).
     uint64_t needed = 0;
@@ -53,6 +57,7 @@ struct Status {
     /// Static text naming the config field or input at fault; never null.
     const char* message = "ok";
 
+    /// True when code is StatusCode::ok.
     [[nodiscard]] constexpr bool ok() const { return code == StatusCode::ok; }
 };
 

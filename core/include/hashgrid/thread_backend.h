@@ -1,9 +1,10 @@
-// The only view of threads that core/ has. platform/ implements it for oneTBB,
-// serial execution and a game's own job system; core/ never includes TBB.
-//
-// Determinism contract: core/ splits every loop into chunks that depend on the
-// item count and a fixed grain only. A backend runs each chunk exactly once, in
-// any order, on any thread; outputs never depend on which thread ran what.
+/// @file
+/// The only view of threads that core/ has. platform/ implements it for oneTBB,
+/// serial execution and a game's own job system; core/ never includes TBB.
+///
+/// Determinism contract: core/ splits every loop into chunks that depend on the
+/// item count and a fixed grain only. A backend runs each chunk exactly once, in
+/// any order, on any thread; outputs never depend on which thread ran what.
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,15 @@
-// Aligned memory for grid blocks and other init-time buffers: the platform
-// face of core's aligned_alloc_bytes / aligned_free_bytes (grid.h), plus a
-// move-only owner. Use these only at init: no frame allocates.
-//
-// Recipe:
-//   hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
-//   hashgrid::platform::AlignedBlock block = hashgrid::platform::AlignedBlock::allocate(req.bytes, req.alignment);
-//   if (!block) { /* out of memory */ }
-//   hashgrid::Status s = grid.init(config, block.data(), block.size());
-//   // keep `block` alive as long as `grid` (destroy the grid first)
+/// @file
+/// Aligned memory for grid blocks and other init-time buffers: the platform
+/// face of core's aligned_alloc_bytes / aligned_free_bytes (grid.h), plus a
+/// move-only owner. Use these only at init: no frame allocates.
+///
+/// Recipe:
+///
+///     hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
+///     hashgrid::platform::AlignedBlock block = hashgrid::platform::AlignedBlock::allocate(req.bytes, req.alignment);
+///     if (!block) { /* out of memory */ }
+///     hashgrid::Status s = grid.init(config, block.data(), block.size());
+///     // keep `block` alive as long as `grid` (destroy the grid first)
 #pragma once
 
 #include "hashgrid/grid.h"
@@ -47,9 +49,11 @@ public:
     ~AlignedBlock() { reset(); }
     AlignedBlock(const AlignedBlock&) = delete;
     AlignedBlock& operator=(const AlignedBlock&) = delete;
+    /// Takes other's block; other is empty afterwards.
     AlignedBlock(AlignedBlock&& other) noexcept : data_(other.data_), size_(other.size_), alignment_(other.alignment_) {
         other.forget();
     }
+    /// Frees this block, then takes other's; other is empty afterwards.
     AlignedBlock& operator=(AlignedBlock&& other) noexcept {
         if (this != &other) {
             reset();
@@ -61,11 +65,13 @@ public:
         return *this;
     }
 
+    /// The block (null when empty).
     [[nodiscard]] void* data() const { return data_; }
     /// Bytes asked for (0 when empty).
     [[nodiscard]] size_t size() const { return size_; }
     /// Alignment asked for (0 when empty).
     [[nodiscard]] uint32_t alignment() const { return alignment_; }
+    /// True when the owner holds a block.
     explicit operator bool() const { return data_ != nullptr; }
 
     /// Frees the block (if any); the owner is empty afterwards.

@@ -1,22 +1,25 @@
-// The assert hook, from the platform side: core's set_assert_hook (assert.h)
-// re-exported, and a ready-made hook that counts failures and forwards each
-// one to a user log callback (a game's logger, a test's failure list).
-//
-// Recipe (a game routing Hashgrid's asserts to its own log, then breaking):
-//   void log_assert(const hashgrid::platform::AssertFailure& f, void* logger) {
-//       static_cast<MyLogger*>(logger)->error("%s:%d %s (%s)", f.file, f.line, f.message, f.expression);
-//   }
-//   hashgrid::platform::install_counting_assert_hook(&log_assert, &logger, hashgrid::platform::AssertAction::abort);
-//
-// Recipe (a test that expects an assert and wants to continue):
-//   hashgrid::platform::ScopedCountingAssertHook hook;   // continue, no log
-//   ... call that should assert ...
-//   CHECK(hook.failures() == 1);
-//
-// The hook is process-wide (core keeps one function pointer without a
-// context), so its counter and log callback are process-wide too. Core's
-// default hook (print to stderr, abort) stays what runs when nothing is
-// installed; core never depends on this header.
+/// @file
+/// The assert hook, from the platform side: core's set_assert_hook (assert.h)
+/// re-exported, and a ready-made hook that counts failures and forwards each
+/// one to a user log callback (a game's logger, a test's failure list).
+///
+/// Recipe (a game routing Hashgrid's asserts to its own log, then breaking):
+///
+///     void log_assert(const hashgrid::platform::AssertFailure& f, void* logger) {
+///         static_cast<MyLogger*>(logger)->error("%s:%d %s (%s)", f.file, f.line, f.message, f.expression);
+///     }
+///     hashgrid::platform::install_counting_assert_hook(&log_assert, &logger, hashgrid::platform::AssertAction::abort);
+///
+/// Recipe (a test that expects an assert and wants to continue):
+///
+///     hashgrid::platform::ScopedCountingAssertHook hook;   // continue, no log
+///     ... call that should assert ...
+///     CHECK(hook.failures() == 1);
+///
+/// The hook is process-wide (core keeps one function pointer without a
+/// context), so its counter and log callback are process-wide too. Core's
+/// default hook (print to stderr, abort) stays what runs when nothing is
+/// installed; core never depends on this header.
 #pragma once
 
 #include "hashgrid/assert.h"
@@ -30,10 +33,10 @@ using hashgrid::set_assert_hook;
 
 /// One failed HASHGRID_ASSERT, as the hook received it (static strings).
 struct AssertFailure {
-    const char* expression = "";
-    const char* message = "";
-    const char* file = "";
-    int line = 0;
+    const char* expression = ""; ///< The failed condition's source text.
+    const char* message = "";    ///< The assert's message.
+    const char* file = "";       ///< Source file of the assert.
+    int line = 0;                ///< Line of the assert.
 };
 
 /// Called by the counting hook for each failure, on the failing thread.
@@ -60,6 +63,7 @@ void restore_default_assert_hook();
 
 /// Failures seen by the counting hook since it was last installed or reset.
 [[nodiscard]] uint64_t assert_failure_count();
+/// Sets the counting hook's failure count to 0.
 void reset_assert_failure_count();
 
 /// The most recent failure seen by the counting hook (empty strings if none).
@@ -70,6 +74,7 @@ void reset_assert_failure_count();
 /// afterwards (core cannot report which hook was installed before).
 class ScopedCountingAssertHook {
 public:
+    /// install_counting_assert_hook(log, user, action).
     explicit ScopedCountingAssertHook(AssertLogFn log = nullptr, void* user = nullptr,
                                       AssertAction action = AssertAction::resume) {
         install_counting_assert_hook(log, user, action);
@@ -78,6 +83,7 @@ public:
     ScopedCountingAssertHook(const ScopedCountingAssertHook&) = delete;
     ScopedCountingAssertHook& operator=(const ScopedCountingAssertHook&) = delete;
 
+    /// assert_failure_count(): failures since the hook was installed (or the count reset).
     [[nodiscard]] uint64_t failures() const { return assert_failure_count(); }
 };
 

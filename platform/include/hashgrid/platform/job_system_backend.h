@@ -1,75 +1,78 @@
-// Thread backend on a game's own job system. The game gives two callbacks:
-// enqueue, which starts copies of one task function, and finish, which waits
-// for them. Hashgrid never creates a thread of its own this way.
-//
-// How this compares. Box2D v3 and Jolt also run on a game's job system.
-// Box2D v3's first task hooks hand the game a parallel-for: split a count of
-// items into ranges, run every item exactly once, and give each range a
-// worker index that no other running range has. Its newer hooks ask only
-// "run this function", one enqueue per task, and the library shares its work
-// out itself; but its solver tasks wait for each other between stages, so
-// running them one after another on one thread can stall. Jolt has the game
-// implement a job graph: jobs with dependency counters and reference-counted
-// handles, barriers to wait on, and a maximum concurrency. Hashgrid needs
-// less than either: its loops are independent chunks whose boundaries depend
-// only on the loop's size, and no chunk waits for another. So the adapter
-// claims the chunks itself from an atomic counter and hands out worker slots
-// itself, and the game only runs one function some number of times,
-// anywhere, in any order, even all on one thread or not at all, then waits
-// for the copies it started. Fewer copies than asked are slower, never
-// wrong: the thread that called Hashgrid runs a copy too and takes whatever
-// chunks are left. Results are bit-identical for every job system, schedule
-// and worker count (thread_backend.h).
-//
-// Recipe:
-//   // 1. The game's two callbacks (plain functions, no captures):
-//   void* my_enqueue(hashgrid::platform::JobTaskFn task, uint32_t copies, void* task_context,
-//                    void* user_context) {
-//       // Queue `copies` jobs that each call task(task_context), and return a
-//       // handle for finish(). Or run them here and return nullptr; or run
-//       // none and return nullptr (the calling thread then does all the work).
-//       return static_cast<MyJobSystem*>(user_context)->push_copies(task, copies, task_context);
-//   }
-//   void my_finish(void* handle, void* user_context) {
-//       // Return once every copy queued under `handle` has returned. Blocking
-//       // is fine; running queued jobs meanwhile is better.
-//       static_cast<MyJobSystem*>(user_context)->wait(handle);
-//   }
-//   // 2. Once, at init:
-//   hashgrid::platform::JobSystemConfig jc;
-//   jc.enqueue = &my_enqueue;
-//   jc.finish = &my_finish;
-//   jc.worker_count = jobs.thread_count() + 1;  // its threads plus the thread that calls Hashgrid
-//   jc.user_context = &jobs;
-//   hashgrid::platform::JobSystemBackend adapter(jc);  // holds no heap memory
-//   // 3. Every frame, as with any backend:
-//   grid.rebuild(spans, adapter.backend());
-//   grid.find_pairs(pairs, capacity, adapter.backend());
-//
-// Contract (what the game guarantees):
-// - Copies. enqueue(task, copies, task_context, user_context) asks for up to
-//   `copies` calls of task(task_context), on any threads, in any order, at
-//   once or one after another, now or later (before finish returns). Any
-//   number is correct: none, one, `copies`, or more (a copy beyond what the
-//   loop can use returns at once). The task takes no index: the adapter gives
-//   each copy its worker slot, so the game has nothing to number.
-// - Completion. enqueue returns a handle, and then finish(handle) is called
-//   once, from the thread that called enqueue, after that thread has run its
-//   own copy; finish returns once every copy the game started under that
-//   handle has returned. Or enqueue returns nullptr when no copy is running or
-//   will start any more (it ran them, or none), and finish is not called.
-// - No allocation. The adapter allocates nothing, ever; for Hashgrid's
-//   zero-allocation guarantee the game's enqueue/finish must not allocate per
-//   call either (preallocate the queue and task records).
-// - One parallel loop at a time per adapter: two threads must not drive one
-//   adapter at once, and if finish runs other jobs of the game while it
-//   waits, those must not use this adapter. Use one adapter per grid that is
-//   updated concurrently with another.
-// Misuse that is cheap to notice is a HASHGRID_ASSERT: a copy still running
-// when finish returned (the adapter then waits for it, in every build), a
-// copy that starts after its loop is over (it runs nothing, in every build),
-// two loops at once on one adapter, a task_context that is not the one
-// enqueue received.
+/// @file
+/// Thread backend on a game's own job system. The game gives two callbacks:
+/// enqueue, which starts copies of one task function, and finish, which waits
+/// for them. Hashgrid never creates a thread of its own this way.
+///
+/// How this compares. Box2D v3 and Jolt also run on a game's job system.
+/// Box2D v3's first task hooks hand the game a parallel-for: split a count of
+/// items into ranges, run every item exactly once, and give each range a
+/// worker index that no other running range has. Its newer hooks ask only
+/// "run this function", one enqueue per task, and the library shares its work
+/// out itself; but its solver tasks wait for each other between stages, so
+/// running them one after another on one thread can stall. Jolt has the game
+/// implement a job graph: jobs with dependency counters and reference-counted
+/// handles, barriers to wait on, and a maximum concurrency. Hashgrid needs
+/// less than either: its loops are independent chunks whose boundaries depend
+/// only on the loop's size, and no chunk waits for another. So the adapter
+/// claims the chunks itself from an atomic counter and hands out worker slots
+/// itself, and the game only runs one function some number of times,
+/// anywhere, in any order, even all on one thread or not at all, then waits
+/// for the copies it started. Fewer copies than asked are slower, never
+/// wrong: the thread that called Hashgrid runs a copy too and takes whatever
+/// chunks are left. Results are bit-identical for every job system, schedule
+/// and worker count (thread_backend.h).
+///
+/// Recipe:
+///
+///     // 1. The game's two callbacks (plain functions, no captures):
+///     void* my_enqueue(hashgrid::platform::JobTaskFn task, uint32_t copies, void* task_context,
+///                      void* user_context) {
+///         // Queue `copies` jobs that each call task(task_context), and return a
+///         // handle for finish(). Or run them here and return nullptr; or run
+///         // none and return nullptr (the calling thread then does all the work).
+///         return static_cast<MyJobSystem*>(user_context)->push_copies(task, copies, task_context);
+///     }
+///     void my_finish(void* handle, void* user_context) {
+///         // Return once every copy queued under `handle` has returned. Blocking
+///         // is fine; running queued jobs meanwhile is better.
+///         static_cast<MyJobSystem*>(user_context)->wait(handle);
+///     }
+///     // 2. Once, at init:
+///     hashgrid::platform::JobSystemConfig jc;
+///     jc.enqueue = &my_enqueue;
+///     jc.finish = &my_finish;
+///     jc.worker_count = jobs.thread_count() + 1;  // its threads plus the thread that calls Hashgrid
+///     jc.user_context = &jobs;
+///     hashgrid::platform::JobSystemBackend adapter(jc);  // holds no heap memory
+///     // 3. Every frame, as with any backend:
+///     grid.rebuild(spans, adapter.backend());
+///     grid.find_pairs(pairs, capacity, adapter.backend());
+///
+/// Contract (what the game guarantees):
+/// - Copies. enqueue(task, copies, task_context, user_context) asks for up to
+///   `copies` calls of task(task_context), on any threads, in any order, at
+///   once or one after another, now or later (before finish returns). Any
+///   number is correct: none, one, `copies`, or more (a copy beyond what the
+///   loop can use returns at once). The task takes no index: the adapter gives
+///   each copy its worker slot, so the game has nothing to number.
+/// - Completion. enqueue returns a handle, and then finish(handle) is called
+///   once, from the thread that called enqueue, after that thread has run its
+///   own copy; finish returns once every copy the game started under that
+///   handle has returned. Or enqueue returns nullptr when no copy is running or
+///   will start any more (it ran them, or none), and finish is not called.
+/// - No allocation. The adapter allocates nothing, ever; for Hashgrid's
+///   zero-allocation guarantee the game's enqueue/finish must not allocate per
+///   call either (preallocate the queue and task records).
+/// - One parallel loop at a time per adapter: two threads must not drive one
+///   adapter at once, and if finish runs other jobs of the game while it
+///   waits, those must not use this adapter. Use one adapter per grid that is
+///   updated concurrently with another.
+///
+/// Misuse that is cheap to notice is a HASHGRID_ASSERT: a copy still running
+/// when finish returned (the adapter then waits for it, in every build), a
+/// copy that starts after its loop is over (it runs nothing, in every build),
+/// two loops at once on one adapter, a task_context that is not the one
+/// enqueue received.
 #pragma once
 
 #include "hashgrid/status.h"
@@ -141,12 +144,15 @@ public:
     /// Its parallel_for called with grain 0 or a null chunk function (core
     /// never does) runs nothing, in every build.
     [[nodiscard]] ThreadBackend backend();
+    /// The config given at construction.
     [[nodiscard]] const JobSystemConfig& config() const { return config_; }
 
     /// Loops sent to the game's enqueue so far, and how many of those enqueue
     /// answered with nullptr. For tests and tuning.
+    /// @{
     [[nodiscard]] uint64_t enqueued_loops() const { return enqueued_; }
     [[nodiscard]] uint64_t inline_loops() const { return inline_by_game_; }
+    /// @}
 
 private:
     /// The counters that copies write get cache lines of their own, away from

@@ -1,8 +1,8 @@
-// std::thread backend: for targets without oneTBB (MinGW) and for
-// ThreadSanitizer runs (every synchronization edge is in instrumented code).
-// Worker threads are created once, at construction, and poll briefly, then
-// sleep, between jobs;
-// steady state allocates nothing.
+/// @file
+/// std::thread backend: for targets without oneTBB (MinGW) and for
+/// ThreadSanitizer runs (every synchronization edge is in instrumented code).
+/// Worker threads are created once, at construction, and poll briefly, then
+/// sleep, between jobs; steady state allocates nothing.
 #pragma once
 
 #include "hashgrid/platform/worker_spin.h"
@@ -10,8 +10,12 @@
 
 #include <cstdint>
 
+/// Thread backends, aligned memory, the counting assert hook and timers: the
+/// parts of Hashgrid that use threads, the heap and clocks (libraries
+/// hashgrid::platform and, for TbbBackend, hashgrid::tbb).
 namespace hashgrid::platform {
 
+/// A ThreadBackend on std::thread workers created once (see above).
 class StdThreadBackend {
 public:
     /// threads == 0: std::thread::hardware_concurrency(). The calling thread is
@@ -26,6 +30,7 @@ public:
     /// The interface core/ uses; valid while this object lives. One
     /// parallel_for at a time (chunk bodies must not start another).
     [[nodiscard]] ThreadBackend backend() const;
+    /// Threads that run chunks, the calling thread included.
     [[nodiscard]] uint32_t threads() const;
 
     struct State; ///< Opaque.

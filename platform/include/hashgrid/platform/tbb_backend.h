@@ -1,7 +1,8 @@
-// oneTBB thread backend: a task_arena created once, whose threads run
-// persistent loops that claim core/'s (count, grain) chunks from one atomic
-// counter (tbb::parallel_for would allocate task objects every frame). Steady
-// state allocates nothing (docs/allocation.md has what was measured).
+/// @file
+/// oneTBB thread backend: a task_arena created once, whose threads run
+/// persistent loops that claim core/'s (count, grain) chunks from one atomic
+/// counter (tbb::parallel_for would allocate task objects every frame). Steady
+/// state allocates nothing (docs/allocation.md has what was measured).
 #pragma once
 
 #include "hashgrid/platform/worker_spin.h"
@@ -11,6 +12,7 @@
 
 namespace hashgrid::platform {
 
+/// A ThreadBackend on a oneTBB task_arena created once (see above).
 class TbbBackend {
 public:
     /// threads == 0: oneTBB's default concurrency. More threads than cores is

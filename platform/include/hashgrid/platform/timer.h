@@ -1,4 +1,5 @@
-// Monotonic wall-clock timing for per-phase frame timers.
+/// @file
+/// Monotonic wall-clock timing for per-phase frame timers.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,6 @@
-// How the built-in thread backends (TbbBackend, StdThreadBackend) wait
-// between jobs.
+/// @file
+/// How the built-in thread backends (TbbBackend, StdThreadBackend) wait
+/// between jobs.
 #pragma once
 
 #include <cstdint>
