@@ -1,6 +1,7 @@
-// Point, radius, box and frustum queries over a built particle grid, their
-// visitor and batch forms, and Grid::find_pairs_with (see particle_queries.h
-// for contracts; nearest neighbours are in particle_query_nearest.cpp).
+// Point, radius, box, box-face and frustum queries over a built particle
+// grid, their visitor and batch forms, and Grid::find_pairs_with (see
+// particle_queries.h for contracts; nearest neighbours are in
+// particle_query_nearest.cpp).
 //
 // Everything here reads the grid through its public accessors (cells(),
 // sorted arrays, config()); nothing is allocated and nothing is written but
@@ -19,6 +20,16 @@
 // float test's rounding error: culling never drops a particle the float test
 // accepts, it only looks at a few more.
 //
+// Box faces (min face at m on axis a; the max face is its mirror image). A
+// particle p of the box is reported when fl(p[a] - m) < r. A particle q on
+// the far side (q[a] <= m) that passes the pair test with p has
+// |fl(dx)| < r on that axis (the argument above), and p[a] - q[a] >= p[a] - m
+// exactly, so fl(p[a] - q[a]) >= fl(p[a] - m) by monotone rounding: p is
+// reported. A reported p has p[a] - m < r exactly (else fl(p[a] - m) >= r, r
+// being a float), so p[a] < u for any float u >= m + r: the cells visited are
+// the box's with its bound on axis a moved to such a u (the float after the
+// nearest float to the double sum), through the grid's own key function.
+//
 // Clamp-mode bounded worlds put particles outside the box into border cells;
 // coordinate-wise clamping is monotone and 1-Lipschitz, so clamping a query's
 // cell range (rather than intersecting it) keeps every argument above valid,
@@ -27,6 +38,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace hashgrid {
 
@@ -174,6 +186,52 @@ void frustum_visit_bounded(const View& v, const Frustum& f, Sink& sink) {
 }
 
 // ---------------------------------------------------------------------------
+// Box face: the box's slab along the face, then the face test.
+
+bool valid_face(const View& v, const QueryFace& q) {
+    return valid_box(v, q.box) && q.face < 2 * v.lat.dims && !std::isnan(q.distance) && q.distance >= 0.0f;
+}
+
+/// A float at or beyond the exact plane + r (upper) or plane - r (lower),
+/// for a finite plane and 0 < r <= inf.
+float slab_bound(float plane, float r, bool upper) {
+    const double exact = upper ? static_cast<double>(plane) + static_cast<double>(r)
+                               : static_cast<double>(plane) - static_cast<double>(r);
+    // Beyond the float range (r = +inf included): the whole axis on that side.
+    constexpr double kFloatMax = static_cast<double>(std::numeric_limits<float>::max());
+    if (upper && !(exact < kFloatMax)) return INFINITY;
+    if (!upper && !(exact > -kFloatMax)) return -INFINITY;
+    // The nearest float to the double sum (itself within half a double ulp of
+    // the exact sum), then one float further out.
+    return std::nextafter(static_cast<float>(exact), upper ? INFINITY : -INFINITY);
+}
+
+template <typename Sink>
+void face_visit(const View& v, const QueryFace& q, Sink& sink) {
+    const uint32_t a = q.face / 2;
+    const bool upper = (q.face & 1u) != 0;
+    const float plane = upper ? q.box.max[a] : q.box.min[a];
+    const float r = q.distance;
+    // Nothing is within 0, or within a finite distance of a face at infinity.
+    if (!(r > 0.0f) || !std::isfinite(plane)) return;
+    QueryBox cells = q.box;
+    if (upper) {
+        const float lo = slab_bound(plane, r, false);
+        if (lo > cells.min[a]) cells.min[a] = lo;
+    } else {
+        const float hi = slab_bound(plane, r, true);
+        if (hi < cells.max[a]) cells.max[a] = hi;
+    }
+    box_cells_visit(
+        v, cells,
+        [&](uint32_t k) {
+            const float p = v.p[a][k];
+            return box_contains(v, q.box, k) && (upper ? plane - p : p - plane) < r;
+        },
+        sink);
+}
+
+// ---------------------------------------------------------------------------
 // One query of each kind, shared by the single, visitor and batch forms. Each
 // returns the exact total (kInvalidQuery for invalid parameters) and hands
 // results to the sink in the documented order.
@@ -200,6 +258,13 @@ uint64_t run_box(const View& v, const QueryBox& q, Sink& sink) {
 }
 
 template <typename Sink>
+uint64_t run_face(const View& v, const QueryFace& q, Sink& sink) {
+    if (!valid_face(v, q)) return kInvalidQuery;
+    face_visit(v, q, sink);
+    return sink.total;
+}
+
+template <typename Sink>
 uint64_t run_frustum(const View& v, const Frustum& f, Sink& sink) {
     if (!valid_frustum(f)) return kInvalidQuery;
     // Bounded: rows of the world, or the occupied cells when there are far fewer.
@@ -216,11 +281,14 @@ uint64_t run_frustum(const View& v, const Frustum& f, Sink& sink) {
 constexpr const char* kInvalidPoint = "query_point: the point must be finite";
 constexpr const char* kInvalidRadius = "query_radius: the centre must be finite and the radius >= 0";
 constexpr const char* kInvalidBox = "query_box: NaN bound or min > max";
+constexpr const char* kInvalidFace =
+    "query_face: NaN box bound, min > max, face >= 2 * dimensions, or distance NaN or < 0";
 constexpr const char* kInvalidFrustum = "query_frustum: 1..kMaxFrustumPlanes planes, every value finite";
 
 const auto kPoint = [](const View& v, const QueryPoint& q, auto& sink) { return run_point(v, q, sink); };
 const auto kRadius = [](const View& v, const QuerySphere& q, auto& sink) { return run_radius(v, q, sink); };
 const auto kBox = [](const View& v, const QueryBox& q, auto& sink) { return run_box(v, q, sink); };
+const auto kFace = [](const View& v, const QueryFace& q, auto& sink) { return run_face(v, q, sink); };
 const auto kFrustum = [](const View& v, const Frustum& q, auto& sink) { return run_frustum(v, q, sink); };
 
 } // namespace
@@ -244,6 +312,13 @@ QueryResult query_box(const Grid& grid, const QueryBox& box, uint32_t* out, uint
 }
 QueryResult query_box(const Grid& grid, const QueryBox& box, QueryVisitor visitor) {
     return visit_results(grid, box, visitor, kInvalidBox, kBox);
+}
+
+QueryResult query_face(const Grid& grid, const QueryFace& query, uint32_t* out, uint64_t capacity) {
+    return collect(grid, query, out, capacity, kInvalidFace, kFace);
+}
+QueryResult query_face(const Grid& grid, const QueryFace& query, QueryVisitor visitor) {
+    return visit_results(grid, query, visitor, kInvalidFace, kFace);
 }
 
 QueryResult query_frustum(const Grid& grid, const Frustum& frustum, uint32_t* out, uint64_t capacity) {
@@ -270,6 +345,12 @@ QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uin
 QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend) {
     return run_batch_of(grid, boxes, count, offsets, offsets_capacity, out, capacity, backend, index_batch_run(kBox));
+}
+
+QueryResult query_face_batch(const Grid& grid, const QueryFace* faces, uint32_t count, uint64_t* offsets,
+                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
+                             const ThreadBackend& backend) {
+    return run_batch_of(grid, faces, count, offsets, offsets_capacity, out, capacity, backend, index_batch_run(kFace));
 }
 
 QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count, uint64_t* offsets,

@@ -389,17 +389,25 @@ inline bool valid_box(const View& v, const QueryBox& b) {
     return true;
 }
 
-template <typename Sink>
-inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
+/// True when the particle at sorted position k lies in the closed box.
+inline bool box_contains(const View& v, const QueryBox& box, uint32_t k) {
+    bool inside = true;
+    for (uint32_t d = 0; d < v.lat.dims; ++d) {
+        const float p = v.p[d][k];
+        inside = inside && p >= box.min[d] && p <= box.max[d];
+    }
+    return inside;
+}
+
+/// Hands the particles of the cells that cover the closed (valid) box `box`
+/// that pass accept(sorted position) to the sink, in sorted order. Every
+/// particle inside `box` lies in those cells, so `accept` may be any test
+/// that implies being inside it.
+template <typename Accept, typename Sink>
+inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept, Sink& sink) {
     auto test = [&](uint32_t b, uint32_t e) {
-        for (uint32_t k = b; k < e; ++k) {
-            bool inside = true;
-            for (uint32_t d = 0; d < v.lat.dims; ++d) {
-                const float p = v.p[d][k];
-                inside = inside && p >= box.min[d] && p <= box.max[d];
-            }
-            if (inside && !sink(k)) return false;
-        }
+        for (uint32_t k = b; k < e; ++k)
+            if (accept(k) && !sink(k)) return false;
         return true;
     };
     if (v.wrapped) {
@@ -432,6 +440,13 @@ inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
     }
     if (!clip_range(v, lo, hi)) return;
     visit_box(v, lo, hi, test);
+}
+
+/// Particles inside the closed (valid) box, in sorted order.
+template <typename Sink>
+inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
+    box_cells_visit(
+        v, box, [&](uint32_t k) { return box_contains(v, box, k); }, sink);
 }
 
 /// Cell boxes (frustum culling, nearest-neighbour pruning).

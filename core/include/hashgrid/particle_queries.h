@@ -1,7 +1,7 @@
 /// @file
 /// Queries over a built particle Grid: point, radius ("find nearby"), box,
-/// frustum and k nearest neighbours, one at a time or in batches (pairs
-/// between an external point set and the grid: Grid::find_pairs_with). Free
+/// box face, frustum and k nearest neighbours, one at a time or in batches
+/// (pairs between an external point set and the grid: Grid::find_pairs_with). Free
 /// functions that read a `const Grid&` after a successful
 /// rebuild(); they allocate nothing and never change the grid, so any number of
 /// queries may run concurrently between two rebuilds.
@@ -39,7 +39,8 @@
 ///
 /// Status, every query: ok; output_too_small (needed = total, the prefix is
 /// valid); invalid_query (a NaN or infinite centre, a negative or NaN radius,
-/// k == 0, a box with min > max, ...; nothing written); not_built (the grid
+/// k == 0, a box with min > max, a face index >= 2 * dimensions, ...; nothing
+/// written); not_built (the grid
 /// has no successful rebuild; nothing written); invalid_argument (a null
 /// buffer with a nonzero capacity, a null visit function).
 #pragma once
@@ -75,6 +76,46 @@ QueryResult query_radius(const Grid& grid, const QuerySphere& sphere, QueryVisit
 QueryResult query_box(const Grid& grid, const QueryBox& box, uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same particles, in the same order.
 QueryResult query_box(const Grid& grid, const QueryBox& box, QueryVisitor visitor);
+
+/// A face of a closed box and a distance: the particles inside the box that
+/// lie within `distance` of that face (query_face). Faces are numbered
+/// 2 * axis + side: 0 the min-x face (box.min[0]), 1 the max-x face
+/// (box.max[0]), 2 and 3 for y, 4 and 5 for z (2D: 0..3); face_index()
+/// builds the number.
+struct QueryFace {
+    QueryBox box;          ///< The closed box (a rank's domain, say).
+    uint32_t face = 0;     ///< 2 * axis + side (face_index()).
+    float distance = 0.0f; ///< How far from the face, >= 0 (the interaction distance for a halo).
+};
+
+/// The number of the min (upper = false) or max (upper = true) face of `axis`.
+constexpr uint32_t face_index(uint32_t axis, bool upper) { return 2 * axis + (upper ? 1u : 0u); }
+
+/// Particles p inside the closed box (min <= p <= max on every axis) whose
+/// distance to the face is below query.distance, measured as the pair test
+/// measures a coordinate difference, in float:
+///
+///     min face of axis a:  p[a] - box.min[a] < distance
+///     max face of axis a:  box.max[a] - p[a] < distance
+///
+/// This is the halo a domain decomposition sends across the face: with
+/// distance = the interaction distance, every particle of the box that the
+/// pair test can pair with a particle on the far side of the face (q[a] <=
+/// box.min[a], resp. q[a] >= box.max[a]) is a result, whatever the rounding,
+/// and a particle at exactly `distance` from the face is not (see
+/// particle_queries.cpp). A query_box over the slab [m, m + distance] (the
+/// bound rounded to the nearest float) finds these particles too, plus those
+/// whose difference is distance or rounds to it, which can pair with nothing
+/// beyond the face: query_face is the exact set, strict like the pair test,
+/// and needs no rounding argument from the caller. Any distance >= 0 (0
+/// finds nothing; +inf finds the particles of the box whose difference is
+/// finite); a face at an infinite coordinate finds nothing. Only the cells of
+/// the slab along the face are visited. invalid_query: a box query's bad
+/// input (a NaN bound, min > max), face >= 2 * dimensions, or a distance NaN
+/// or < 0.
+QueryResult query_face(const Grid& grid, const QueryFace& query, uint32_t* out, uint64_t capacity);
+/// Visitor form (query_types.h): the same particles, in the same order.
+QueryResult query_face(const Grid& grid, const QueryFace& query, QueryVisitor visitor);
 
 /// Particles inside every plane of the frustum (Plane's test in query_types.h,
 /// with p the particle's position). Cells are culled by their (slightly
@@ -129,6 +170,9 @@ QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uin
 /// query_box() for each of boxes[0, count), in parallel.
 QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
+/// query_face() for each of faces[0, count), in parallel.
+QueryResult query_face_batch(const Grid& grid, const QueryFace* faces, uint32_t count, uint64_t* offsets,
+                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
 /// query_frustum() for each of frusta[0, count), in parallel.
 QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,

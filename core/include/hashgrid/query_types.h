@@ -30,10 +30,11 @@
 /// invalid_query (Status::index = lowest offending query, count = how many);
 /// out and offsets then hold unspecified partial results.
 ///
-/// Visitor form, every set query (point, radius, box, frustum, potential
-/// collisions) and the ordered queries (k nearest, ray): instead of a buffer,
-/// a plain function pointer and a context are called once per result, in the
-/// documented result order, on the calling thread. Returning false stops the
+/// Visitor form, every set query (point, radius, box, box face, frustum,
+/// potential collisions) and the ordered queries (k nearest, ray): instead of
+/// a buffer, a plain function pointer and a context are called once per
+/// result, in the documented result order, on the calling thread. Returning
+/// false stops the
 /// query at once. The result's total is the number of calls made (written is
 /// 0); status is ok, also after an early stop. The checks and their statuses
 /// are the buffer form's (not_built, stale_view, invalid_query), and a null
