@@ -197,16 +197,19 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 
 // ---------------------------------------------------------------------------
 // Batches (the batch contract of query_types.h). One layer mask for the batch.
+// With a trace in the view (BoxGrid::set_trace), each batch is a traced
+// phase. `stats`, when not null, gets the batch's work counts added
+// (QueryStats in query_types.h).
 
 QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points, uint32_t count, uint32_t layer_mask,
                               uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                              const ThreadBackend& backend);
+                              const ThreadBackend& backend, QueryStats* stats = nullptr);
 QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                            const ThreadBackend& backend);
+                            const ThreadBackend& backend, QueryStats* stats = nullptr);
 QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
                                uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
-                               uint64_t capacity, const ThreadBackend& backend);
+                               uint64_t capacity, const ThreadBackend& backend, QueryStats* stats = nullptr);
 QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count, uint32_t layer_mask,
                                 uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                                 const ThreadBackend& backend);

@@ -46,6 +46,8 @@
 
 namespace hashgrid {
 
+class Trace; // trace.h
+
 namespace detail {
 struct GridState;
 } // namespace detail
@@ -194,6 +196,13 @@ public:
     /// Slots of the unbounded cell table (0 when bounded).
     [[nodiscard]] uint32_t table_slots() const;
 
+    /// Records the phases and chunks of this grid's rebuild, find_pairs,
+    /// find_pairs_with, neighbor_lists and particle query batches into
+    /// `trace` (trace.h), which must outlive its use here; null (the default)
+    /// records nothing. Independent of init; not while a call of this grid runs.
+    void set_trace(Trace* trace) { trace_ = trace; }
+    [[nodiscard]] Trace* trace() const { return trace_; }
+
 private:
     struct Impl;
     friend struct Impl;
@@ -201,6 +210,7 @@ private:
     GridConfig config_{};
     bool initialized_ = false;
     void* owned_memory_ = nullptr;
+    Trace* trace_ = nullptr;
     /// Everything else (frame, table, scratch) lives in the memory block as
     /// one named struct (core/src/grid_state.h).
     detail::GridState* state_ = nullptr;

@@ -104,19 +104,22 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHi
 QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVisitor visitor);
 
 // ---------------------------------------------------------------------------
-// Batches (the batch contract of query_types.h).
+// Batches (the batch contract of query_types.h). With a trace attached to the
+// grid (Grid::set_trace), each batch is a traced phase. `stats`, when not
+// null, gets the batch's work counts added (QueryStats in query_types.h).
 
 QueryResult query_point_batch(const Grid& grid, const QueryPoint* points, uint32_t count, uint64_t* offsets,
-                              uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                              const ThreadBackend& backend);
+                              uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                              QueryStats* stats = nullptr);
 QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uint32_t count, uint64_t* offsets,
                                uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                               const ThreadBackend& backend);
+                               const ThreadBackend& backend, QueryStats* stats = nullptr);
 QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
-                            uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
+                            uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                            QueryStats* stats = nullptr);
 QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                                const ThreadBackend& backend);
+                                const ThreadBackend& backend, QueryStats* stats = nullptr);
 QueryResult query_nearest_batch(const Grid& grid, const QueryNearest* queries, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, NearestHit* out, uint64_t capacity,
                                 const ThreadBackend& backend);
