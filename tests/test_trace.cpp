@@ -2,9 +2,9 @@
 //
 // Real frames (rebuild, find_pairs, neighbor_lists, find_pairs_with, query
 // batches; a box grid's rebuild, pairs, prepare and batches) run with a trace
-// attached on the serial backend and on 1 and 4 std::threads; the exported
-// Chrome JSON is parsed by the small independent JSON parser below and
-// checked: spans nest on every track, every chunk lies inside a phase of its
+// attached on the serial backend, on 1 and 4 std::threads and on a job
+// system through JobSystemBackend; the exported Chrome JSON is parsed by the
+// small independent JSON parser below and checked: spans nest on every track, every chunk lies inside a phase of its
 // name on the calling thread's track, the steps of a rebuild tile it, every
 // call lies inside the frame, a loop's chunks cover its items exactly once.
 // Results are the same bytes with and without a trace. The ring keeps the
@@ -50,13 +50,13 @@ struct Json {
     enum class Type { null, boolean, number, string, array, object };
     Type type = Type::null;
     bool flag = false;
-    std::string text; // number or string
-    std::vector<Json> items;
-    std::vector<std::pair<std::string, Json>> members;
+    std::string text;              // number or string
+    std::vector<Json> items;       // array elements, or object values
+    std::vector<std::string> keys; // object keys (keys[i] names items[i])
 
     [[nodiscard]] const Json* get(const std::string& key) const {
-        for (const auto& m : members)
-            if (m.first == key) return &m.second;
+        for (size_t i = 0; i < keys.size(); ++i)
+            if (keys[i] == key) return &items[i];
         return nullptr;
     }
 };
@@ -178,7 +178,8 @@ private:
                 space();
                 Json v;
                 if (!value(v, depth + 1)) return false;
-                out.members.emplace_back(std::move(key), std::move(v));
+                out.keys.push_back(std::move(key));
+                out.items.push_back(std::move(v));
                 space();
                 if (at_ < s_.size() && s_[at_] == ',') {
                     ++at_;
@@ -539,18 +540,25 @@ GridConfig scene_config(bool bounded, uint32_t n) {
 
 } // namespace
 
-TEST_CASE("trace: real frames export nested Chrome JSON, results unchanged (serial, 1 and 4 threads)") {
+TEST_CASE("trace: real frames export nested Chrome JSON, results unchanged (serial, 1 and 4 threads, job system)") {
     constexpr uint32_t n = 20000; // fixed: several chunks in every loop at any test scale
     Rng rng(77);
     const Scene scene = uniform_scene(rng, 3, n, 0.0f, 27.0f);
     platform::StdThreadBackend one(1), four(4);
+    OddJobSystem::Options options; // a game's job system: copies run in odd orders, some inline
+    options.workers = 3;
+    options.seed = 3;
+    OddJobSystem jobs(options);
+    platform::JobSystemBackend adapter(jobs.config());
     struct Case {
         const char* name;
         ThreadBackend backend;
         uint32_t workers;
     };
-    const Case cases[] = {
-        {"serial", serial_backend(), 1}, {"1 thread", one.backend(), 1}, {"4 threads", four.backend(), 4}};
+    const Case cases[] = {{"serial", serial_backend(), 1},
+                          {"1 thread", one.backend(), 1},
+                          {"4 threads", four.backend(), 4},
+                          {"job system, 3 workers", adapter.backend(), 3}};
     for (const bool bounded : {false, true})
         for (const Case& k : cases) {
             INFO(std::string(k.name) << (bounded ? " bounded" : " unbounded"));
@@ -735,6 +743,8 @@ TEST_CASE("trace: a null trace records nothing, a detached trace stays empty") {
     particle_frame(**grid, scene, serial_backend(), config.max_pairs);
     CHECK(trace->recorded() == 0);
     CHECK(trace->size() == 0);
+    trace->end_frame(); // without begin_frame(): nothing
+    CHECK(trace->recorded() == 0);
     Exported e;
     read_export(*trace, e);
     CHECK(e.spans.empty());

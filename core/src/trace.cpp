@@ -193,11 +193,13 @@ void Trace::begin_frame() {
 }
 
 void Trace::end_frame() {
+    if (frame_begin_ns_ == 0) return; // no begin_frame(): nothing to close
     TraceEvent e;
     e.begin_ns = frame_begin_ns_;
     e.end_ns = clock_ns();
     e.phase = TracePhase::frame;
     e.thread = calling_thread_slot();
+    frame_begin_ns_ = 0;
     record(e);
     if (hooks_.end != nullptr) hooks_.end(hooks_.context, trace_phase_name(TracePhase::frame), kTraceCallingThread);
 }

@@ -158,7 +158,8 @@ public:
     void clear();
 
     /// Records a TracePhase::frame span from begin_frame() to end_frame() (and
-    /// calls the hooks), on the calling thread. One frame at a time.
+    /// calls the hooks), on the calling thread. One frame at a time; an
+    /// end_frame() without a begin_frame() does nothing.
     void begin_frame();
     void end_frame();
 
