@@ -12,10 +12,15 @@
 // loop using the documented distance test (grid.h); it prints PASS or FAIL and
 // the program returns nonzero on FAIL.
 //
-//   particles_demo [--frames N] [--particles N] [--threads N] [--spin-us N]
-//
 // --spin-us: how long idle workers poll for the next phase before sleeping
 // (hashgrid/platform/worker_spin.h); 0 shows what waking them costs.
+//
+// --trace FILE records the last 3D frame (rebuild + find_pairs, every phase and
+// every chunk on its worker) with a hashgrid::Trace and writes it to FILE as
+// Chrome trace-event JSON: open it in https://ui.perfetto.dev or
+// chrome://tracing (docs/user-guide.md, "Tracing a frame").
+//
+//   particles_demo [--frames N] [--particles N] [--threads N] [--spin-us N] [--trace FILE]
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
@@ -23,6 +28,7 @@
 #include "hashgrid/platform/worker_spin.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid/trace.h"
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/random.h"
 #include "hashgrid_support/timing.h"
@@ -34,6 +40,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -69,10 +76,27 @@ struct Options {
     uint32_t particles = 50000;
     uint32_t threads = 0; ///< 0: oneTBB's default concurrency.
     uint32_t spin_us = hashgrid::platform::kDefaultWorkerSpinMicroseconds;
+    const char* trace_file = nullptr; ///< --trace FILE: the last 3D frame's trace goes there.
 };
 
+/// Events the trace ring holds: a frame of a million particles records about
+/// 1,500 (one per chunk and phase).
+constexpr uint32_t kTraceEvents = 1u << 14;
+
 bool parse_options(int argc, char** argv, Options& options) {
-    if (!hashgrid_support::parse_count_options(argc, argv,
+    std::vector<char*> counts{argv[0]}; // every option but --trace FILE
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--trace") != 0) {
+            counts.push_back(argv[i]);
+        } else if (i + 1 < argc) {
+            options.trace_file = argv[++i];
+        } else {
+            std::fprintf(stderr, "usage: %s [--frames N] [--particles N] [--threads N] [--spin-us N] [--trace FILE]\n",
+                         argv[0]);
+            return false;
+        }
+    }
+    if (!hashgrid_support::parse_count_options(static_cast<int>(counts.size()), counts.data(),
                                                {{"--frames", &options.frames},
                                                 {"--particles", &options.particles},
                                                 {"--threads", &options.threads},
@@ -145,13 +169,23 @@ public:
 
     /// One frame: rebuild, pairs, repulsion, reorder into sorted order, move.
     bool run_frame(const ThreadBackend& backend, FrameTimes& times) {
-        if (!pair_step(backend, times)) return false;
+        return pair_step(backend, times) && physics_step(times);
+    }
+
+    /// The demo's own part of a frame: repulsion, reorder, move.
+    bool physics_step(FrameTimes& times) {
         const uint64_t start = now_ns();
         repel();
         reorder();
         move();
         times.physics_ms = elapsed_ms(start);
         return true;
+    }
+
+    /// Records the grid's calls into `trace` (null: none), across re-inits.
+    void set_trace(hashgrid::Trace* trace) {
+        trace_ = trace;
+        if (grid_) grid_->set_trace(trace);
     }
 
     /// Rebuild and pairs only (positions unchanged): the frame the check compares.
@@ -204,6 +238,7 @@ private:
             return false;
         }
         grid_ = std::move(grid);
+        grid_->set_trace(trace_);
         memory_bytes_ = req.bytes;
         pairs_.assign(static_cast<size_t>(config.max_pairs), Pair{0, 0});
         return true;
@@ -284,10 +319,31 @@ private:
     std::vector<float> vel_[3];
     std::vector<float> scratch_;
     std::unique_ptr<Grid> grid_;
+    hashgrid::Trace* trace_ = nullptr;
     std::vector<Pair> pairs_;
     uint64_t pair_count_ = 0;
     uint64_t memory_bytes_ = 0;
 };
+
+/// Writes the trace as Chrome trace-event JSON.
+bool write_trace(const hashgrid::Trace& trace, const char* path, uint32_t frame) {
+    std::FILE* file = std::fopen(path, "wb");
+    if (file == nullptr) {
+        std::printf("cannot open %s for the trace\n", path);
+        return false;
+    }
+    const hashgrid::TraceExport written = hashgrid::write_chrome_trace(trace, file);
+    const bool closed = std::fclose(file) == 0;
+    if (!written.status.ok() || !closed) {
+        std::printf("writing the trace to %s failed\n", path);
+        return false;
+    }
+    std::printf("  frame %u traced: %llu spans (%llu dropped), %llu bytes of Chrome JSON in %s "
+                "(open in https://ui.perfetto.dev)\n",
+                frame, static_cast<unsigned long long>(written.events),
+                static_cast<unsigned long long>(trace.dropped()), static_cast<unsigned long long>(written.bytes), path);
+    return true;
+}
 
 /// The demo proper: one scene for `frames` frames, a line every 10 frames and a summary.
 bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend& backend) {
@@ -297,10 +353,32 @@ bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend&
                 dimensions, sim.count(), dimensions == 2 ? "square" : "cube", static_cast<double>(sim.r()),
                 dimensions == 2 ? kNeighbours2 : kNeighbours3,
                 static_cast<double>(sim.memory_bytes()) / (1024.0 * 1024.0));
+    // --trace: the last 3D frame's rebuild and find_pairs go into a trace
+    // ring, allocated here, before the frames (nothing is allocated per frame).
+    hashgrid::Trace trace;
+    const bool traced = options.trace_file != nullptr && dimensions == 3;
+    if (traced) {
+        const Status status = trace.init_allocate(kTraceEvents);
+        if (!status.ok()) {
+            std::printf("trace init failed: %s\n", code_name(status.code));
+            return false;
+        }
+    }
     std::vector<double> rebuild_ms, pairs_ms, pair_counts;
     for (uint32_t frame = 0; frame < options.frames; ++frame) {
         Simulation::FrameTimes times;
-        if (!sim.run_frame(backend, times)) return false;
+        const bool trace_frame = traced && frame + 1 == options.frames;
+        if (trace_frame) {
+            sim.set_trace(&trace);
+            trace.begin_frame();
+        }
+        if (!sim.pair_step(backend, times)) return false;
+        if (trace_frame) {
+            trace.end_frame();
+            sim.set_trace(nullptr);
+            if (!write_trace(trace, options.trace_file, frame)) return false;
+        }
+        if (!sim.physics_step(times)) return false;
         rebuild_ms.push_back(times.rebuild_ms);
         pairs_ms.push_back(times.pairs_ms);
         pair_counts.push_back(static_cast<double>(times.pair_count));

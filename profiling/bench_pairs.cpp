@@ -26,7 +26,11 @@
 //   bench_pairs [--n N] [--scenes P3,P2,C3] [--modes bounded,unbounded]
 //               [--orders random,sorted] [--threads 1,2] [--frames F]
 //               [--warmup W] [--sigma S] [--nanoflann-runs R] [--no-nanoflann]
-//               [--retries R] [--quiet-load L]
+//               [--retries R] [--quiet-load L] [--trace E]
+//
+// --trace E attaches a hashgrid::Trace of E events to every grid (every phase
+// and chunk is recorded; the ring wraps): the cost of tracing, measured in
+// docs/user-guide.md ("Tracing a frame").
 //
 // Exit status 1 when a pair set differs between runs or from nanoflann's.
 
@@ -36,6 +40,7 @@
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid/trace.h"
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/machine_load.h"
 #include "hashgrid_support/random.h"
@@ -128,7 +133,11 @@ struct Options {
     /// to `retries` times (after 5 s); the one with the least other load is kept.
     double quiet_load = 0.15;
     uint32_t retries = 4;
+    uint32_t trace_events = 0; ///< --trace E: a trace ring of E events on every grid (0: none).
 };
+
+/// The trace every grid records into (--trace), or null.
+hashgrid::Trace* g_trace = nullptr;
 
 bool parse_options(int argc, char** argv, Options& o) {
     for (int i = 1; i < argc; ++i) {
@@ -169,6 +178,8 @@ bool parse_options(int argc, char** argv, Options& o) {
             ok = all_in(o.orders, {"random", "sorted"});
         } else if (arg == "--threads") {
             ok = parse_u32_list(argv[++i], 1, 64, o.threads);
+        } else if (arg == "--trace") {
+            ok = parse_u32(argv[++i], o.trace_events) && o.trace_events >= 1;
         } else {
             ok = false;
         }
@@ -177,7 +188,8 @@ bool parse_options(int argc, char** argv, Options& o) {
                          "usage: %s [--n N>=1000] [--scenes P3,P2,C3] [--modes bounded,unbounded]\n"
                          "          [--orders random,sorted] [--threads 1,2] [--frames F] [--warmup W]"
                          " [--sigma S]\n"
-                         "          [--nanoflann-runs R] [--no-nanoflann] [--retries R] [--quiet-load L]\n",
+                         "          [--nanoflann-runs R] [--no-nanoflann] [--retries R] [--quiet-load L]"
+                         " [--trace E]\n",
                          argv[0]);
             return false;
         }
@@ -403,6 +415,7 @@ struct GridSlot {
             std::printf("init: %s (%s)\n", hashgrid::to_string(s.code), s.message);
             return false;
         }
+        grid->set_trace(g_trace);
         config = c;
         memory_bytes = req.bytes;
         return true;
@@ -574,6 +587,12 @@ const Row* find_row(const std::vector<Row>& rows, const std::string& scene, cons
 int main(int argc, char** argv) {
     Options o;
     if (!parse_options(argc, argv, o)) return 2;
+    hashgrid::Trace trace;
+    if (o.trace_events != 0) {
+        if (!trace.init_allocate(o.trace_events).ok()) return 2;
+        g_trace = &trace;
+        std::printf("tracing every grid into a ring of %u events\n", o.trace_events);
+    }
 
     std::printf("bench_pairs: n = %u, %u warm-up + %u measured frames per series, CPU: %s, %u hardware threads\n", o.n,
                 o.warmup, o.frames, cpu_model().c_str(), std::thread::hardware_concurrency());

@@ -5,6 +5,10 @@
 // threads, and a game's job system through JobSystemBackend at 1, 2, 4 and 8
 // workers, bounded and unbounded.
 //
+// The same with a trace attached (hashgrid/trace.h: ring, zone hooks, query
+// stats) for the particle and the box grid, serial and std::thread (end of
+// file).
+//
 // The same for the box grid, the queries and the persistent objects (second
 // half of the file), for the serial backend, the std::thread backend and
 // oneTBB at 1, 2 and 4 threads: BoxGrid rebuild + find_pairs +
@@ -37,6 +41,7 @@
 #include "hashgrid/platform/job_system_backend.h"
 #include "hashgrid/platform/tbb_backend.h"
 #include "hashgrid/proximity_index.h"
+#include "hashgrid/trace.h"
 #include "hashgrid_support/box_scene.h"
 #include "odd_job_system.h"
 #include "test_support.h"
@@ -1578,3 +1583,102 @@ TEST_CASE("no allocation per frame, boxes, queries and objects: oneTBB at 1, 2 a
     }
 }
 #endif
+
+// ===========================================================================
+// Frames with a trace attached: the ring, the zone hooks, frame markers and
+// query stats, on a particle grid and a box grid (rebuild, pairs, neighbour
+// lists, prepare, query batches with stats). The ring wraps many times over
+// the counted frames.
+
+namespace {
+
+std::atomic<uint64_t> g_zones{0};
+void count_zone(void*, const char*, uint32_t) { g_zones.fetch_add(1, std::memory_order_relaxed); }
+
+void run_traced_frames(const hashgrid::ThreadBackend& backend, const std::string& label) {
+    INFO(label);
+    Particles particles(kParticles, kBox, 77);
+    const GridConfig config = unbounded_config(3, 1.0f, 1.0f, kParticles, 400000);
+    auto grid = make_grid(config);
+    REQUIRE(grid->init_status.ok());
+    hashgrid::Grid& g = **grid;
+    MovingBoxes boxes(3, 4000, 0.0f, 40.0f, 5, 2.0f, 500, 12.0f);
+    BoxGrid box_grid;
+    REQUIRE(box_grid.init_allocate(moving_box_config(3, World::unbounded, 0.0f, 40.0f, boxes.size())).ok());
+    hashgrid::Trace trace;
+    REQUIRE(trace.init_allocate(512).ok()); // smaller than a frame: the ring overwrites every frame
+    hashgrid::TraceHooks hooks;
+    hooks.begin = &count_zone;
+    hooks.end = &count_zone;
+    hooks.chunks = true;
+    trace.set_hooks(hooks);
+    g.set_trace(&trace);
+    box_grid.set_trace(&trace);
+
+    std::vector<Pair> pairs(static_cast<size_t>(config.max_pairs)), box_pairs(200000);
+    std::vector<uint32_t> offsets(kParticles + 1), indices(2 * pairs.size());
+    std::vector<hashgrid::QuerySphere> spheres(kBatch);
+    std::vector<hashgrid::QueryBox> query_boxes(kBatch);
+    for (uint32_t i = 0; i < kBatch; ++i) {
+        const float c = static_cast<float>(i % 25) + 0.5f;
+        spheres[i] = hashgrid::QuerySphere{{c, c, c}, 1.5f};
+        query_boxes[i] = hashgrid::QueryBox{{c, c, c}, {c + 3.0f, c + 3.0f, c + 3.0f}};
+    }
+    std::vector<uint64_t> query_offsets(kBatch + 1);
+    std::vector<uint32_t> hits(200000);
+    hashgrid::QueryStats stats;
+    FrameLog log;
+    auto frame = [&] {
+        particles.step();
+        boxes.step();
+        trace.begin_frame();
+        log.note(g.rebuild(particles.scene.spans(), backend).code, "rebuild");
+        const hashgrid::PairResult pr = g.find_pairs(pairs.data(), pairs.size(), backend);
+        log.note(pr.status.code, "find_pairs");
+        log.min_pairs = std::min(log.min_pairs, pr.written);
+        log.note(g.neighbor_lists(pairs.data(), pr.written, offsets.data(), offsets.size(), indices.data(),
+                                  indices.size(), backend)
+                     .code,
+                 "neighbor_lists");
+        log.note(hashgrid::query_radius_batch(g, spheres.data(), kBatch, query_offsets.data(), query_offsets.size(),
+                                              hits.data(), hits.size(), backend, &stats)
+                     .status.code,
+                 "query_radius_batch");
+        log.note(box_grid.rebuild(boxes.spans(), backend).code, "box rebuild");
+        log.note(box_grid.find_pairs(box_pairs.data(), box_pairs.size(), backend).status.code, "box find_pairs");
+        const hashgrid::BoxQueryGrid q = hashgrid::prepare_box_queries(box_grid.view(), backend);
+        log.note(hashgrid::query_box_batch(q, query_boxes.data(), kBatch, hashgrid::kAllLayers, query_offsets.data(),
+                                           query_offsets.size(), hits.data(), hits.size(), backend, &stats)
+                     .status.code,
+                 "box query_box_batch");
+        trace.end_frame();
+    };
+    frame(); // warm-up
+    settle();
+    const uint64_t recorded_before = trace.recorded();
+    const Counts before = snapshot();
+    for (uint32_t f = 0; f < kFrames; ++f)
+        frame();
+    const Counts after = snapshot();
+    INFO("first failure: " << std::string(log.where) << " " << std::string(hashgrid::to_string(log.first_failure)));
+    CHECK(log.failures == 0);
+    CHECK(log.min_pairs > 10000);
+    CHECK(trace.recorded() - recorded_before > 512); // the ring wrapped
+    CHECK(trace.dropped() > 0);
+    CHECK(g_zones.load() > 0);
+    CHECK(stats.queries == uint64_t{2} * kBatch * (kFrames + 1));
+    CHECK(after.allocations - before.allocations == 0);
+    CHECK(after.frees - before.frees == 0);
+    CHECK(after.tbb_allocations - before.tbb_allocations == 0);
+    CHECK(after.tbb_frees - before.tbb_frees == 0);
+}
+
+} // namespace
+
+TEST_CASE("no allocation per frame with a trace attached: serial backend, std::thread at 1 and 4 threads") {
+    run_traced_frames(hashgrid::serial_backend(), "serial, traced");
+    for (uint32_t threads : {1u, 4u}) {
+        hashgrid::platform::StdThreadBackend pool(threads);
+        run_traced_frames(pool.backend(), "std::thread " + std::to_string(threads) + " threads, traced");
+    }
+}

@@ -176,6 +176,7 @@ BoxGridView BoxGrid::view() const {
     v.frame = frame_;
     v.source_store = source_store_;
     v.source_layout = source_layout_;
+    v.trace = trace_;
     if (!initialized_) return v;
     const BoxState& s = Impl::state(*this);
     for (uint32_t d = 0; d < 3; ++d) {

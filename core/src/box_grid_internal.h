@@ -148,11 +148,12 @@ struct BoxGrid::Impl {
         ++g.frame_;
     }
     // box_grid_rebuild.cpp
-    static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& b);
+    static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& caller_backend);
     // box_grid_pairs.cpp
-    static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b, PairFilter filter);
+    static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
+                                 PairFilter filter);
     static PairResult find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
-                                      const ThreadBackend& b, PairFilter filter);
+                                      const ThreadBackend& caller_backend, PairFilter filter);
 };
 
 } // namespace hashgrid

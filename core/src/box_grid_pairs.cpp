@@ -25,6 +25,7 @@
 // object index within the cell, then the large objects by index.
 #include "box_grid_internal.h"
 #include "lattice/cell_index.h"
+#include "trace_scope.h"
 
 #include "hashgrid/assert.h"
 
@@ -319,7 +320,9 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
 /// the pairs of one chunk in order, for PoolSink and DirectSink alike.
 template <typename Search>
 PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t capacity, uint64_t max_pairs,
-                              PairFilter filter, const ThreadBackend& b, const Search& search) {
+                              PairFilter filter, PhaseTrace& trace, const Search& search) {
+    const ThreadBackend& b = trace.backend();
+    trace.begin(TracePhase::box_pair_search);
     HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
     s.blocks_used = 0;
     parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -344,6 +347,7 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t 
         result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
         limit = capacity;
     }
+    trace.next(TracePhase::box_pair_publish);
     parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t ch = begin; ch < end; ++ch) {
             const PairChunk& chunk = s.pair_chunk[ch];
@@ -365,6 +369,7 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t 
         }
     });
     result.written = limit;
+    trace.end();
     return result;
 }
 
@@ -380,7 +385,7 @@ Status bad_query(StatusCode code, uint32_t index, uint32_t count) {
 
 } // namespace
 
-PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& b,
+PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
                                      PairFilter filter) {
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
@@ -393,6 +398,8 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         return result;
     }
     BoxState& s = state(g);
+    PhaseTrace trace(g.trace_, caller_backend);
+    trace.begin(TracePhase::box_find_pairs);
     const uint32_t cells = s.cell_count;
     const auto cell_grain = static_cast<uint32_t>(grain_for(cells, kCellPairGrain, kMaxCellChunks));
     const uint32_t cell_chunks = chunk_count(cells, cell_grain);
@@ -416,11 +423,11 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         else
             sweep_large<2>(s, t, t_end, sink);
     };
-    return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, filter, b, search);
+    return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, filter, trace, search);
 }
 
 PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
-                                          const ThreadBackend& b, PairFilter filter) {
+                                          const ThreadBackend& caller_backend, PairFilter filter) {
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs_with: null buffer with nonzero capacity");
     PairResult result;
     if (!g.initialized_ || !g.built_) {
@@ -445,6 +452,9 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
                   queries.mask};
     const auto grain = static_cast<uint32_t>(grain_for(n, kQueryGrain, kMaxPairChunks));
     const uint32_t chunks = chunk_count(n, grain);
+    PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
+    const ThreadBackend& b = trace.backend();
+    trace.begin(TracePhase::box_find_pairs_with);
 
     // Validation first (lowest offending query, any thread count).
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -487,7 +497,7 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
             sweep_queries<2>(s, in, first, last, sink);
     };
     // max_pairs does not apply: the pool only caches, the caller's capacity is the limit.
-    return search_and_publish(s, chunks, out, capacity, UINT64_MAX, filter, b, search);
+    return search_and_publish(s, chunks, out, capacity, UINT64_MAX, filter, trace, search);
 }
 
 } // namespace hashgrid

@@ -17,6 +17,7 @@
 //    entry's box and first-cell flags for the pair search.
 #include "box_grid_internal.h"
 #include "lattice/radix_sort.h"
+#include "trace_scope.h"
 
 #include "hashgrid/assert.h"
 
@@ -209,7 +210,7 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
 
 } // namespace
 
-Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& b) {
+Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
     if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
     BoxState& s = state(g);
@@ -231,6 +232,10 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
     const Lattice& k = s.cells;
     const uint64_t large_cells = g.config_.large_object_cells;
+    PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
+    const ThreadBackend& b = trace.backend();
+    trace.begin(TracePhase::box_rebuild);
+    trace.begin(TracePhase::box_rebuild_validate);
 
     // 1. Validation, cell ranges and counts (scratch only).
     const auto grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
@@ -321,6 +326,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     }
 
     // The frame is accepted: from here on nothing fails.
+    trace.next(TracePhase::box_rebuild_entries);
     DenseBox box{};
     uint64_t volume = 1;
     for (uint32_t d = 0; d < 3; ++d) {

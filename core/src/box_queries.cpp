@@ -113,6 +113,7 @@ Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, 
     const float* p = point.position;
     if (!finite3(p, c.lat.dims)) return invalid_status("query_point: the point is not finite");
     auto consider = [&](uint32_t object) {
+        note_tested(sink);
         if (!c.in_layer(object, layer_mask)) return;
         for (uint32_t d = 0; d < c.lat.dims; ++d)
             if (!(c.view.min[d][object] <= p[d] && p[d] <= c.view.max[d][object])) return;
@@ -129,6 +130,7 @@ Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, 
         if (inside) {
             const uint32_t cell = c.find(at[0], at[1], at[2]);
             if (cell != detail::kNone) {
+                note_cell(sink);
                 for (uint32_t e = c.begin(cell); e < c.end(cell) && !sink.done(); ++e)
                     consider(c.view.entry_object[e]);
             }
@@ -152,12 +154,13 @@ Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& 
     scan_box(
         c, lo, hi,
         [&](uint32_t object, uint32_t entry) {
+            note_tested(sink);
             float olo[3], ohi[3];
             entry_or_object_box(c, object, entry, olo, ohi);
             if (boxes_overlap(box.min, box.max, olo, ohi, c.lat.dims) && c.in_layer(object, layer_mask))
                 sink.add(object);
         },
-        [&] { return sink.done(); });
+        [&] { return sink.done(); }, [&] { note_cell(sink); });
     return {};
 }
 
@@ -183,12 +186,13 @@ Status radius_walk(const Cells& c, const QuerySphere& sphere, uint32_t layer_mas
     scan_box(
         c, lo, hi,
         [&](uint32_t object, uint32_t entry) {
+            note_tested(sink);
             float olo[3], ohi[3];
             entry_or_object_box(c, object, entry, olo, ohi);
             if (point_box_distance2(sphere.center, olo, ohi, c.lat.dims) <= r2 && c.in_layer(object, layer_mask))
                 sink.add(object);
         },
-        [&] { return sink.done(); });
+        [&] { return sink.done(); }, [&] { note_cell(sink); });
     return {};
 }
 
@@ -241,8 +245,10 @@ BoxQueryGrid prepare_box_queries(const BoxGridView& view, const ThreadBackend& b
     if (!g.has_cells) return g;
     const Cells c(g);
     Part parts[kParts];
-    prepare_cell_extent(c, g, parts, backend);
-    prepare_object_bounds(c, g, parts, backend);
+    detail::PhaseTrace trace(view.trace, backend);
+    trace.begin(TracePhase::prepare_box_queries);
+    prepare_cell_extent(c, g, parts, trace.backend());
+    prepare_object_bounds(c, g, parts, trace.backend());
     return g;
 }
 
@@ -303,40 +309,77 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 // ---------------------------------------------------------------------------
 // Batches of set queries (the frustum batch is in box_query_frustum.cpp).
 
+namespace {
+
+/// A set-query batch, traced as `phase` when the view carries a trace.
+/// Without stats each query runs as its buffer form; with stats, its walk
+/// runs into a counting sink (same results, the work counted).
+template <typename Query, typename Single, typename Walk>
+QueryResult set_query_batch(const BoxQueryGrid& grid, TracePhase phase, const Query* queries, uint32_t count,
+                            uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
+                            uint64_t capacity, const ThreadBackend& backend, QueryStats* stats, const Single& single,
+                            const Walk& walk) {
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_BATCH(grid, queries, count);
+        detail::PhaseTrace trace(grid.view.trace, backend);
+        trace.begin(phase);
+        if (stats == nullptr)
+            return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
+                                           [&](uint32_t q, uint32_t* o, uint64_t room) {
+                                               return batch_total(single(grid, queries[q], layer_mask, o, room));
+                                           });
+        detail::BatchStats counts;
+        const QueryResult r = detail::run_query_batch(
+            count, offsets, offsets_capacity, out, capacity, trace.backend(),
+            [&](uint32_t q, uint32_t* o, uint64_t room) {
+                CountingIndexSink sink{{o, room}, {}};
+                const Status walked = walk(Cells(grid), queries[q], layer_mask, sink);
+                const uint64_t total = walk_total(walked, sink.count);
+                counts.add(sink.stats, total);
+                return total;
+            },
+            &counts.rerun);
+        counts.add_to(stats);
+        return r;
+    }());
+}
+
+} // namespace
+
 QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points, uint32_t count, uint32_t layer_mask,
                               uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                              const ThreadBackend& backend) {
-    return stamped(grid, [&]() -> QueryResult {
-        HASHGRID_REQUIRE_BATCH(grid, points, count);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                           return batch_total(query_point(grid, points[q], layer_mask, o, room));
-                                       });
-    }());
+                              const ThreadBackend& backend, QueryStats* stats) {
+    return set_query_batch(
+        grid, TracePhase::query_point_batch, points, count, layer_mask, offsets, offsets_capacity, out, capacity,
+        backend, stats,
+        [](const BoxQueryGrid& g, const QueryPoint& q, uint32_t mask, uint32_t* o, uint64_t room) {
+            return query_point(g, q, mask, o, room);
+        },
+        [](const Cells& c, const QueryPoint& q, uint32_t mask, auto& sink) { return point_walk(c, q, mask, sink); });
 }
 
 QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                            const ThreadBackend& backend) {
-    return stamped(grid, [&]() -> QueryResult {
-        HASHGRID_REQUIRE_BATCH(grid, boxes, count);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                           return batch_total(query_box(grid, boxes[q], layer_mask, o, room));
-                                       });
-    }());
+                            const ThreadBackend& backend, QueryStats* stats) {
+    return set_query_batch(
+        grid, TracePhase::query_box_batch, boxes, count, layer_mask, offsets, offsets_capacity, out, capacity, backend,
+        stats,
+        [](const BoxQueryGrid& g, const QueryBox& q, uint32_t mask, uint32_t* o, uint64_t room) {
+            return query_box(g, q, mask, o, room);
+        },
+        [](const Cells& c, const QueryBox& q, uint32_t mask, auto& sink) { return box_walk(c, q, mask, sink); });
 }
 
 QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
                                uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
-                               uint64_t capacity, const ThreadBackend& backend) {
-    return stamped(grid, [&]() -> QueryResult {
-        HASHGRID_REQUIRE_BATCH(grid, spheres, count);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                           return batch_total(query_radius(grid, spheres[q], layer_mask, o, room));
-                                       });
-    }());
+                               uint64_t capacity, const ThreadBackend& backend, QueryStats* stats) {
+    return set_query_batch(
+        grid, TracePhase::query_radius_batch, spheres, count, layer_mask, offsets, offsets_capacity, out, capacity,
+        backend, stats,
+        [](const BoxQueryGrid& g, const QuerySphere& q, uint32_t mask, uint32_t* o, uint64_t room) {
+            return query_radius(g, q, mask, o, room);
+        },
+        [](const Cells& c, const QuerySphere& q, uint32_t mask, auto& sink) { return radius_walk(c, q, mask, sink); });
 }
 
 } // namespace hashgrid

@@ -207,7 +207,9 @@ QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta,
                                 const ThreadBackend& backend) {
     return stamped(grid, [&]() -> QueryResult {
         HASHGRID_REQUIRE_BATCH(grid, frusta, count);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+        detail::PhaseTrace trace(grid.view.trace, backend);
+        trace.begin(TracePhase::query_frustum_batch);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
                                        [&](uint32_t q, uint32_t* o, uint64_t room) {
                                            return batch_total(query_frustum(grid, frusta[q], layer_mask, o, room));
                                        });

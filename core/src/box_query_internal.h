@@ -27,6 +27,7 @@
 #include "lattice/cell_index.h"
 #include "query_batch.h"
 #include "query_visit.h"
+#include "trace_scope.h"
 
 #include <algorithm>
 #include <cmath>
@@ -191,6 +192,24 @@ struct IndexSink {
     }
     [[nodiscard]] static constexpr bool done() { return false; }
 };
+
+/// IndexSink that also counts the walk's work (QueryStats: batches given a
+/// stats pointer). Only this sink type pays: note_cell() and note_tested()
+/// compile to nothing for every other sink.
+struct CountingIndexSink : IndexSink {
+    QueryStats stats{};
+};
+
+/// A walk read one occupied cell.
+template <typename Sink>
+inline void note_cell(Sink& sink) {
+    if constexpr (requires { sink.stats; }) ++sink.stats.cells;
+}
+/// A walk gives one candidate (cell entry or large object) its exact test.
+template <typename Sink>
+inline void note_tested(Sink& sink) {
+    if constexpr (requires { sink.stats; }) ++sink.stats.tested;
+}
 
 /// Visitor form: one call per result until the visitor returns false.
 struct VisitSink {
@@ -376,6 +395,12 @@ inline uint64_t batch_total(const QueryResult& r) {
     return r.status.code == StatusCode::invalid_query ? detail::kInvalidQuery : r.total;
 }
 
+/// The same for a walk run straight into a sink (the counting batches).
+inline uint64_t walk_total(const Status& s, uint64_t count) {
+    if (s.ok()) return count;
+    return s.code == StatusCode::invalid_query ? detail::kInvalidQuery : 0;
+}
+
 /// The checks every box batch makes before run_query_batch's own.
 #define HASHGRID_REQUIRE_BATCH(grid, queries, count)                                                                   \
     do {                                                                                                               \
@@ -403,19 +428,27 @@ inline bool boxes_overlap(const float alo[3], const float ahi[3], const float bl
 /// Marks a large object (no entry) in scan_box's callback.
 inline constexpr uint32_t kNoEntry = 0xffffffffu;
 
+/// scan_box's default cell callback: nothing.
+struct NoCellNote {
+    void operator()() const {}
+};
+
 /// Box scan with the min-corner rule: calls accept(object, entry) for every
 /// object in a cell of [cell(lo), cell(hi)] whose reporting cell this is, in
 /// order, then accept(object, kNoEntry) for every large object, until stop()
 /// is true. `accept` decides and reports. When the view carries per-entry
 /// first-cell bits (BoxGrid's views do), the rule is a bit test per entry;
 /// otherwise each entry's object is looked up and its first cell recomputed.
-template <typename Accept, typename Stop>
-void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& accept, Stop&& stop) {
+/// on_cell() is called for each occupied cell read (QueryStats).
+template <typename Accept, typename Stop, typename OnCell = NoCellNote>
+void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& accept, Stop&& stop,
+              OnCell on_cell = {}) {
     const CellBox range = c.cells_of(lo, hi);
     const uint32_t* flags = c.view.entry_flags;
     c.walk(
         range, every_row,
         [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
+            on_cell();
             const int32_t at[3] = {x, y, z};
             const uint32_t end = c.end(cell);
             if (flags != nullptr) {

@@ -254,7 +254,9 @@ QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* qu
                                 uint64_t capacity, const ThreadBackend& backend) {
     return stamped(grid, [&]() -> QueryResult {
         HASHGRID_REQUIRE_BATCH(grid, queries, count);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+        detail::PhaseTrace trace(grid.view.trace, backend);
+        trace.begin(TracePhase::query_nearest_batch);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
                                        [&](uint32_t q, NearestHit* o, uint64_t room) {
                                            return batch_total(query_nearest(grid, queries[q], layer_mask, o, room));
                                        });

@@ -355,7 +355,9 @@ QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t 
                             const ThreadBackend& backend) {
     return stamped(grid, [&]() -> QueryResult {
         HASHGRID_REQUIRE_BATCH(grid, rays, count);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
+        detail::PhaseTrace trace(grid.view.trace, backend);
+        trace.begin(TracePhase::query_ray_batch);
+        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
                                        [&](uint32_t q, RayHit* o, uint64_t room) {
                                            return batch_total(query_ray(grid, rays[q], layer_mask, o, room));
                                        });
@@ -384,7 +386,9 @@ QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, 
         return result;
     }
     const uint32_t grain = detail::query_batch_grain(count);
-    parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+    detail::PhaseTrace trace(grid.view.trace, backend);
+    trace.begin(TracePhase::query_ray_batch);
+    parallel_chunks(trace.backend(), count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t q = begin; q < end; ++q)
             query_ray_first(grid, rays[q], layer_mask, hits + q);
     });

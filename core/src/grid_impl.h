@@ -9,9 +9,10 @@ namespace hashgrid {
 
 struct Grid::Impl {
     // rebuild.cpp (its steps: rebuild_steps.h)
-    static Status rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& b);
+    static Status rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& caller_backend);
     // pairs.cpp
-    static PairResult find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b, PairFilter filter);
+    static PairResult find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
+                                 PairFilter filter);
 };
 
 namespace detail {

@@ -2,6 +2,7 @@
 // with per-particle atomic cursors, then each list sorted ascending (entries
 // are distinct, so the result does not depend on the fill's timing).
 #include "grid_impl.h"
+#include "trace_scope.h"
 
 #include "hashgrid/assert.h"
 
@@ -16,7 +17,7 @@ constexpr uint32_t kPairItems = 65536;
 }
 
 Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets, uint64_t offsets_capacity,
-                            uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& b) {
+                            uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(pairs != nullptr || pair_count == 0, "neighbor_lists: null pairs with nonzero count");
     if (state_ == nullptr || !state_->built)
         return {StatusCode::not_built, 0, 0, 0, "neighbor_lists before a successful rebuild"};
@@ -35,6 +36,9 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
         return {StatusCode::output_too_small, total, 0, 0, "neighbour lists exceed 32-bit offsets"};
     if (pair_count > 0xffffffffu) return {StatusCode::output_too_small, total, 0, 0, "too many pairs"};
     const auto pairs_n = static_cast<uint32_t>(pair_count);
+    PhaseTrace trace(trace_, caller_backend); // the loops run through trace.backend()
+    const ThreadBackend& b = trace.backend();
+    trace.begin(TracePhase::neighbor_lists);
 
     uint32_t* degree = state_->particle_cell; // scratch: degrees, then fill cursors
     fill_u32(b, degree, n, 0);

@@ -10,6 +10,7 @@
 // not on chunking, threads or the SIMD width.
 #include "grid_impl.h"
 #include "pair_sweep.h"
+#include "trace_scope.h"
 
 #include "hashgrid/assert.h"
 
@@ -68,7 +69,8 @@ PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& b
     return Impl::find_pairs(*this, out, capacity, backend, filter);
 }
 
-PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& b, PairFilter filter) {
+PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
+                                  PairFilter filter) {
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
     if (g.state_ == nullptr || !g.state_->built) {
@@ -79,6 +81,10 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         result.status = {StatusCode::invalid_argument, 0, 0, 0, "find_pairs: null buffer with nonzero capacity"};
         return result;
     }
+    PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
+    const ThreadBackend& b = trace.backend();
+    trace.begin(TracePhase::find_pairs);
+    trace.begin(TracePhase::pair_sweep);
     const GridConfig& c = g.config_;
     SweepData s{};
     static_cast<CellIndex&>(s) = make_cell_index(make_lattice(c), g.cells());
@@ -215,6 +221,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         // min(max_pairs, capacity) pairs, whatever was published so far.
         HASHGRID_ASSERT(total > max_pairs, "publishing stopped below max_pairs");
         const uint64_t target = max_pairs < capacity ? max_pairs : capacity;
+        trace.next(TracePhase::pair_prefix);
         if (published < target) complete_prefix(published, target);
         result.written = target;
         result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};

@@ -102,6 +102,7 @@ bool valid_frustum(const Frustum& f) {
 
 template <typename Sink>
 bool test_cell_frustum(const View& v, const Frustum& f, uint32_t b, uint32_t e, Sink& sink) {
+    note_range(sink, b, e);
     for (uint32_t k = b; k < e; ++k)
         if (frustum_contains(v, f, k) && !sink(k)) return false;
     return true;
@@ -329,39 +330,42 @@ QueryResult query_frustum(const Grid& grid, const Frustum& frustum, QueryVisitor
 }
 
 QueryResult query_point_batch(const Grid& grid, const QueryPoint* points, uint32_t count, uint64_t* offsets,
-                              uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                              const ThreadBackend& backend) {
-    return run_batch_of(grid, points, count, offsets, offsets_capacity, out, capacity, backend,
-                        index_batch_run(kPoint));
+                              uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                              QueryStats* stats) {
+    return index_batch_of(grid, TracePhase::query_point_batch, points, count, offsets, offsets_capacity, out, capacity,
+                          backend, kPoint, stats);
 }
 
 QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uint32_t count, uint64_t* offsets,
                                uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                               const ThreadBackend& backend) {
-    return run_batch_of(grid, spheres, count, offsets, offsets_capacity, out, capacity, backend,
-                        index_batch_run(kRadius));
+                               const ThreadBackend& backend, QueryStats* stats) {
+    return index_batch_of(grid, TracePhase::query_radius_batch, spheres, count, offsets, offsets_capacity, out,
+                          capacity, backend, kRadius, stats);
 }
 
 QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
-                            uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend) {
-    return run_batch_of(grid, boxes, count, offsets, offsets_capacity, out, capacity, backend, index_batch_run(kBox));
+                            uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                            QueryStats* stats) {
+    return index_batch_of(grid, TracePhase::query_box_batch, boxes, count, offsets, offsets_capacity, out, capacity,
+                          backend, kBox, stats);
 }
 
 QueryResult query_face_batch(const Grid& grid, const QueryFace* faces, uint32_t count, uint64_t* offsets,
-                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                             const ThreadBackend& backend) {
-    return run_batch_of(grid, faces, count, offsets, offsets_capacity, out, capacity, backend, index_batch_run(kFace));
+                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                             QueryStats* stats) {
+    return index_batch_of(grid, TracePhase::query_face_batch, faces, count, offsets, offsets_capacity, out, capacity,
+                          backend, kFace, stats);
 }
 
 QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                                const ThreadBackend& backend) {
-    return run_batch_of(grid, frusta, count, offsets, offsets_capacity, out, capacity, backend,
-                        index_batch_run(kFrustum));
+                                const ThreadBackend& backend, QueryStats* stats) {
+    return index_batch_of(grid, TracePhase::query_frustum_batch, frusta, count, offsets, offsets_capacity, out,
+                          capacity, backend, kFrustum, stats);
 }
 
 PairResult Grid::find_pairs_with(const ParticleSpans& points, Pair* out, uint64_t capacity,
-                                 const ThreadBackend& backend) const {
+                                 const ThreadBackend& caller_backend) const {
     View v;
     if (!make_view(*this, v)) return not_built_result();
     HASHGRID_REQUIRE_ARGUMENT(spans_set(v, points), "find_pairs_with: x, y (and z in 3D) must be set");
@@ -370,6 +374,9 @@ PairResult Grid::find_pairs_with(const ParticleSpans& points, Pair* out, uint64_
     // The batch runner over chunks of points (at least 64 per chunk, at most
     // 1024 chunks): each chunk is one "query" whose results are its points'
     // pairs in point order.
+    PhaseTrace trace(trace_, caller_backend); // the loops run through trace.backend()
+    const ThreadBackend& backend = trace.backend();
+    trace.begin(TracePhase::find_pairs_with);
     const uint32_t count = points.count;
     constexpr uint32_t kMaxChunks = 1024;
     const auto spread = static_cast<uint32_t>((uint64_t{count} + kMaxChunks - 1) / kMaxChunks);

@@ -292,8 +292,8 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVi
 QueryResult query_nearest_batch(const Grid& grid, const QueryNearest* queries, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, NearestHit* out, uint64_t capacity,
                                 const ThreadBackend& backend) {
-    return run_batch_of(grid, queries, count, offsets, offsets_capacity, out, capacity, backend,
-                        [](const View& v, const QueryNearest& q, NearestHit* at, uint64_t room) {
+    return run_batch_of(grid, TracePhase::query_nearest_batch, queries, count, offsets, offsets_capacity, out, capacity,
+                        backend, [](const View& v, const QueryNearest& q, NearestHit* at, uint64_t room) {
                             return run_nearest(v, q, at, room);
                         });
 }

@@ -7,6 +7,7 @@
 #include "lattice/cell_index.h"
 #include "lattice/wrapped_cells.h"
 #include "query_batch.h"
+#include "trace_scope.h"
 
 #include "hashgrid/assert.h"
 #include "hashgrid/cell_key.h"
@@ -328,6 +329,22 @@ struct IndexSink {
     }
 };
 
+/// IndexSink that also counts the walk's work (QueryStats: batches given a
+/// stats pointer). Only this sink type pays for counting: note_range()
+/// compiles to nothing for every other sink.
+struct CountingIndexSink : IndexSink {
+    QueryStats stats{};
+};
+
+/// A walk read the particles [b, e) of one run of cells and tests each.
+template <typename Sink>
+inline void note_range(Sink& sink, uint32_t b, uint32_t e) {
+    if constexpr (requires { sink.stats; }) {
+        ++sink.stats.cells;
+        sink.stats.tested += e - b;
+    }
+}
+
 /// Hands original indices to a visitor until it says stop; counts the calls.
 struct VisitorSink {
     const uint32_t* order;
@@ -346,6 +363,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
     const double tr = static_cast<double>(radius) * v.lat.scale;
     const float r2 = radius * radius;
     auto test = [&](uint32_t b, uint32_t e) {
+        note_range(sink, b, e);
         for (uint32_t k = b; k < e; ++k)
             if (distance2(v, k, c) < r2 && !sink(k)) return false;
         return true;
@@ -406,6 +424,7 @@ inline bool box_contains(const View& v, const QueryBox& box, uint32_t k) {
 template <typename Accept, typename Sink>
 inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept, Sink& sink) {
     auto test = [&](uint32_t b, uint32_t e) {
+        note_range(sink, b, e);
         for (uint32_t k = b; k < e; ++k)
             if (accept(k) && !sink(k)) return false;
         return true;
@@ -496,16 +515,20 @@ inline QueryResult visit_results(const Grid& grid, const Query& query, QueryVisi
     return r;
 }
 
-/// The batch form: detail::run_query_batch over the same run.
+/// The batch form: detail::run_query_batch over the same run, traced as
+/// `phase` when the grid has a trace.
 template <typename Query, typename Out, typename Run>
-inline QueryResult run_batch_of(const Grid& grid, const Query* queries, uint32_t count, uint64_t* offsets,
-                                uint64_t offsets_capacity, Out* out, uint64_t capacity, const ThreadBackend& backend,
-                                Run&& run) {
+inline QueryResult run_batch_of(const Grid& grid, TracePhase phase, const Query* queries, uint32_t count,
+                                uint64_t* offsets, uint64_t offsets_capacity, Out* out, uint64_t capacity,
+                                const ThreadBackend& backend, Run&& run, bool* rerun = nullptr) {
     View v;
     if (!make_view(grid, v)) return not_built_result();
     HASHGRID_REQUIRE_ARGUMENT(count == 0 || queries != nullptr, "particle query batch: null queries");
-    return run_query_batch(count, offsets, offsets_capacity, out, capacity, backend,
-                           [&](uint32_t q, Out* at, uint64_t room) { return run(v, queries[q], at, room); });
+    PhaseTrace trace(grid.trace(), backend);
+    trace.begin(phase);
+    return run_query_batch(
+        count, offsets, offsets_capacity, out, capacity, trace.backend(),
+        [&](uint32_t q, Out* at, uint64_t room) { return run(v, queries[q], at, room); }, rerun);
 }
 
 /// Adapts a sink-based run to the batch's (out, room) form.
@@ -515,6 +538,30 @@ auto index_batch_run(SinkRun&& run) {
         IndexSink sink{v.order, at, room};
         return run(v, query, sink);
     };
+}
+
+/// A batch of a sink-based run (index results) that counts its work into
+/// *stats when stats is not null: the counting sink's copy of the walk runs
+/// only then.
+template <typename Query, typename SinkRun>
+inline QueryResult index_batch_of(const Grid& grid, TracePhase phase, const Query* queries, uint32_t count,
+                                  uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
+                                  const ThreadBackend& backend, const SinkRun& sink_run, QueryStats* stats) {
+    if (stats == nullptr)
+        return run_batch_of(grid, phase, queries, count, offsets, offsets_capacity, out, capacity, backend,
+                            index_batch_run(sink_run));
+    BatchStats counts;
+    const QueryResult r = run_batch_of(
+        grid, phase, queries, count, offsets, offsets_capacity, out, capacity, backend,
+        [&](const View& v, const Query& query, uint32_t* at, uint64_t room) {
+            CountingIndexSink sink{{v.order, at, room}, {}};
+            const uint64_t total = sink_run(v, query, sink);
+            counts.add(sink.stats, total);
+            return total;
+        },
+        &counts.rerun);
+    counts.add_to(stats);
+    return r;
 }
 
 inline void load_point(const View& v, const ParticleSpans& s, uint32_t q, float* c) {

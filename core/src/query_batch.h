@@ -38,9 +38,12 @@ inline uint32_t query_batch_grain(uint32_t count) {
 /// destination is at or below its source, so in-order moves never overwrite
 /// unread results). Otherwise the counts are exact anyway and a second pass
 /// writes at the final offsets.
+///
+/// `rerun`, when given, is set to true before that second pass, so that a run
+/// that counts work (QueryStats) counts each query once.
 template <typename Out, typename Run>
 QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_capacity, Out* out, uint64_t capacity,
-                            const ThreadBackend& backend, Run&& run) {
+                            const ThreadBackend& backend, Run&& run, bool* rerun = nullptr) {
     QueryResult result;
     HASHGRID_ASSERT(offsets != nullptr, "query batch: offsets is null");
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "query batch: null output with capacity > 0");
@@ -103,6 +106,7 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
                              static_cast<size_t>(length) * sizeof(Out));
         }
     } else {
+        if (rerun != nullptr) *rerun = true;
         parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t q = begin; q < end; ++q) {
                 const uint64_t at = offsets[q];
@@ -119,5 +123,32 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
         result.status = {StatusCode::output_too_small, total, 0, 0, "query batch: result buffer too small"};
     return result;
 }
+
+/// QueryStats of a batch, added up by the threads that run its queries.
+struct BatchStats {
+    std::atomic<uint64_t> queries{0};
+    std::atomic<uint64_t> cells{0};
+    std::atomic<uint64_t> tested{0};
+    std::atomic<uint64_t> results{0};
+    /// run_query_batch's write pass has started: its queries were counted already.
+    bool rerun = false;
+
+    /// One query's counts (its cells and tests, and its total).
+    void add(const QueryStats& s, uint64_t total) {
+        if (rerun || total == kInvalidQuery) return;
+        queries.fetch_add(1, std::memory_order_relaxed);
+        cells.fetch_add(s.cells, std::memory_order_relaxed);
+        tested.fetch_add(s.tested, std::memory_order_relaxed);
+        results.fetch_add(total, std::memory_order_relaxed);
+    }
+    /// Adds the batch's counts to the caller's (after the batch returned).
+    void add_to(QueryStats* out) const {
+        if (out == nullptr) return;
+        out->queries += queries.load(std::memory_order_relaxed);
+        out->cells += cells.load(std::memory_order_relaxed);
+        out->tested += tested.load(std::memory_order_relaxed);
+        out->results += results.load(std::memory_order_relaxed);
+    }
+};
 
 } // namespace hashgrid::detail

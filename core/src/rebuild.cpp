@@ -15,6 +15,7 @@
 #include "grid_impl.h"
 #include "lattice/wrapped_cells.h"
 #include "rebuild_steps.h"
+#include "trace_scope.h"
 
 #include "hashgrid/assert.h"
 
@@ -89,19 +90,25 @@ Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
 
 /// Steps 2 and 3 of the general path: cells (unbounded), then the counting sort.
 template <typename Lap>
-Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, RebuildTimings& timing, Lap& lap) {
+Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, RebuildTimings& timing, Lap& lap,
+                       PhaseTrace& trace) {
     if (!f.bounded) {
+        trace.next(TracePhase::rebuild_cells);
         const Status cells = unbounded_cells(s, f, b);
         if (!cells.ok()) return cells;
         lap(timing.table);
     }
+    trace.next(TracePhase::rebuild_scan);
     scan_buckets(s, f);
     lap(timing.scan);
+    trace.next(TracePhase::rebuild_scatter);
     scatter_to_buckets(s, f, b);
     lap(timing.scatter);
+    trace.next(TracePhase::rebuild_sort);
     sort_buckets(s, f, b);
     lap(timing.finalize);
     if (f.dense) {
+        trace.next(TracePhase::rebuild_compact);
         compact_dense_cells(s, f, b);
         lap(timing.table);
     }
@@ -114,13 +121,17 @@ Status Grid::rebuild(const ParticleSpans& particles, const ThreadBackend& backen
     return Impl::rebuild(*this, particles, backend);
 }
 
-Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& b) {
+Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(g.initialized_, "Grid::rebuild called before a successful init");
     if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "grid not initialized"};
     const Status request = check_request(g.config_, p);
     if (!request.ok()) return request;
     GridState& s = *g.state_;
     RebuildFrame f = frame_for(g.config_, s, p);
+    PhaseTrace trace(g.trace_, caller_backend); // every step's loops run through trace.backend()
+    const ThreadBackend& b = trace.backend();
+    trace.begin(TracePhase::rebuild);
+    trace.begin(TracePhase::rebuild_keys);
 
     RebuildTimings timing{};
     const uint64_t t_begin = clock_ns();
@@ -133,14 +144,17 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
 
     const Status keys = compute_keys(s, f, b);
     if (!keys.ok()) return keys; // previous frame untouched
+    trace.next(TracePhase::rebuild_order);
+    const bool in_cell_order = input_in_cell_order(s, f, b);
     lap(timing.keys);
 
-    if (input_in_cell_order(s, f, b)) {
+    if (in_cell_order) {
+        trace.next(TracePhase::rebuild_presorted);
         const Status presorted = rebuild_presorted(s, f, b);
         if (!presorted.ok()) return presorted; // previous frame restored
         lap(timing.finalize);
     } else {
-        const Status sorted = sort_into_cells(s, f, b, timing, lap);
+        const Status sorted = sort_into_cells(s, f, b, timing, lap, trace);
         if (!sorted.ok()) return sorted; // previous frame restored
     }
 

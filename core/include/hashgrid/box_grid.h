@@ -81,6 +81,7 @@
 namespace hashgrid {
 
 class ObjectStore; // objects.h
+class Trace;       // trace.h
 
 /// Everything fixed at init for a box grid. All capacities are hard limits.
 /// The lattice fields (dimensions, cell_size, world, origin, cell_counts,
@@ -179,6 +180,10 @@ struct BoxGridView {
     uint32_t large_count = 0;
     const uint32_t* large_object = nullptr;
     /// @}
+    /// The grid's trace (BoxGrid::set_trace) when the view was taken; null:
+    /// none. prepare_box_queries and the batches through this view record
+    /// their phases there.
+    Trace* trace = nullptr;
 };
 
 /// The box grid. Not copyable; all memory is the block given to init().
@@ -243,6 +248,15 @@ public:
     /// A view of the current frame for queries (box_queries.h) and for mapping
     /// results to handles (objects.h); built is false before the first rebuild.
     [[nodiscard]] BoxGridView view() const;
+
+    /// Records the phases and chunks of rebuild, find_pairs, find_pairs_with
+    /// and (through view()) prepare_box_queries and the box query batches
+    /// into `trace` (trace.h), which must outlive its use here; null (the
+    /// default) records nothing. Independent of init; not while a call of this
+    /// grid runs.
+    void set_trace(Trace* trace) { trace_ = trace; }
+    /// The trace set by set_trace() (null: none).
+    [[nodiscard]] Trace* trace() const { return trace_; }
     /// Objects of the last successful rebuild (0 before one).
     [[nodiscard]] uint32_t object_count() const;
     /// (object, cell) entries of the last successful rebuild, summed over small
@@ -266,6 +280,7 @@ private:
     const ObjectStore* source_store_ = nullptr;
     uint64_t source_layout_ = 0;
     void* owned_memory_ = nullptr;
+    Trace* trace_ = nullptr;
     // Layout and frame state: see box_grid.cpp.
     void* state_ = nullptr;
 };

@@ -214,21 +214,24 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 /// The single queries above, run over an array of queries in parallel with the
 /// batch contract of query_types.h: offsets has count + 1 entries, and out
 /// holds the concatenation of the single queries' outputs (query_ray_first_batch
-/// writes one hit per ray instead). One layer mask for the batch.
+/// writes one hit per ray instead). One layer mask for the batch. With a trace
+/// in the view (BoxGrid::set_trace), each batch is a traced phase. `stats`,
+/// when not null, gets the batch's work counts added (QueryStats in
+/// query_types.h).
 /// @{
 
 /// query_point() for each of points[0, count), in parallel.
 QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points, uint32_t count, uint32_t layer_mask,
                               uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                              const ThreadBackend& backend);
+                              const ThreadBackend& backend, QueryStats* stats = nullptr);
 /// query_box() for each of boxes[0, count), in parallel.
 QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                            const ThreadBackend& backend);
+                            const ThreadBackend& backend, QueryStats* stats = nullptr);
 /// query_radius() for each of spheres[0, count), in parallel.
 QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
                                uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
-                               uint64_t capacity, const ThreadBackend& backend);
+                               uint64_t capacity, const ThreadBackend& backend, QueryStats* stats = nullptr);
 /// query_frustum() for each of frusta[0, count), in parallel.
 QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count, uint32_t layer_mask,
                                 uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,

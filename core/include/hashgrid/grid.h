@@ -50,6 +50,8 @@
 
 namespace hashgrid {
 
+class Trace; // trace.h
+
 namespace detail {
 struct GridState;
 } // namespace detail
@@ -70,7 +72,7 @@ struct ParticleSpans {
 /// finalize holds the cells read off the input (with the unbounded table)
 /// and the straight copy.
 struct RebuildTimings {
-    uint64_t keys = 0;     ///< Validation, cell coordinates (bounded: and counts).
+    uint64_t keys = 0;     ///< Validation, cell coordinates (bounded: and counts), the cell-order check.
     uint64_t table = 0;    ///< Unbounded: table insert, distinct-cell sort, per-particle lookup and count.
     uint64_t scan = 0;     ///< Exclusive scan of the cell counts.
     uint64_t scatter = 0;  ///< Particle indices into their cells.
@@ -211,6 +213,14 @@ public:
     /// occupied cells, so the table's per-frame cost follows the live cells.
     [[nodiscard]] uint32_t table_slots() const;
 
+    /// Records the phases and chunks of this grid's rebuild, find_pairs,
+    /// find_pairs_with, neighbor_lists and particle query batches into
+    /// `trace` (trace.h), which must outlive its use here; null (the default)
+    /// records nothing. Independent of init; not while a call of this grid runs.
+    void set_trace(Trace* trace) { trace_ = trace; }
+    /// The trace set by set_trace() (null: none).
+    [[nodiscard]] Trace* trace() const { return trace_; }
+
 private:
     struct Impl;
     friend struct Impl;
@@ -218,6 +228,7 @@ private:
     GridConfig config_{};
     bool initialized_ = false;
     void* owned_memory_ = nullptr;
+    Trace* trace_ = nullptr;
     /// Everything else (frame, table, scratch) lives in the memory block as
     /// one named struct (core/src/grid_state.h).
     detail::GridState* state_ = nullptr;

@@ -156,27 +156,32 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVi
 /// @name Batches
 /// The single queries above, run over an array of queries in parallel with the
 /// batch contract of query_types.h: offsets has count + 1 entries, and out
-/// holds the concatenation of the single queries' outputs.
+/// holds the concatenation of the single queries' outputs. With a trace
+/// attached to the grid (Grid::set_trace), each batch is a traced phase.
+/// `stats`, when not null, gets the batch's work counts added (QueryStats in
+/// query_types.h).
 /// @{
 
 /// query_point() for each of points[0, count), in parallel.
 QueryResult query_point_batch(const Grid& grid, const QueryPoint* points, uint32_t count, uint64_t* offsets,
-                              uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                              const ThreadBackend& backend);
+                              uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                              QueryStats* stats = nullptr);
 /// query_radius() for each of spheres[0, count), in parallel.
 QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uint32_t count, uint64_t* offsets,
                                uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                               const ThreadBackend& backend);
+                               const ThreadBackend& backend, QueryStats* stats = nullptr);
 /// query_box() for each of boxes[0, count), in parallel.
 QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
-                            uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
+                            uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                            QueryStats* stats = nullptr);
 /// query_face() for each of faces[0, count), in parallel.
 QueryResult query_face_batch(const Grid& grid, const QueryFace* faces, uint32_t count, uint64_t* offsets,
-                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
+                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                             QueryStats* stats = nullptr);
 /// query_frustum() for each of frusta[0, count), in parallel.
 QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                                const ThreadBackend& backend);
+                                const ThreadBackend& backend, QueryStats* stats = nullptr);
 /// query_nearest() for each of queries[0, count), in parallel.
 QueryResult query_nearest_batch(const Grid& grid, const QueryNearest* queries, uint32_t count, uint64_t* offsets,
                                 uint64_t offsets_capacity, NearestHit* out, uint64_t capacity,

@@ -84,6 +84,34 @@ struct QueryResult {
     uint64_t layout = 0;
 };
 
+/// Work counters of a query batch, like a tree's traversal statistics: pass
+/// a QueryStats* to a batch form that takes one (particle grids: point,
+/// radius, box and frustum batches; box grids: point, box and radius batches)
+/// and the batch adds its counts to it. Null (the default) counts nothing
+/// and costs nothing: the batch then runs the same code as before. With a
+/// pointer, the batch runs a counting copy of its query walk (a few adds per
+/// cell). For a single query, run a batch of one. Counts depend on the
+/// query, the frame and the grid's settings only, never on the backend or the
+/// thread count.
+struct QueryStats {
+    /// Valid queries run.
+    uint64_t queries = 0;
+    /// Cell reads: runs of stored entries the walks read in one piece. One
+    /// per occupied cell visited, except that a bounded particle grid reads
+    /// the cells of one row of a query's cell box as one run, and an
+    /// unbounded one reads a row longer than about log2(cells) cells as one
+    /// run (every particle, for a frustum over a wrapped frame).
+    uint64_t cells = 0;
+    /// Candidates given the query's exact test. Particle grids: the particles
+    /// of the runs read. Box grids: every entry of the cell a point query
+    /// reads; the entries a box or radius query reports from the cells it
+    /// reads (each object once, by the min-corner rule of box_grid.h); and
+    /// every large object.
+    uint64_t tested = 0;
+    /// Results found (the batch's total, also beyond the buffer's capacity).
+    uint64_t results = 0;
+};
+
 /// find_pairs() answers with the same result type as every query.
 using PairResult = QueryResult;
 
