@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -150,9 +151,9 @@ void draw(const std::vector<float>& x, const std::vector<float>& y, const std::v
 }
 
 /// Pushes each overlapping pair apart and applies the impulse of a collision.
-void respond(const Pair* pairs, uint64_t count, float d, std::vector<float>& x, std::vector<float>& y,
+void respond(const Pair* pairs, size_t count, float d, std::vector<float>& x, std::vector<float>& y,
              std::vector<float>& vx, std::vector<float>& vy) {
-    for (uint64_t k = 0; k < count; ++k) {
+    for (size_t k = 0; k < count; ++k) {
         const uint32_t a = pairs[k].a;
         const uint32_t b = pairs[k].b;
         float nx = x[b] - x[a];
@@ -290,7 +291,8 @@ int main(int argc, char** argv) {
 
         // Neighbour counts (for the colours and the statistics), then the response.
         std::fill(counts.begin(), counts.end(), 0u);
-        for (uint64_t k = 0; k < found.written; ++k) {
+        const size_t found_count = static_cast<size_t>(found.written); // at most pairs.size()
+        for (size_t k = 0; k < found_count; ++k) {
             ++counts[pairs[k].a];
             ++counts[pairs[k].b];
         }
@@ -308,7 +310,7 @@ int main(int argc, char** argv) {
             ++pictures;
         }
         start = now_ns();
-        respond(pairs.data(), found.written, d, x, y, vx, vy);
+        respond(pairs.data(), found_count, d, x, y, vx, vy);
         for (float& v : vy)
             v -= kGravity * d;
         integrate(x, vx);

@@ -51,9 +51,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -362,7 +362,7 @@ public:
                     overlap = overlap && a.box.min[d] <= b.box.max[d] && b.box.min[d] <= a.box.max[d];
                 if (overlap) expected.push_back(ordered(key(a.handle), key(b.handle)));
             }
-        for (uint64_t k = 0; k < pair_result_.written; ++k)
+        for (size_t k = 0; k < static_cast<size_t>(pair_result_.written); ++k)
             got.push_back(ordered(key(handle_pairs_[k].a), key(handle_pairs_[k].b)));
         std::sort(expected.begin(), expected.end());
         std::sort(got.begin(), got.end());
@@ -539,7 +539,7 @@ private:
         by_slot_.assign(capacity_, 0xffffffffu);
         for (uint32_t i = 0; i < entities_.size(); ++i)
             by_slot_[entities_[i].handle.index] = i;
-        for (uint64_t k = 0; k < pair_result_.written; ++k) {
+        for (size_t k = 0; k < static_cast<size_t>(pair_result_.written); ++k) {
             Entity& a = entities_[by_slot_[handle_pairs_[k].a.index]];
             Entity& b = entities_[by_slot_[handle_pairs_[k].b.index]];
             for (Entity* p : {&a, &b}) {

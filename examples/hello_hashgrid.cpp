@@ -50,17 +50,18 @@ int main() {
 
     // find_pairs() reports each pair once with a < b, in the grid's cell order;
     // sort them for printing.
-    std::sort(pairs, pairs + found.written,
+    const uint32_t count = static_cast<uint32_t>(found.written); // at most the 16 of the buffer
+    std::sort(pairs, pairs + count,
               [](hashgrid::Pair p, hashgrid::Pair q) { return p.a != q.a ? p.a < q.a : p.b < q.b; });
     std::printf("pairs:");
-    for (uint64_t k = 0; k < found.written; ++k)
+    for (uint32_t k = 0; k < count; ++k)
         std::printf(" {%u,%u}", pairs[k].a, pairs[k].b);
     std::printf("\n");
 
     // The hand-computed answer above.
     const hashgrid::Pair expected[] = {{0, 1}, {1, 2}, {3, 5}, {4, 5}};
     bool pass = found.total == 4;
-    for (uint64_t k = 0; pass && k < 4; ++k)
+    for (uint32_t k = 0; pass && k < 4; ++k)
         pass = pairs[k].a == expected[k].a && pairs[k].b == expected[k].b;
     std::printf("%s\n", pass ? "PASS" : "FAIL");
     return pass ? 0 : 1;

@@ -49,6 +49,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -322,8 +323,8 @@ int main(int argc, char** argv) {
         const uint64_t begin = offsets[k], end = offsets[k + 1];
         bool same = end - begin == expected.size();
         bool t_close = true;
-        for (uint64_t e = 0; same && e < expected.size(); ++e) {
-            const RayHit& got = hits[static_cast<size_t>(begin + e)];
+        for (size_t e = 0; same && e < expected.size(); ++e) {
+            const RayHit& got = hits[static_cast<size_t>(begin) + e];
             same = got.index == expected[e].tile;
             t_close = t_close && std::fabs(static_cast<double>(got.t) - value(expected[e].t)) <= 1e-6;
         }

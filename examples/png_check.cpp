@@ -17,6 +17,7 @@
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/png_writer.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -133,11 +134,12 @@ std::string decode(const std::vector<uint8_t>& file, Decoded& out) {
     }
     if (read_u32_be(&zlib[z]) != ((s2 << 16) | s1)) return "Adler-32 mismatch";
 
-    const uint64_t row = 1 + 3 * uint64_t{out.width};
-    if (raw.size() != row * out.height) return "raw data size is not height * (1 + 3 * width)";
+    const uint64_t row64 = 1 + 3 * uint64_t{out.width};
+    if (raw.size() != row64 * out.height) return "raw data size is not height * (1 + 3 * width)";
+    const size_t row = static_cast<size_t>(row64); // raw holds height rows of it: it fits
     out.rgb.clear();
     for (uint32_t y = 0; y < out.height; ++y) {
-        const uint8_t* line = &raw[static_cast<size_t>(row * y)];
+        const uint8_t* line = &raw[row * y];
         if (line[0] != 0) return "a row filter other than 0";
         out.rgb.insert(out.rgb.end(), line + 1, line + row);
     }
