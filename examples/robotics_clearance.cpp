@@ -15,13 +15,18 @@
 //     distance) goes to query_box_batch(), and the exact point-to-box test
 //     keeps the points really within the margin;
 //   - the nearest cloud point to the link's box (to the box, not its
-//     centre): a growing search. Box queries grown by g = margin, 2 margin,
-//     4 margin, ... (same outward rounding) visit candidates; once the best
-//     candidate is at distance <= g it is the nearest overall, because every
-//     point outside the grown box is farther than g on one axis alone. A link
-//     with a violation already has its answer from the margin query; the
-//     others start from last frame's distance (links move little), so one
-//     query is usually enough.
+//     centre): a growing search. Box queries grown by g, 2g, 4g, ... (same
+//     outward rounding) visit candidates; once the best candidate is at
+//     distance <= g it is the nearest overall, because every point outside
+//     the grown box is farther than g on one axis alone. A link with a
+//     violation already has its answer from the margin query (its nearest
+//     point is within the margin); the others start at g = twice the margin
+//     or a little more than last frame's distance (links move little), so
+//     one query is usually enough.
+//
+// The library has no "particles within distance r of a box" or "nearest
+// particle to a box" query (particle queries take points, spheres, boxes and
+// frustums), hence the grown boxes and the exact test here.
 // Distances are computed in double from the float coordinates: per axis
 // max(lo - p, p - hi, 0), then the sum of squares. Ties go to the lower
 // point index. The frame time is printed for information only.
