@@ -456,7 +456,9 @@ private:
             Entity& e = entities_[i];
             if (e.layer == kProjectile && (e.hit || e.life <= 0)) {
                 if (!report("remove", store_.remove(e.handle))) return false;
-                e = entities_.back(); // the game's own swap-remove; the store keeps its own order
+                // The game's own swap-remove (the store keeps its own order).
+                // Projectiles come after the player, so the player never moves.
+                e = entities_.back();
                 entities_.pop_back();
                 ++stats.despawned;
                 continue;
@@ -464,6 +466,9 @@ private:
             ++i;
         }
         // Some actors fire, in a direction of their own, while there is room.
+        projectiles_ = 0;
+        for (const Entity& e : entities_)
+            projectiles_ += e.layer == kProjectile ? 1 : 0;
         const uint32_t live = static_cast<uint32_t>(entities_.size());
         for (uint32_t i = 0; i < live && projectiles_ < max_projectiles_; ++i) {
             if (entities_[i].layer != kActor || rng_.below(200) != 0) continue;
@@ -484,12 +489,10 @@ private:
             const hashgrid::ObjectAddResult r = store_.add(p.box, kProjectile, mask_of(kProjectile), number);
             if (!report("add", r.status)) return false;
             p.handle = r.handle;
-            entities_.push_back(p);
+            entities_.push_back(p); // within the capacity reserved at construction
+            ++projectiles_;
             ++stats.spawned;
         }
-        projectiles_ = 0;
-        for (const Entity& e : entities_)
-            projectiles_ += e.layer == kProjectile ? 1 : 0;
         return true;
     }
 
