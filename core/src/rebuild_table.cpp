@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 namespace hashgrid::detail {
@@ -141,10 +142,13 @@ Status cell_capacity(uint64_t distinct) {
 
 void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b) {
     use_slots(s, table_size_for(cells, s.slot_capacity));
+    // The keys are distinct and at most half the slots: the table cannot
+    // fill, so the fill count needs no limit, and slots are claimed from it
+    // in blocks (a shared counter touched per insert would bounce between
+    // the cores on every key).
     uint32_t occupied = 0;
-    const uint32_t table_limit = s.slot_count / 4 * 3;
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        FillShare fill(occupied, table_limit, 1);
+        FillShare fill(occupied, UINT32_MAX, kCellGrain);
         for (uint32_t i = begin; i < end; ++i) {
             // Keys are sorted, their home slots random: fetch ahead.
             if (i + 16 < end) __builtin_prefetch(s.slot_key + home_slot(s.cell_key[i + 16], s.slot_shift), 1);
