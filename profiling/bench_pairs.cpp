@@ -15,6 +15,9 @@
 // and an order-independent checksum of the pair set (by point identity) are
 // compared across runs and with nanoflann (P3, frame 0; 3 runs per thread
 // count by default). Permuting and moving happen outside the timed phases.
+// Order "static" (not in the default list) is last frame's sorted order with
+// nothing moved: every frame after the first is already in cell order, the
+// rebuild's presorted path.
 // Times: median [min..max] over the measured frames after the warm-up frames,
 // wall clock around rebuild() and find_pairs(); a second table splits them
 // into the grid's own phase timings. "Other load" is how many cores other
@@ -24,7 +27,7 @@
 // turns 2 threads into 1.
 //
 //   bench_pairs [--n N] [--scenes P3,P2,C3] [--modes bounded,unbounded]
-//               [--orders random,sorted] [--threads 1,2] [--frames F]
+//               [--orders random,sorted,static] [--threads 1,2] [--frames F]
 //               [--warmup W] [--sigma S] [--nanoflann-runs R] [--no-nanoflann]
 //               [--retries R] [--quiet-load L] [--trace E]
 //
@@ -175,7 +178,7 @@ bool parse_options(int argc, char** argv, Options& o) {
             ok = all_in(o.modes, {"bounded", "unbounded"});
         } else if (arg == "--orders") {
             o.orders = split_list(argv[++i]);
-            ok = all_in(o.orders, {"random", "sorted"});
+            ok = all_in(o.orders, {"random", "sorted", "static"});
         } else if (arg == "--threads") {
             ok = parse_u32_list(argv[++i], 1, 64, o.threads);
         } else if (arg == "--trace") {
@@ -186,7 +189,7 @@ bool parse_options(int argc, char** argv, Options& o) {
         if (!ok) {
             std::fprintf(stderr,
                          "usage: %s [--n N>=1000] [--scenes P3,P2,C3] [--modes bounded,unbounded]\n"
-                         "          [--orders random,sorted] [--threads 1,2] [--frames F] [--warmup W]"
+                         "          [--orders random,sorted,static] [--threads 1,2] [--frames F] [--warmup W]"
                          " [--sigma S]\n"
                          "          [--nanoflann-runs R] [--no-nanoflann] [--retries R] [--quiet-load L]"
                          " [--trace E]\n",
@@ -425,7 +428,8 @@ struct GridSlot {
 enum class RunResult { ok, regrow, failed };
 
 RunResult run_series(const Scene& s, GridSlot& slot, std::vector<Pair>& out, State& state, bool sorted_order,
-                     const hashgrid::ThreadBackend& backend, const Options& o, Row& row, uint64_t& needed) {
+                     bool moving, const hashgrid::ThreadBackend& backend, const Options& o, Row& row,
+                     uint64_t& needed) {
     std::vector<double> rebuild_ms, pairs_ms, total_ms;
     std::vector<double> phase_ms[kPhaseCount];
     const OtherLoad other_load;
@@ -434,7 +438,7 @@ RunResult run_series(const Scene& s, GridSlot& slot, std::vector<Pair>& out, Sta
     for (uint32_t f = 0; f < frames; ++f) {
         if (f > 0) {
             if (sorted_order) state.permute(slot.grid->sorted_to_original());
-            state.move(s, f);
+            if (moving) state.move(s, f);
         }
         uint64_t start = now_ns();
         const Status st = slot.grid->rebuild(state.spans(), backend);
@@ -642,8 +646,9 @@ int main(int argc, char** argv) {
                         row.threads = backends[b]->threads();
                         for (;;) {
                             uint64_t needed = 0;
-                            const RunResult result = run_series(scene, slot, out, state, order == "sorted",
-                                                                backends[b]->backend(), o, row, needed);
+                            const RunResult result =
+                                run_series(scene, slot, out, state, order != "random", order != "static",
+                                           backends[b]->backend(), o, row, needed);
                             if (result == RunResult::failed) return 1;
                             if (result == RunResult::ok) break;
                             // pair_capacity / output_too_small: the exact count is known; regrow and rerun.
@@ -677,12 +682,14 @@ int main(int argc, char** argv) {
                 }
             }
         }
-        // Every run of a scene sees the same point sets: same pairs.
+        // Every run of a scene sees the same point sets: same pairs (the
+        // static order's last frame is frame 0's points, the others' moved).
         for (size_t i = first_row + 1; i < rows.size(); ++i) {
             const Row& a = rows[first_row];
             const Row& b = rows[i];
-            if (a.pair_count != b.pair_count || a.checksum != b.checksum || a.frame0_count != b.frame0_count ||
-                a.frame0_checksum != b.frame0_checksum) {
+            const bool same_last = (a.order == "static") == (b.order == "static");
+            if ((same_last && (a.pair_count != b.pair_count || a.checksum != b.checksum)) ||
+                a.frame0_count != b.frame0_count || a.frame0_checksum != b.frame0_checksum) {
                 consistent = false;
                 std::printf("  MISMATCH: %s %s %u thr differs from %s %s %u thr\n", b.mode.c_str(), b.order.c_str(),
                             b.threads, a.mode.c_str(), a.order.c_str(), a.threads);
