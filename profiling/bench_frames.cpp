@@ -1,0 +1,228 @@
+// bench_frames: how steady a real-time loop's frames are.
+//
+// N particles (default 100k) move in the unit cube (3D, ~30 neighbours, cell =
+// r) and are kept in the grid's sorted order, as the user guide recommends.
+// Every frame is rebuild + find_pairs into a preallocated buffer; moving and
+// reordering happen outside the timed part. Over F frames (default 1000,
+// after a warm-up) it reports, per thread count, the frame time's p50, p90,
+// p99 and max, the ratios p99/p50 and max/p50 (a real-time loop wants <= 1.15
+// and <= 1.3), the same for each phase, how many frames were over 1.15 x p50
+// and in which phase the slow frames lost their time, and the other load on
+// the machine while the series ran (on a shared 2-core machine another
+// process's time slice is the most common slow frame).
+//
+//   bench_frames [--n N] [--frames F] [--warmup W] [--threads 1,2] [--spin-us S] [--unbounded 0|1]
+
+#include "hashgrid/config.h"
+#include "hashgrid/grid.h"
+#include "hashgrid/platform/tbb_backend.h"
+#include "hashgrid/platform/timer.h"
+#include "hashgrid/platform/worker_spin.h"
+#include "hashgrid/status.h"
+#include "hashgrid_support/args.h"
+#include "hashgrid_support/machine_load.h"
+#include "hashgrid_support/random.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using hashgrid::Grid;
+using hashgrid::GridConfig;
+using hashgrid::Pair;
+using hashgrid::platform::elapsed_ms;
+using hashgrid::platform::now_ns;
+
+struct Options {
+    uint32_t n = 100000;
+    uint32_t frames = 1000;
+    uint32_t warmup = 50;
+    std::vector<uint32_t> threads{1, 2};
+    uint32_t spin_us = hashgrid::platform::kDefaultWorkerSpinMicroseconds;
+    uint32_t unbounded = 0;
+};
+
+bool parse(int argc, char** argv, Options& o) {
+    for (int i = 1; i < argc; i += 2) {
+        const char* name = argv[i];
+        const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+        bool ok = value != nullptr;
+        if (ok && std::strcmp(name, "--n") == 0) {
+            ok = hashgrid_support::parse_u32(value, o.n) && o.n >= 1000;
+        } else if (ok && std::strcmp(name, "--frames") == 0) {
+            ok = hashgrid_support::parse_u32(value, o.frames) && o.frames >= 10;
+        } else if (ok && std::strcmp(name, "--warmup") == 0) {
+            ok = hashgrid_support::parse_u32(value, o.warmup);
+        } else if (ok && std::strcmp(name, "--threads") == 0) {
+            ok = hashgrid_support::parse_u32_list(value, 1, 256, o.threads);
+        } else if (ok && std::strcmp(name, "--spin-us") == 0) {
+            ok = hashgrid_support::parse_u32(value, o.spin_us);
+        } else if (ok && std::strcmp(name, "--unbounded") == 0) {
+            ok = hashgrid_support::parse_u32(value, o.unbounded) && o.unbounded <= 1;
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            std::fprintf(stderr,
+                         "usage: %s [--n N>=1000] [--frames F>=10] [--warmup W] [--threads 1,2] [--spin-us S] "
+                         "[--unbounded 0|1]\n",
+                         argv[0]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/// Particles with velocities, bouncing in the unit cube.
+struct Particles {
+    std::vector<float> p[3], v[3];
+
+    Particles(uint32_t n, float speed) {
+        hashgrid_support::SplitMix64 rng(20261126);
+        for (uint32_t d = 0; d < 3; ++d) {
+            p[d].resize(n);
+            v[d].resize(n);
+        }
+        for (uint32_t i = 0; i < n; ++i)
+            for (uint32_t d = 0; d < 3; ++d) {
+                p[d][i] = rng.unit();
+                v[d][i] = rng.uniform(-speed, speed);
+            }
+    }
+    void move() {
+        for (uint32_t d = 0; d < 3; ++d)
+            for (size_t i = 0; i < p[d].size(); ++i) {
+                float x = p[d][i] + v[d][i];
+                if (x < 0.0f || x >= 1.0f) {
+                    v[d][i] = -v[d][i];
+                    x = std::clamp(x, 0.0f, std::nextafter(1.0f, 0.0f));
+                }
+                p[d][i] = x;
+            }
+    }
+    /// Into the grid's sorted order (velocities along).
+    void reorder(const uint32_t* order, std::vector<float>& scratch) {
+        const size_t n = p[0].size();
+        scratch.resize(n);
+        for (std::vector<float>* a : {&p[0], &p[1], &p[2], &v[0], &v[1], &v[2]}) {
+            for (size_t k = 0; k < n; ++k)
+                scratch[k] = (*a)[order[k]];
+            a->swap(scratch);
+        }
+    }
+    [[nodiscard]] hashgrid::ParticleSpans spans() const {
+        hashgrid::ParticleSpans s;
+        s.x = p[0].data();
+        s.y = p[1].data();
+        s.z = p[2].data();
+        s.count = static_cast<uint32_t>(p[0].size());
+        return s;
+    }
+};
+
+/// Value at quantile q of sorted `v` (nearest rank).
+double quantile(const std::vector<double>& sorted, double q) {
+    const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+    return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+struct Stats {
+    double p50, p90, p99, max;
+};
+
+Stats stats_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return {quantile(v, 0.5), quantile(v, 0.9), quantile(v, 0.99), v.back()};
+}
+
+void print_row(const char* what, uint32_t threads, const Stats& s) {
+    std::printf("| %u | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f |\n", threads, what, s.p50, s.p90, s.p99, s.max,
+                s.p99 / s.p50, s.max / s.p50);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    if (!parse(argc, argv, o)) return 2;
+    // n * 4/3 pi r^3 = 30 neighbours in the unit cube.
+    const auto r = static_cast<float>(std::cbrt(30.0 / (4.0 / 3.0 * 3.14159265358979 * o.n)));
+    GridConfig c;
+    c.dimensions = 3;
+    c.cell_size = r;
+    c.interaction_distance = r;
+    c.max_particles = o.n;
+    c.max_cells = o.n;
+    c.max_pairs = uint64_t{o.n} * 24;
+    if (o.unbounded == 0) {
+        c.world = hashgrid::World::bounded;
+        const auto cells = static_cast<uint32_t>(std::ceil(1.0f / r)) + 1;
+        for (uint32_t d = 0; d < 3; ++d)
+            c.cell_counts[d] = cells;
+    }
+    std::printf("bench_frames: %u particles in the unit cube, 3D, %s, r = cell = %.5f (~30 neighbours), moving "
+                "0.02 r per frame per axis at most, kept in the grid's sorted order; %u frames after %u warm-up; "
+                "workers poll %u us\n",
+                o.n, o.unbounded != 0 ? "unbounded" : "bounded", static_cast<double>(r), o.frames, o.warmup, o.spin_us);
+    std::printf("CPU: %s; load average at start: %s\n\n", hashgrid_support::cpu_model().c_str(),
+                hashgrid_support::load_average().c_str());
+    std::printf("| threads | ms | p50 | p90 | p99 | max | p99/p50 | max/p50 |\n|---|---|---|---|---|---|---|---|\n");
+
+    std::vector<Pair> pairs(static_cast<size_t>(c.max_pairs));
+    std::vector<float> scratch;
+    bool ok = true;
+    for (uint32_t threads : o.threads) {
+        hashgrid::platform::TbbBackend tbb(threads, o.spin_us);
+        const hashgrid::ThreadBackend backend = tbb.backend();
+        Grid grid;
+        if (!grid.init_allocate(c).ok()) {
+            std::printf("init failed\n");
+            return 1;
+        }
+        Particles parts(o.n, 0.02f * r);
+        std::vector<double> total, rebuild, find;
+        const hashgrid_support::OtherLoad other;
+        for (uint32_t f = 0; f < o.warmup + o.frames; ++f) {
+            const uint64_t t0 = now_ns();
+            const hashgrid::Status st = grid.rebuild(parts.spans(), backend);
+            const double t_rebuild = elapsed_ms(t0);
+            const uint64_t t1 = now_ns();
+            const hashgrid::PairResult pr = grid.find_pairs(pairs.data(), pairs.size(), backend);
+            const double t_pairs = elapsed_ms(t1);
+            if (!st.ok() || !pr.status.ok()) {
+                std::printf("frame %u failed: rebuild %s, pairs %s\n", f, hashgrid::to_string(st.code),
+                            hashgrid::to_string(pr.status.code));
+                ok = false;
+                break;
+            }
+            if (f >= o.warmup) {
+                rebuild.push_back(t_rebuild);
+                find.push_back(t_pairs);
+                total.push_back(t_rebuild + t_pairs);
+            }
+            parts.reorder(grid.sorted_to_original(), scratch);
+            parts.move();
+        }
+        if (!ok) break;
+        const Stats st = stats_of(total), sr = stats_of(rebuild), sp = stats_of(find);
+        print_row("frame", threads, st);
+        print_row("rebuild", threads, sr);
+        print_row("pairs", threads, sp);
+        // The slow frames: over 1.15 x p50, and which phase was over its own p50 by more.
+        uint32_t slow = 0, in_rebuild = 0;
+        for (size_t i = 0; i < total.size(); ++i) {
+            if (total[i] <= 1.15 * st.p50) continue;
+            ++slow;
+            if (rebuild[i] - sr.p50 > find[i] - sp.p50) ++in_rebuild;
+        }
+        std::printf("|  %u | slow frames (> 1.15 x p50): %u of %zu, %u of them mostly in the rebuild; other load "
+                    "%.2f cores | | | | | | |\n",
+                    threads, slow, total.size(), in_rebuild, other.cores());
+    }
+    return ok ? 0 : 1;
+}
