@@ -21,16 +21,13 @@
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
-#include "hashgrid/platform/std_thread_backend.h"
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 #include "hashgrid_support/args.h"
+#include "hashgrid_support/example_backend.h"
 #include "hashgrid_support/png_writer.h"
 #include "hashgrid_support/random.h"
-#if defined(HASHGRID_HAS_TBB)
-#include "hashgrid/platform/tbb_backend.h"
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -204,13 +201,8 @@ int main(int argc, char** argv) {
     Options options;
     if (!parse_options(argc, argv, options)) return 2;
 
-#if defined(HASHGRID_HAS_TBB)
-    hashgrid::platform::TbbBackend threads(options.threads);
-    const char* backend_name = "oneTBB";
-#else
-    hashgrid::platform::StdThreadBackend threads(options.threads);
-    const char* backend_name = "std::thread";
-#endif
+    hashgrid_support::ExampleBackend threads(options.threads);
+    const char* backend_name = hashgrid_support::kExampleBackendName;
     const hashgrid::ThreadBackend backend = threads.backend();
 
     const uint32_t n = options.particles;

@@ -34,16 +34,13 @@
 
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
-#include "hashgrid/platform/std_thread_backend.h"
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 #include "hashgrid_support/args.h"
+#include "hashgrid_support/example_backend.h"
 #include "hashgrid_support/random.h"
-#if defined(HASHGRID_HAS_TBB)
-#include "hashgrid/platform/tbb_backend.h"
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -243,11 +240,7 @@ void print_map(const std::vector<uint32_t>& layer, uint32_t w, uint32_t rows, co
 int main(int argc, char** argv) {
     Options options;
     if (!parse_options(argc, argv, options)) return 2;
-#if defined(HASHGRID_HAS_TBB)
-    hashgrid::platform::TbbBackend threads(options.threads);
-#else
-    hashgrid::platform::StdThreadBackend threads(options.threads);
-#endif
+    hashgrid_support::ExampleBackend threads(options.threads);
     const hashgrid::ThreadBackend backend = threads.backend();
 
     const uint32_t w = options.width, h = options.height, tiles = w * h;

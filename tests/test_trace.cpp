@@ -80,6 +80,17 @@ private:
         if (error_.empty()) error_ = std::string(why) + " at byte " + std::to_string(at_);
         return false;
     }
+    /// After an object's or array's item: ',' (more = true) or `close`
+    /// (more = false); anything else fails.
+    bool after_item(char close, bool& more) {
+        space();
+        if (at_ < s_.size() && (s_[at_] == ',' || s_[at_] == close)) {
+            more = s_[at_] == ',';
+            ++at_;
+            return true;
+        }
+        return fail(close == '}' ? "',' or '}' expected" : "',' or ']' expected");
+    }
     void space() {
         while (at_ < s_.size() && (s_[at_] == ' ' || s_[at_] == '\t' || s_[at_] == '\n' || s_[at_] == '\r'))
             ++at_;
@@ -180,16 +191,9 @@ private:
                 if (!value(v, depth + 1)) return false;
                 out.keys.push_back(std::move(key));
                 out.items.push_back(std::move(v));
-                space();
-                if (at_ < s_.size() && s_[at_] == ',') {
-                    ++at_;
-                    continue;
-                }
-                if (at_ < s_.size() && s_[at_] == '}') {
-                    ++at_;
-                    return true;
-                }
-                return fail("',' or '}' expected");
+                bool more = false;
+                if (!after_item('}', more)) return false;
+                if (!more) return true;
             }
         }
         if (c == '[') {
@@ -205,16 +209,9 @@ private:
                 Json v;
                 if (!value(v, depth + 1)) return false;
                 out.items.push_back(std::move(v));
-                space();
-                if (at_ < s_.size() && s_[at_] == ',') {
-                    ++at_;
-                    continue;
-                }
-                if (at_ < s_.size() && s_[at_] == ']') {
-                    ++at_;
-                    return true;
-                }
-                return fail("',' or ']' expected");
+                bool more = false;
+                if (!after_item(']', more)) return false;
+                if (!more) return true;
             }
         }
         if (c == '"') {
