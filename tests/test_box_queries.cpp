@@ -1009,6 +1009,38 @@ TEST_CASE("prepare_box_queries: extents, object union, same for every thread cou
     }
 }
 
+TEST_CASE("prepare_box_queries: the bounds a rebuild records equal the ones computed from the arrays") {
+    Rng rng(78);
+    for (const SceneSpec& spec : kSpecs) {
+        CAPTURE(spec.dims);
+        CAPTURE(static_cast<int>(spec.world));
+        const uint32_t n = 9000;
+        const BoxGridConfig config = make_config(spec, n);
+        const Boxes boxes = random_boxes(rng, spec, config, n);
+        for (uint32_t threads : {1u, 3u}) {
+            ParallelBackend pb(threads);
+            hashgrid::BoxGrid grid;
+            REQUIRE(grid.init_allocate(config).ok());
+            REQUIRE(grid.rebuild(boxes.spans(), pb.backend()).ok());
+            const hashgrid::BoxGridView recorded = grid.view();
+            REQUIRE(recorded.bounds != nullptr);
+            hashgrid::BoxGridView computed = recorded;
+            computed.bounds = nullptr; // like a view built by hand: prepare reads every object
+            const BoxQueryGrid a = hashgrid::prepare_box_queries(recorded, pb.backend());
+            const BoxQueryGrid b = hashgrid::prepare_box_queries(computed, hashgrid::serial_backend());
+            REQUIRE(a.has_cells == b.has_cells);
+            for (uint32_t d = 0; d < 3; ++d) {
+                CHECK(a.cell_lo[d] == b.cell_lo[d]);
+                CHECK(a.cell_hi[d] == b.cell_hi[d]);
+                CHECK(a.box_lo[d] == b.box_lo[d]);
+                CHECK(a.box_hi[d] == b.box_hi[d]);
+                CHECK(float_bits(a.magnitude[d]) == float_bits(b.magnitude[d]));
+                CHECK(a.max_span[d] == b.max_span[d]);
+            }
+        }
+    }
+}
+
 TEST_CASE("rays along cell edges, through corners, from outside, axis-parallel, zero length") {
     // 3D unit cells, boxes on the integer lattice touching each other exactly.
     SceneSpec spec{3, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, 0.0f, 6, 8};

@@ -198,6 +198,7 @@ BoxGridView BoxGrid::view() const {
     v.object_count = s.object_count;
     v.cell_count = s.cell_count;
     v.large_count = s.large_count;
+    v.bounds = &s.bounds;
     return v;
 }
 

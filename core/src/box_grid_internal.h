@@ -35,7 +35,7 @@ inline constexpr uint32_t kMaxObjectChunks = 1024;
 inline constexpr uint32_t kEntryGrain = 16384;
 inline constexpr uint32_t kMaxEntryChunks = 64;
 /// Widest radix digit: 2^11 counters per chunk stay in L1.
-inline constexpr uint32_t kMaxDigitBits = 11;
+inline constexpr uint32_t kMaxDigitBits = 12;
 /// Pair search: cells per chunk (at least), chunks of cells, chunks of the
 /// large-object tests, chunks of queries (find_pairs_with).
 inline constexpr uint32_t kCellPairGrain = 128;
@@ -83,6 +83,9 @@ struct ObjectChunk {
     BadParticle bad;
     int32_t cell_lo[3];
     int32_t cell_hi[3];
+    float box_lo[3]; // union of the chunk's small boxes (valid when entries > 0)
+    float box_hi[3];
+    int32_t span[3]; // widest cell span of its small objects
 };
 
 /// Per chunk of the pair search: pairs found, where they went in the pool
@@ -110,6 +113,7 @@ struct BoxState {
     uint32_t entry_count = 0;
     uint32_t cell_count = 0;
     uint32_t large_count = 0;
+    BoxFrameBounds bounds{}; // of the small objects (meaningful when cell_count > 0)
     float* min[3] = {};
     float* max[3] = {};
     uint32_t* category = nullptr;

@@ -81,6 +81,112 @@ struct DenseBox {
     uint64_t extent[3];
 };
 
+/// One axis of the lattice with its bounds as doubles, hoisted out of the
+/// per-object loop: cell() is Lattice::cell_of with the same arithmetic.
+struct AxisCells {
+    float origin;
+    double scale;
+    double lower;
+    double upper;
+    bool clamp;
+
+    AxisCells(const Lattice& k, uint32_t d)
+        : origin(k.origin_f[d]), scale(k.scale), lower(k.lower(d)), upper(k.upper(d)), clamp(k.clamp) {}
+    bool cell(float p, int32_t& out) const {
+        double t = scaled_coordinate(p, origin, scale);
+        if (!(t >= lower && t < upper)) {
+            if (!clamp) return false;
+            t = t < lower ? lower : upper - 1.0;
+        }
+        out = floor_to_int(t);
+        return true;
+    }
+};
+
+/// Step 1 for D dimensions: validate each box, compute its cell range into
+/// s.object and, per chunk, the counts, the occupied box and the lowest
+/// offending object. Writes scratch only.
+template <uint32_t D>
+void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
+                      uint64_t large_cells) {
+    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
+    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
+    const Lattice& k = s.cells;
+    const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
+    const bool bounded = k.bounded;
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        ObjectChunk chunk{}; // box_lo/hi 0 and span 0 on unused axes
+        chunk.bad = BadParticle{kNone, 0, StatusCode::ok};
+        for (uint32_t d = 0; d < 3; ++d) {
+            chunk.cell_lo[d] = INT32_MAX;
+            chunk.cell_hi[d] = INT32_MIN;
+        }
+        ObjectScratch* __restrict objects = s.object;
+        for (uint32_t i = begin; i < end; ++i) {
+            ObjectScratch& o = objects[i];
+            bool finite = true;
+            bool ordered = true;
+            for (uint32_t d = 0; d < 3; ++d) {
+                const float lo = d < D ? lows[d][i] : 0.0f;
+                const float hi = d < D ? highs[d][i] : 0.0f;
+                o.min[d] = lo;
+                o.max[d] = hi;
+                finite = finite & std::isfinite(lo) & std::isfinite(hi);
+                ordered = ordered & (lo <= hi);
+            }
+            StatusCode code = StatusCode::ok;
+            if (!finite) {
+                code = StatusCode::invalid_position;
+            } else if (!ordered) {
+                code = StatusCode::invalid_box;
+            } else {
+                o.lo[2] = o.hi[2] = 0;
+                bool in_range = true;
+                for (uint32_t d = 0; d < D; ++d)
+                    in_range = axis[d].cell(o.min[d], o.lo[d]) & axis[d].cell(o.max[d], o.hi[d]) & in_range;
+                if (!in_range) {
+                    if (bounded) {
+                        code = StatusCode::position_out_of_range;
+                    } else {
+                        mark_far(o);
+                        ++chunk.large;
+                        continue;
+                    }
+                }
+            }
+            if (code != StatusCode::ok) {
+                if (chunk.bad.count++ == 0) {
+                    chunk.bad.index = i;
+                    chunk.bad.code = code;
+                }
+                continue;
+            }
+            const uint64_t covered = cells_covered(o);
+            if (covered > large_cells) {
+                ++chunk.large;
+                continue;
+            }
+            const bool first = chunk.entries == 0;
+            chunk.entries += covered;
+            for (uint32_t d = 0; d < D; ++d) {
+                chunk.cell_lo[d] = o.lo[d] < chunk.cell_lo[d] ? o.lo[d] : chunk.cell_lo[d];
+                chunk.cell_hi[d] = o.hi[d] > chunk.cell_hi[d] ? o.hi[d] : chunk.cell_hi[d];
+                chunk.box_lo[d] = first ? o.min[d] : std::min(chunk.box_lo[d], o.min[d]);
+                chunk.box_hi[d] = first ? o.max[d] : std::max(chunk.box_hi[d], o.max[d]);
+                chunk.span[d] = std::max(chunk.span[d], o.hi[d] - o.lo[d]);
+            }
+        }
+        if constexpr (D == 2) {
+            if (chunk.entries > 0) chunk.cell_lo[2] = chunk.cell_hi[2] = 0;
+        }
+        s.object_chunk[begin / grain] = chunk;
+    });
+}
+
+/// Entries ahead whose object step 4 prefetches: the gather of scattered
+/// objects is latency-bound (an object may straddle two cache lines).
+constexpr uint32_t kGatherAhead = 16;
+
 /// Step 4's write pass: keys and starts of the cells, and each entry's box and
 /// first-cell flags (gathered from the objects, which are scattered: fetched
 /// ahead). Cell starts per chunk come from s.entry_chunk.
@@ -119,7 +225,11 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
                 cell_start[cell] = e;
                 ++cell;
             }
-            if (e + 8 < end) __builtin_prefetch(&objects[object[e + 8]]);
+            if (e + kGatherAhead < end) {
+                const char* ahead = reinterpret_cast<const char*>(&objects[object[e + kGatherAhead]]);
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + sizeof(ObjectScratch) - 1);
+            }
             const ObjectScratch& o = objects[object[e]];
             min_x[e] = o.min[0];
             min_y[e] = o.min[1];
@@ -134,51 +244,74 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
     });
 }
 
-/// Steps 2-4 for one key width.
-template <typename K>
-void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t object_grain,
-                   uint64_t large_cells, const DenseBox& box, uint32_t bits, uint32_t entries) {
-    K* const key[2] = {reinterpret_cast<K*>(s.sort_key[0]), reinterpret_cast<K*>(s.sort_key[1])};
-    const uint32_t dims = s.dims;
+/// Step 2 for D dimensions: the frame's copies of the boxes and layers (bulk
+/// copies of the validated input), each small object's entries (dense cell
+/// index, object) and the large objects, every chunk at its offsets.
+template <uint32_t D, typename K>
+void emit_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
+                  uint64_t large_cells, const DenseBox& box, K* out_key) {
+    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
+    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
     const uint64_t ex = box.extent[0];
     const uint64_t exy = box.extent[0] * box.extent[1];
-
-    // 2. Frame copies of the boxes, entries and large objects, in chunk order.
-    parallel_chunks(b, n, object_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        const ObjectChunk& chunk = s.object_chunk[begin / object_grain];
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const size_t count = end - begin;
+        for (uint32_t d = 0; d < D; ++d) {
+            std::memcpy(s.min[d] + begin, lows[d] + begin, count * sizeof(float));
+            std::memcpy(s.max[d] + begin, highs[d] + begin, count * sizeof(float));
+        }
+        if (in.category != nullptr)
+            std::memcpy(s.category + begin, in.category + begin, count * sizeof(uint32_t));
+        else
+            std::fill(s.category + begin, s.category + end, ~0u);
+        if (in.mask != nullptr)
+            std::memcpy(s.mask + begin, in.mask + begin, count * sizeof(uint32_t));
+        else
+            std::fill(s.mask + begin, s.mask + end, ~0u);
+        const ObjectChunk& chunk = s.object_chunk[begin / grain];
         uint64_t e = chunk.entry_offset;
         uint32_t l = chunk.large_offset;
-        K* const out_key = key[0];
-        uint32_t* const out_object = s.payload[0];
+        const ObjectScratch* __restrict objects = s.object;
+        K* __restrict keys = out_key;
+        uint32_t* __restrict entry_object = s.payload[0];
+        uint8_t* __restrict is_large = s.is_large;
         for (uint32_t i = begin; i < end; ++i) {
-            const ObjectScratch& o = s.object[i];
-            for (uint32_t d = 0; d < dims; ++d) {
-                s.min[d][i] = o.min[d];
-                s.max[d][i] = o.max[d];
-            }
-            s.category[i] = in.category != nullptr ? in.category[i] : ~0u;
-            s.mask[i] = in.mask != nullptr ? in.mask[i] : ~0u;
+            const ObjectScratch& o = objects[i];
             if (is_far(o) || cells_covered(o) > large_cells) {
-                s.is_large[i] = 1;
+                is_large[i] = 1;
                 s.large_object[l++] = i;
                 continue;
             }
-            s.is_large[i] = 0;
+            is_large[i] = 0;
             const auto x0 = static_cast<uint64_t>(int64_t{o.lo[0]} - box.lo[0]);
             const auto x1 = static_cast<uint64_t>(int64_t{o.hi[0]} - box.lo[0]);
             for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z) {
+                const uint64_t plane = D == 3 ? exy * static_cast<uint64_t>(int64_t{z} - box.lo[2]) : 0;
                 for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y) {
-                    const uint64_t row = ex * static_cast<uint64_t>(int64_t{y} - box.lo[1]) +
-                                         exy * static_cast<uint64_t>(int64_t{z} - box.lo[2]);
+                    const uint64_t row = plane + ex * static_cast<uint64_t>(int64_t{y} - box.lo[1]);
                     for (uint64_t x = x0; x <= x1; ++x) {
-                        out_key[e] = static_cast<K>(row + x);
-                        out_object[e] = i;
+                        keys[e] = static_cast<K>(row + x);
+                        entry_object[e] = i;
                         ++e;
                     }
                 }
             }
         }
     });
+}
+
+/// Steps 2-4 for one key width.
+template <typename K>
+void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t object_grain,
+                   uint64_t large_cells, const DenseBox& box, uint32_t bits, uint32_t entries) {
+    K* const key[2] = {reinterpret_cast<K*>(s.sort_key[0]), reinterpret_cast<K*>(s.sort_key[1])};
+    const uint32_t dims = s.dims;
+
+    // 2. Frame copies of the boxes, entries and large objects, in chunk order.
+    if (dims == 3)
+        emit_entries<3, K>(s, in, b, n, object_grain, large_cells, box, key[0]);
+    else
+        emit_entries<2, K>(s, in, b, n, object_grain, large_cells, box, key[0]);
 
     // 3. Sort by dense index (stable: ascending object within a cell).
     const uint32_t entry_grain = static_cast<uint32_t>(grain_for(entries, kEntryGrain, kMaxEntryChunks));
@@ -228,9 +361,6 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
                     "BoxSpans: min/max x, y (and z in 3D) must be set");
     if (spans_missing(in, dims))
         return {StatusCode::invalid_argument, 0, 0, 0, "BoxSpans: min/max x, y (and z in 3D) must be set"};
-    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
-    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
-    const Lattice& k = s.cells;
     const uint64_t large_cells = g.config_.large_object_cells;
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
     const ThreadBackend& b = trace.backend();
@@ -240,65 +370,10 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     // 1. Validation, cell ranges and counts (scratch only).
     const auto grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
     const uint32_t chunks = chunk_count(n, grain);
-    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        ObjectChunk chunk{};
-        chunk.bad = BadParticle{kNone, 0, StatusCode::ok};
-        for (uint32_t d = 0; d < 3; ++d) {
-            chunk.cell_lo[d] = INT32_MAX;
-            chunk.cell_hi[d] = INT32_MIN;
-        }
-        for (uint32_t i = begin; i < end; ++i) {
-            ObjectScratch& o = s.object[i];
-            bool finite = true;
-            bool ordered = true;
-            for (uint32_t d = 0; d < 3; ++d) {
-                const float lo = d < dims ? lows[d][i] : 0.0f;
-                const float hi = d < dims ? highs[d][i] : 0.0f;
-                o.min[d] = lo;
-                o.max[d] = hi;
-                finite = finite && std::isfinite(lo) && std::isfinite(hi);
-                ordered = ordered && lo <= hi;
-            }
-            StatusCode code = StatusCode::ok;
-            if (!finite) {
-                code = StatusCode::invalid_position;
-            } else if (!ordered) {
-                code = StatusCode::invalid_box;
-            } else {
-                o.lo[2] = o.hi[2] = 0;
-                bool in_range = true;
-                for (uint32_t d = 0; d < dims; ++d)
-                    in_range = k.cell_of(d, o.min[d], o.lo[d]) && k.cell_of(d, o.max[d], o.hi[d]) && in_range;
-                if (!in_range) {
-                    if (k.bounded) {
-                        code = StatusCode::position_out_of_range;
-                    } else {
-                        mark_far(o);
-                        ++chunk.large;
-                        continue;
-                    }
-                }
-            }
-            if (code != StatusCode::ok) {
-                if (chunk.bad.count++ == 0) {
-                    chunk.bad.index = i;
-                    chunk.bad.code = code;
-                }
-                continue;
-            }
-            const uint64_t covered = cells_covered(o);
-            if (covered > large_cells) {
-                ++chunk.large;
-                continue;
-            }
-            chunk.entries += covered;
-            for (uint32_t d = 0; d < 3; ++d) {
-                chunk.cell_lo[d] = o.lo[d] < chunk.cell_lo[d] ? o.lo[d] : chunk.cell_lo[d];
-                chunk.cell_hi[d] = o.hi[d] > chunk.cell_hi[d] ? o.hi[d] : chunk.cell_hi[d];
-            }
-        }
-        s.object_chunk[begin / grain] = chunk;
-    });
+    if (dims == 3)
+        validate_objects<3>(s, in, b, n, grain, large_cells);
+    else
+        validate_objects<2>(s, in, b, n, grain, large_cells);
     const Status invalid = bad_box_status(s.object_chunk, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
 
@@ -306,16 +381,21 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     uint32_t large = 0;
     int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
     int32_t hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+    BoxFrameBounds bounds{};
     for (uint32_t c = 0; c < chunks; ++c) {
         ObjectChunk& chunk = s.object_chunk[c];
         chunk.entry_offset = entries;
         chunk.large_offset = large;
-        entries += chunk.entries;
-        large += chunk.large;
         for (uint32_t d = 0; d < 3; ++d) {
             lo[d] = chunk.cell_lo[d] < lo[d] ? chunk.cell_lo[d] : lo[d];
             hi[d] = chunk.cell_hi[d] > hi[d] ? chunk.cell_hi[d] : hi[d];
+            if (chunk.entries == 0 || d >= dims) continue;
+            bounds.box_lo[d] = entries == 0 ? chunk.box_lo[d] : std::min(bounds.box_lo[d], chunk.box_lo[d]);
+            bounds.box_hi[d] = entries == 0 ? chunk.box_hi[d] : std::max(bounds.box_hi[d], chunk.box_hi[d]);
+            bounds.max_span[d] = std::max(bounds.max_span[d], chunk.span[d]);
         }
+        entries += chunk.entries;
+        large += chunk.large;
     }
     if (entries > s.max_entries) {
         Status st;
@@ -341,6 +421,11 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     else
         build_entries<uint64_t>(s, in, b, n, grain, large_cells, box, bits, count);
 
+    for (uint32_t d = 0; d < 3; ++d) {
+        bounds.cell_lo[d] = box.lo[d];
+        bounds.cell_hi[d] = static_cast<int32_t>(int64_t{box.lo[d]} + static_cast<int64_t>(box.extent[d]) - 1);
+    }
+    s.bounds = bounds;
     s.object_count = n;
     s.entry_count = count;
     s.large_count = large;

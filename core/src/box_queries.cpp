@@ -247,6 +247,19 @@ BoxQueryGrid prepare_box_queries(const BoxGridView& view, const ThreadBackend& b
     Part parts[kParts];
     detail::PhaseTrace trace(view.trace, backend);
     trace.begin(TracePhase::prepare_box_queries);
+    if (view.bounds != nullptr) { // recorded by the rebuild
+        const BoxFrameBounds& b = *view.bounds;
+        for (uint32_t d = 0; d < 3; ++d) {
+            g.cell_lo[d] = b.cell_lo[d];
+            g.cell_hi[d] = b.cell_hi[d];
+            g.box_lo[d] = b.box_lo[d];
+            g.box_hi[d] = b.box_hi[d];
+            g.max_span[d] = b.max_span[d];
+        }
+        for (uint32_t d = 0; d < c.lat.dims; ++d)
+            g.magnitude[d] = std::max(std::fabs(g.box_lo[d]), std::fabs(g.box_hi[d]));
+        return g;
+    }
     prepare_cell_extent(c, g, parts, trace.backend());
     prepare_object_bounds(c, g, parts, trace.backend());
     return g;

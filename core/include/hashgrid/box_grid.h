@@ -116,6 +116,24 @@ struct BoxSpans {
     uint32_t count = 0;                 ///< Number of boxes.
 };
 
+/// Bounds of the objects of a frame that are kept in cells (not the large
+/// ones), recorded by BoxGrid::rebuild so that prepare_box_queries
+/// (box_queries.h) need not read every object again.
+struct BoxFrameBounds {
+    /// Inclusive cell-coordinate extent of the occupied cells (z = 0 in 2D).
+    /// @{
+    int32_t cell_lo[3] = {0, 0, 0};
+    int32_t cell_hi[3] = {0, 0, 0};
+    /// @}
+    /// Union of those objects' boxes (0 on unused axes).
+    /// @{
+    float box_lo[3] = {0.0f, 0.0f, 0.0f};
+    float box_hi[3] = {0.0f, 0.0f, 0.0f};
+    /// @}
+    /// Largest cell span (max cell - min cell) per axis of those objects.
+    int32_t max_span[3] = {0, 0, 0};
+};
+
 /// Read-only view of a built box grid, for queries (box_queries.h).
 struct BoxGridView {
     /// The grid's config (dimensions, lattice, capacities).
@@ -180,6 +198,10 @@ struct BoxGridView {
     uint32_t large_count = 0;
     const uint32_t* large_object = nullptr;
     /// @}
+    /// The frame's bounds (BoxFrameBounds), meaningful when cell_count > 0;
+    /// null in views built by hand: prepare_box_queries then computes them
+    /// from the arrays above (O(cells + objects) instead of O(1)).
+    const BoxFrameBounds* bounds = nullptr;
     /// The grid's trace (BoxGrid::set_trace) when the view was taken; null:
     /// none. prepare_box_queries and the batches through this view record
     /// their phases there.
