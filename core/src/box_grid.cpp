@@ -45,14 +45,23 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
         s.entry_max[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
     }
     s.entry_flags = l.take<uint32_t>(e + kEntryPad);
+    s.spare_cell_key = l.take<uint64_t>(e);
+    s.spare_cell_start = l.take<uint32_t>(e + 1);
+    for (uint32_t d = 0; d < 3; ++d) {
+        s.spare_entry_min[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
+        s.spare_entry_max[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
+    }
+    s.spare_entry_flags = l.take<uint32_t>(e + kEntryPad);
     s.payload[0] = l.take<uint32_t>(e);
     s.payload[1] = l.take<uint32_t>(e);
     s.sort_key[0] = l.take<uint64_t>(e);
     s.sort_key[1] = l.take<uint64_t>(e);
     s.object = l.take<ObjectScratch>(n);
+    s.object_state = l.take<uint8_t>(n);
     s.object_chunk = l.take<ObjectChunk>(kMaxObjectChunks);
     s.radix_hist = l.take<uint32_t>(uint64_t{kMaxEntryChunks} << kMaxDigitBits);
     s.entry_chunk = l.take<uint64_t>(kMaxEntryChunks + 1);
+    s.merge_counts = l.take<MergeCounts>(kMaxEntryChunks);
     s.query_bad = l.take<BadParticle>(kMaxPairChunks);
     s.pair_chunk = l.take<PairChunk>(kMaxPairChunks);
     s.pool_blocks = pool_blocks_for(c.max_pairs);
@@ -102,10 +111,13 @@ Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
         for (uint32_t d = 0; d < config.dimensions; ++d) {
             std::memset(state->entry_min[d], 0, entry_slots * sizeof(float));
             std::memset(state->entry_max[d], 0, entry_slots * sizeof(float));
+            std::memset(state->spare_entry_min[d], 0, entry_slots * sizeof(float));
+            std::memset(state->spare_entry_max[d], 0, entry_slots * sizeof(float));
             std::memset(state->min[d], 0, object_slots * sizeof(float));
             std::memset(state->max[d], 0, object_slots * sizeof(float));
         }
         std::memset(state->entry_flags, 0, entry_slots * sizeof(uint32_t));
+        std::memset(state->spare_entry_flags, 0, entry_slots * sizeof(uint32_t));
         state->cell_start[0] = 0;
         state->entry_object = state->payload[0];
 

@@ -86,6 +86,19 @@ struct ObjectChunk {
     float box_lo[3]; // union of the chunk's small boxes (valid when entries > 0)
     float box_hi[3];
     int32_t span[3]; // widest cell span of its small objects
+    // Against the previous frame (when compared, see BoxState::object_state):
+    uint64_t removed;       // entries of the objects whose cell range changed, in the previous frame
+    uint64_t added;         // their entries in this frame
+    uint32_t moved;         // objects whose cell range changed
+    uint32_t large_changed; // objects that became or stopped being large (or far)
+    uint64_t moved_offset;  // where the chunk's new entries go (after the scan)
+};
+
+/// Per chunk of an update's merge (box_grid_update.cpp): its cells and
+/// entries, then where they go.
+struct MergeCounts {
+    uint64_t cells;
+    uint64_t entries;
 };
 
 /// Per chunk of the pair search: pairs found, where they went in the pool
@@ -126,20 +139,51 @@ struct BoxState {
     float* entry_min[3] = {};         // max_entries + kEntryPad each (z: 3D only)
     float* entry_max[3] = {};
     uint32_t* entry_flags = nullptr; // max_entries + kEntryPad
+    // The other half of the frame's cell and entry arrays: an update (box_grid_update.cpp)
+    // merges the current frame into them, then the two halves swap.
+    uint64_t* spare_cell_key = nullptr;
+    uint32_t* spare_cell_start = nullptr;
+    float* spare_entry_min[3] = {};
+    float* spare_entry_max[3] = {};
+    uint32_t* spare_entry_flags = nullptr;
+    // True when `object` holds the boxes and cell ranges of the current frame
+    // (every accepted rebuild leaves it so; a rejected one, which may have
+    // overwritten part of it, clears it and the next rebuild is a full one).
+    bool object_is_frame = false;
 
     // Scratch.
     uint32_t* payload[2] = {};  // radix-sort ping-pong of object indices (frame: entry_object)
     uint64_t* sort_key[2] = {}; // radix-sort ping-pong of keys (used as uint32 when they fit)
     ObjectScratch* object = nullptr;
+    uint8_t* object_state = nullptr;     // per object when compared: ObjectChange
     ObjectChunk* object_chunk = nullptr; // kMaxObjectChunks
     uint32_t* radix_hist = nullptr;      // kMaxEntryChunks << kMaxDigitBits
     uint64_t* entry_chunk = nullptr;     // kMaxEntryChunks + 1
+    MergeCounts* merge_counts = nullptr; // kMaxEntryChunks
     BadParticle* query_bad = nullptr;    // kMaxPairChunks
     PairChunk* pair_chunk = nullptr;     // kMaxPairChunks
     Pair* pool = nullptr;                // pool_blocks * kBoxPairBlock
     uint32_t* block_next = nullptr;      // pool_blocks
     uint32_t blocks_used = 0;            // claimed atomically during a pair search
 };
+
+/// How an object changed since the previous frame (BoxState::object_state).
+enum ObjectChange : uint8_t {
+    same_box = 0,   ///< bit-identical box
+    same_cells = 1, ///< another box over the same cell range (entries keep their places)
+    new_cells = 2,  ///< another cell range: its entries are removed and inserted again
+};
+
+/// An update merges when the entries it removes and inserts are at most this
+/// share of the previous frame's (1 / kUpdateShare); beyond it the full
+/// rebuild's sort is cheaper than the merge's gathers.
+inline constexpr uint64_t kUpdateShare = 4;
+
+/// Merges the changed objects' entries into the current frame (box_grid_update.cpp).
+/// Preconditions: validation passed with comparison, no large-set change,
+/// `added` new entries in total (in chunk order at ObjectChunk::moved_offset).
+void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
+                    uint32_t entries);
 
 } // namespace detail
 

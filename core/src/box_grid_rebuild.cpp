@@ -103,10 +103,17 @@ struct AxisCells {
     }
 };
 
+/// Bit pattern of a float (boxes are compared with the previous frame's bit for bit).
+inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+
 /// Step 1 for D dimensions: validate each box, compute its cell range into
 /// s.object and, per chunk, the counts, the occupied box and the lowest
-/// offending object. Writes scratch only.
-template <uint32_t D>
+/// offending object. With Compare (s.object holds the previous frame, same
+/// object count), a box bit-identical to the previous frame's (s.min/s.max)
+/// keeps its range without recomputing it, every object's change is recorded
+/// in s.object_state and the chunk counts what an update would move. Writes
+/// scratch only (s.object may no longer hold the previous frame afterwards).
+template <uint32_t D, bool Compare>
 void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
                       uint64_t large_cells) {
     const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
@@ -122,8 +129,44 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             chunk.cell_hi[d] = INT32_MIN;
         }
         ObjectScratch* __restrict objects = s.object;
+        uint8_t* __restrict change = s.object_state;
+        // A small object's entries and its share of the chunk's bounds.
+        const auto add_small = [&](const ObjectScratch& o, uint64_t covered) {
+            const bool first = chunk.entries == 0;
+            chunk.entries += covered;
+            for (uint32_t d = 0; d < D; ++d) {
+                chunk.cell_lo[d] = o.lo[d] < chunk.cell_lo[d] ? o.lo[d] : chunk.cell_lo[d];
+                chunk.cell_hi[d] = o.hi[d] > chunk.cell_hi[d] ? o.hi[d] : chunk.cell_hi[d];
+                chunk.box_lo[d] = first ? o.min[d] : std::min(chunk.box_lo[d], o.min[d]);
+                chunk.box_hi[d] = first ? o.max[d] : std::max(chunk.box_hi[d], o.max[d]);
+                chunk.span[d] = std::max(chunk.span[d], o.hi[d] - o.lo[d]);
+            }
+        };
         for (uint32_t i = begin; i < end; ++i) {
             ObjectScratch& o = objects[i];
+            // The previous frame's range and size class of this object (Compare only).
+            bool was_large = false;
+            int32_t old_lo[3] = {0, 0, 0};
+            int32_t old_hi[3] = {0, 0, 0};
+            if constexpr (Compare) {
+                uint32_t differ = 0;
+                for (uint32_t d = 0; d < D; ++d)
+                    differ |= (float_bits(lows[d][i]) ^ float_bits(s.min[d][i])) |
+                              (float_bits(highs[d][i]) ^ float_bits(s.max[d][i]));
+                was_large = s.is_large[i] != 0;
+                if (differ == 0) { // validated last frame; o still holds it
+                    change[i] = same_box;
+                    if (was_large)
+                        ++chunk.large;
+                    else
+                        add_small(o, cells_covered(o));
+                    continue;
+                }
+                for (uint32_t d = 0; d < 3; ++d) {
+                    old_lo[d] = o.lo[d];
+                    old_hi[d] = o.hi[d];
+                }
+            }
             bool finite = true;
             bool ordered = true;
             for (uint32_t d = 0; d < 3; ++d) {
@@ -135,6 +178,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 ordered = ordered & (lo <= hi);
             }
             StatusCode code = StatusCode::ok;
+            bool far = false;
             if (!finite) {
                 code = StatusCode::invalid_position;
             } else if (!ordered) {
@@ -149,8 +193,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                         code = StatusCode::position_out_of_range;
                     } else {
                         mark_far(o);
-                        ++chunk.large;
-                        continue;
+                        far = true;
                     }
                 }
             }
@@ -161,20 +204,33 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 }
                 continue;
             }
-            const uint64_t covered = cells_covered(o);
-            if (covered > large_cells) {
+            const uint64_t covered = far ? 0 : cells_covered(o);
+            const bool large = far || covered > large_cells;
+            if constexpr (Compare) {
+                bool same = true;
+                for (uint32_t d = 0; d < D; ++d)
+                    same = same & (o.lo[d] == old_lo[d]) & (o.hi[d] == old_hi[d]);
+                if (large != was_large) {
+                    ++chunk.large_changed;
+                    change[i] = new_cells;
+                } else if (large || same) {
+                    change[i] = same_cells;
+                } else {
+                    change[i] = new_cells;
+                    ++chunk.moved;
+                    chunk.added += covered;
+                    ObjectScratch old = o;
+                    for (uint32_t d = 0; d < 3; ++d) {
+                        old.lo[d] = old_lo[d];
+                        old.hi[d] = old_hi[d];
+                    }
+                    chunk.removed += cells_covered(old);
+                }
+            }
+            if (large)
                 ++chunk.large;
-                continue;
-            }
-            const bool first = chunk.entries == 0;
-            chunk.entries += covered;
-            for (uint32_t d = 0; d < D; ++d) {
-                chunk.cell_lo[d] = o.lo[d] < chunk.cell_lo[d] ? o.lo[d] : chunk.cell_lo[d];
-                chunk.cell_hi[d] = o.hi[d] > chunk.cell_hi[d] ? o.hi[d] : chunk.cell_hi[d];
-                chunk.box_lo[d] = first ? o.min[d] : std::min(chunk.box_lo[d], o.min[d]);
-                chunk.box_hi[d] = first ? o.max[d] : std::max(chunk.box_hi[d], o.max[d]);
-                chunk.span[d] = std::max(chunk.span[d], o.hi[d] - o.lo[d]);
-            }
+            else
+                add_small(o, covered);
         }
         if constexpr (D == 2) {
             if (chunk.entries > 0) chunk.cell_lo[2] = chunk.cell_hi[2] = 0;
@@ -244,30 +300,36 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
     });
 }
 
+/// The frame's copies of objects [begin, end): boxes (validated, so copied
+/// bit for bit) and layers (all bits for a null span).
+void copy_objects(BoxState& s, const BoxSpans& in, uint32_t dims, uint32_t begin, uint32_t end) {
+    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
+    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
+    const size_t count = end - begin;
+    for (uint32_t d = 0; d < dims; ++d) {
+        std::memcpy(s.min[d] + begin, lows[d] + begin, count * sizeof(float));
+        std::memcpy(s.max[d] + begin, highs[d] + begin, count * sizeof(float));
+    }
+    if (in.category != nullptr)
+        std::memcpy(s.category + begin, in.category + begin, count * sizeof(uint32_t));
+    else
+        std::fill(s.category + begin, s.category + end, ~0u);
+    if (in.mask != nullptr)
+        std::memcpy(s.mask + begin, in.mask + begin, count * sizeof(uint32_t));
+    else
+        std::fill(s.mask + begin, s.mask + end, ~0u);
+}
+
 /// Step 2 for D dimensions: the frame's copies of the boxes and layers (bulk
 /// copies of the validated input), each small object's entries (dense cell
 /// index, object) and the large objects, every chunk at its offsets.
 template <uint32_t D, typename K>
 void emit_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
                   uint64_t large_cells, const DenseBox& box, K* out_key) {
-    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
-    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
     const uint64_t ex = box.extent[0];
     const uint64_t exy = box.extent[0] * box.extent[1];
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        const size_t count = end - begin;
-        for (uint32_t d = 0; d < D; ++d) {
-            std::memcpy(s.min[d] + begin, lows[d] + begin, count * sizeof(float));
-            std::memcpy(s.max[d] + begin, highs[d] + begin, count * sizeof(float));
-        }
-        if (in.category != nullptr)
-            std::memcpy(s.category + begin, in.category + begin, count * sizeof(uint32_t));
-        else
-            std::fill(s.category + begin, s.category + end, ~0u);
-        if (in.mask != nullptr)
-            std::memcpy(s.mask + begin, in.mask + begin, count * sizeof(uint32_t));
-        else
-            std::fill(s.mask + begin, s.mask + end, ~0u);
+        copy_objects(s, in, D, begin, end);
         const ObjectChunk& chunk = s.object_chunk[begin / grain];
         uint64_t e = chunk.entry_offset;
         uint32_t l = chunk.large_offset;
@@ -370,10 +432,15 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     // 1. Validation, cell ranges and counts (scratch only).
     const auto grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
     const uint32_t chunks = chunk_count(n, grain);
+    // Compared with the previous frame when it is known and has as many objects.
+    const bool compare = s.object_is_frame && built(g) && s.object_count == n && n > 0;
+    s.object_is_frame = false; // until this frame is accepted
     if (dims == 3)
-        validate_objects<3>(s, in, b, n, grain, large_cells);
+        compare ? validate_objects<3, true>(s, in, b, n, grain, large_cells)
+                : validate_objects<3, false>(s, in, b, n, grain, large_cells);
     else
-        validate_objects<2>(s, in, b, n, grain, large_cells);
+        compare ? validate_objects<2, true>(s, in, b, n, grain, large_cells)
+                : validate_objects<2, false>(s, in, b, n, grain, large_cells);
     const Status invalid = bad_box_status(s.object_chunk, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
 
@@ -382,10 +449,16 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
     int32_t hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
     BoxFrameBounds bounds{};
+    uint64_t added = 0, removed = 0;
+    uint32_t large_changed = 0;
     for (uint32_t c = 0; c < chunks; ++c) {
         ObjectChunk& chunk = s.object_chunk[c];
         chunk.entry_offset = entries;
         chunk.large_offset = large;
+        chunk.moved_offset = added;
+        added += chunk.added;
+        removed += chunk.removed;
+        large_changed += chunk.large_changed;
         for (uint32_t d = 0; d < 3; ++d) {
             lo[d] = chunk.cell_lo[d] < lo[d] ? chunk.cell_lo[d] : lo[d];
             hi[d] = chunk.cell_hi[d] > hi[d] ? chunk.cell_hi[d] : hi[d];
@@ -405,8 +478,12 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
         return st; // previous frame untouched
     }
 
-    // The frame is accepted: from here on nothing fails.
-    trace.next(TracePhase::box_rebuild_entries);
+    // The frame is accepted: from here on nothing fails. Few objects changed
+    // cells: merge them into the previous frame (box_grid_update.cpp), which
+    // gives the arrays of the full build below.
+    const bool update =
+        compare && large_changed == 0 && s.cell_count > 0 && (added + removed) * kUpdateShare <= s.entry_count;
+    trace.next(update ? TracePhase::box_rebuild_update : TracePhase::box_rebuild_entries);
     DenseBox box{};
     uint64_t volume = 1;
     for (uint32_t d = 0; d < 3; ++d) {
@@ -416,10 +493,15 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     }
     const auto bits = static_cast<uint32_t>(std::bit_width(volume - 1));
     const auto count = static_cast<uint32_t>(entries);
-    if (bits <= 32)
+    if (update) {
+        parallel_chunks(b, n, grain,
+                        [&](uint32_t begin, uint32_t end, uint32_t) { copy_objects(s, in, dims, begin, end); });
+        update_entries(s, b, n, grain, added, count);
+    } else if (bits <= 32) {
         build_entries<uint32_t>(s, in, b, n, grain, large_cells, box, bits, count);
-    else
+    } else {
         build_entries<uint64_t>(s, in, b, n, grain, large_cells, box, bits, count);
+    }
 
     for (uint32_t d = 0; d < 3; ++d) {
         bounds.cell_lo[d] = box.lo[d];
@@ -430,6 +512,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     s.entry_count = count;
     s.large_count = large;
     s.layers = in.category != nullptr || in.mask != nullptr;
+    s.object_is_frame = true;
     set_built(g);
     return {};
 }

@@ -63,6 +63,7 @@ constexpr const char* kPhaseNames[kTracePhaseCount] = {
     "rebuild.presorted",
     "rebuild.order",
     "query_face_batch",
+    "box.rebuild.update",
 };
 
 /// Next trace slot for a thread that records its first phase.

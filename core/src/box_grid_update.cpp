@@ -1,0 +1,303 @@
+// BoxGrid::rebuild when few objects changed cells: the previous frame's cells
+// and entries are merged with the entries of the objects whose cell range
+// changed, instead of emitting and sorting every entry again. The result is
+// the full rebuild's, array for array (tests/test_box_update.cpp holds it to
+// that every frame of a churn).
+//
+// 1. New entries (packed cell key, object) of the objects whose range changed,
+//    in object order at each chunk's offset, then a stable radix sort by key:
+//    ascending (key, object).
+// 2. The previous frame's cells in fixed chunks; each chunk takes the new
+//    entries whose keys fall between its first key and the next chunk's.
+//    Per chunk the merged cells and entries are counted, offsets come from a
+//    scan in chunk order, and the chunk writes them into the spare half of the
+//    cell and entry arrays: a cell's surviving entries (objects whose range
+//    changed dropped) and its new ones, by ascending object.
+// 3. The halves swap. An entry keeps its box copy when its object's box is
+//    bit-identical, else it takes the new box; its first-cell flags stay (the
+//    cell and the object's range did not change) or are computed (new entry).
+// When no object changed cells, the boxes of the moved objects are rewritten
+// in place and nothing moves.
+#include "box_grid_internal.h"
+#include "lattice/radix_sort.h"
+
+#include "hashgrid/assert.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace hashgrid::detail {
+
+namespace {
+
+/// Old cells per merge chunk, at least.
+constexpr uint32_t kMergeGrain = 1024;
+/// Entries ahead whose object the merge prefetches.
+constexpr uint32_t kGatherAhead = 16;
+
+/// Step 1's entries of one object whose range changed.
+template <uint32_t D>
+uint64_t emit_object(const ObjectScratch& o, uint32_t object, uint64_t e, uint64_t* key, uint32_t* owner) {
+    for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
+        for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
+            for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x) {
+                key[e] = Lattice::pack(D, x, y, z);
+                owner[e] = object;
+                ++e;
+            }
+    return e;
+}
+
+/// The entry arrays of one half (current or spare).
+struct EntryArrays {
+    uint64_t* cell_key;
+    uint32_t* cell_start;
+    uint32_t* object;
+    float* min[3];
+    float* max[3];
+    uint32_t* flags;
+};
+
+/// Walks one merge chunk: old cells [c0, c1) and new entries [n0, n1), both
+/// by ascending key; calls cell(key, old cell or kNone, new range) for each
+/// key present in either, in key order.
+template <typename Cell>
+void walk_keys(const EntryArrays& old, uint32_t c0, uint32_t c1, const uint64_t* new_key, uint64_t n0, uint64_t n1,
+               Cell&& cell) {
+    uint32_t c = c0;
+    uint64_t j = n0;
+    while (c < c1 || j < n1) {
+        const bool take_old = c < c1 && (j >= n1 || old.cell_key[c] <= new_key[j]);
+        const uint64_t key = take_old ? old.cell_key[c] : new_key[j];
+        const uint32_t from = take_old ? c++ : kNone;
+        const uint64_t j0 = j;
+        while (j < n1 && new_key[j] == key)
+            ++j;
+        cell(key, from, j0, j);
+    }
+}
+
+template <uint32_t D>
+void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const uint64_t* new_key,
+                   const uint32_t* new_object, MergeCounts* counts, uint32_t entries) {
+    const uint32_t cur = s.entry_object == s.payload[0] ? 0 : 1;
+    const EntryArrays old{s.cell_key,
+                          s.cell_start,
+                          s.entry_object,
+                          {s.entry_min[0], s.entry_min[1], s.entry_min[2]},
+                          {s.entry_max[0], s.entry_max[1], s.entry_max[2]},
+                          s.entry_flags};
+    const EntryArrays out{s.spare_cell_key,
+                          s.spare_cell_start,
+                          s.payload[1 - cur],
+                          {s.spare_entry_min[0], s.spare_entry_min[1], s.spare_entry_min[2]},
+                          {s.spare_entry_max[0], s.spare_entry_max[1], s.spare_entry_max[2]},
+                          s.spare_entry_flags};
+    const uint32_t cells = s.cell_count;
+    const auto grain = static_cast<uint32_t>(grain_for(cells, kMergeGrain, kMaxEntryChunks));
+    const uint32_t chunks = chunk_count(cells, grain);
+    const uint8_t* change = s.object_state;
+    const ObjectScratch* objects = s.object;
+    // The new entries of chunk k: keys in [first key of k, first key of k + 1).
+    const auto new_range = [&](uint32_t begin, uint32_t end, uint64_t& n0, uint64_t& n1) {
+        n0 = begin == 0
+                 ? 0
+                 : static_cast<uint64_t>(std::lower_bound(new_key, new_key + added, old.cell_key[begin]) - new_key);
+        n1 = end == cells
+                 ? added
+                 : static_cast<uint64_t>(std::lower_bound(new_key, new_key + added, old.cell_key[end]) - new_key);
+    };
+    // Count.
+    parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        uint64_t n0 = 0, n1 = 0;
+        new_range(begin, end, n0, n1);
+        MergeCounts m{0, n1 - n0};
+        walk_keys(old, begin, end, new_key, n0, n1, [&](uint64_t, uint32_t from, uint64_t j0, uint64_t j1) {
+            uint64_t kept = 0;
+            if (from != kNone)
+                for (uint32_t e = old.cell_start[from]; e < old.cell_start[from + 1]; ++e)
+                    kept += change[old.object[e]] != new_cells ? 1 : 0;
+            m.entries += kept;
+            m.cells += (kept + (j1 - j0)) > 0 ? 1 : 0;
+        });
+        counts[begin / grain] = m;
+    });
+    uint64_t cell_total = 0, entry_total = 0;
+    for (uint32_t k = 0; k < chunks; ++k) {
+        const MergeCounts m = counts[k];
+        counts[k] = {cell_total, entry_total};
+        cell_total += m.cells;
+        entry_total += m.entries;
+    }
+    HASHGRID_ASSERT(entry_total == entries, "box update: merged entries disagree with the validated count");
+    (void)entries;
+    // Write.
+    parallel_chunks(b, cells, grain, [&, old, out](uint32_t begin, uint32_t end, uint32_t) {
+        // old and out by value: their pointers stay in registers across the stores.
+        uint64_t n0 = 0, n1 = 0;
+        new_range(begin, end, n0, n1);
+        const uint32_t entries_end = old.cell_start[end];
+        auto oc = static_cast<uint32_t>(counts[begin / grain].cells);
+        auto oe = static_cast<uint32_t>(counts[begin / grain].entries);
+        const auto put_box = [&](uint32_t at, const ObjectScratch& o) {
+            for (uint32_t d = 0; d < D; ++d) {
+                out.min[d][at] = o.min[d];
+                out.max[d][at] = o.max[d];
+            }
+        };
+        // A run of old cells [run_first, run_first + run_cells) that keep their
+        // entries: copied in bulk, then the objects that moved within their
+        // cells get their new boxes.
+        uint32_t run_first = 0;
+        uint32_t run_cells = 0;
+        const auto flush = [&] {
+            if (run_cells == 0) return;
+            const uint32_t e0 = old.cell_start[run_first];
+            const uint32_t e1 = old.cell_start[run_first + run_cells];
+            const size_t run = e1 - e0;
+            std::memcpy(out.object + oe, old.object + e0, run * sizeof(uint32_t));
+            for (uint32_t d = 0; d < D; ++d) {
+                std::memcpy(out.min[d] + oe, old.min[d] + e0, run * sizeof(float));
+                std::memcpy(out.max[d] + oe, old.max[d] + e0, run * sizeof(float));
+            }
+            std::memcpy(out.flags + oe, old.flags + e0, run * sizeof(uint32_t));
+            std::memcpy(out.cell_key + oc, old.cell_key + run_first, run_cells * sizeof(uint64_t));
+            for (uint32_t c = 0; c < run_cells; ++c)
+                out.cell_start[oc + c] = old.cell_start[run_first + c] - e0 + oe;
+            for (uint32_t k = e0; k < e1; ++k) {
+                if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
+                const uint32_t object = old.object[k];
+                if (change[object] != same_box) put_box(oe + (k - e0), objects[object]);
+            }
+            oc += run_cells;
+            oe += static_cast<uint32_t>(run);
+            run_cells = 0;
+        };
+        walk_keys(old, begin, end, new_key, n0, n1, [&](uint64_t key, uint32_t from, uint64_t j0, uint64_t j1) {
+            uint32_t e = from != kNone ? old.cell_start[from] : 0;
+            const uint32_t e_end = from != kNone ? old.cell_start[from + 1] : 0;
+            if (j0 == j1 && e < e_end) {
+                // Most cells: nothing enters or leaves. They join the run that
+                // is copied in bulk.
+                bool leaves = false;
+                for (uint32_t k = e; k < e_end; ++k)
+                    leaves = leaves | (change[old.object[k]] == new_cells);
+                if (!leaves) {
+                    if (run_cells == 0) run_first = from;
+                    ++run_cells;
+                    return;
+                }
+            }
+            flush();
+            const uint32_t cell_begin = oe;
+            uint64_t j = j0;
+            int32_t at[3] = {0, 0, 0};
+            if (j0 < j1) Lattice::unpack(D, key, at[0], at[1], at[2]);
+            while (e < e_end || j < j1) {
+                if (e < e_end && change[old.object[e]] == new_cells) { // moved out of this cell
+                    ++e;
+                    continue;
+                }
+                const bool take_old = e < e_end && (j >= j1 || old.object[e] < new_object[j]);
+                if (take_old) {
+                    // Boxes of moved objects are gathered: fetch ahead (latency-bound).
+                    if (e + kGatherAhead < entries_end) __builtin_prefetch(&objects[old.object[e + kGatherAhead]]);
+                    const uint32_t object = old.object[e];
+                    out.object[oe] = object;
+                    if (change[object] == same_box) {
+                        for (uint32_t d = 0; d < D; ++d) {
+                            out.min[d][oe] = old.min[d][e];
+                            out.max[d][oe] = old.max[d][e];
+                        }
+                    } else {
+                        put_box(oe, objects[object]);
+                    }
+                    out.flags[oe] = old.flags[e];
+                    ++e;
+                } else {
+                    const uint32_t object = new_object[j];
+                    const ObjectScratch& o = objects[object];
+                    out.object[oe] = object;
+                    put_box(oe, o);
+                    out.flags[oe] =
+                        (at[0] == o.lo[0] ? 1u : 0u) | (at[1] == o.lo[1] ? 2u : 0u) | (at[2] == o.lo[2] ? 4u : 0u);
+                    ++j;
+                }
+                ++oe;
+            }
+            if (oe > cell_begin) {
+                out.cell_key[oc] = key;
+                out.cell_start[oc] = cell_begin;
+                ++oc;
+            }
+        });
+        flush();
+    });
+    out.cell_start[cell_total] = static_cast<uint32_t>(entry_total);
+    std::swap(s.cell_key, s.spare_cell_key);
+    std::swap(s.cell_start, s.spare_cell_start);
+    for (uint32_t d = 0; d < 3; ++d) {
+        std::swap(s.entry_min[d], s.spare_entry_min[d]);
+        std::swap(s.entry_max[d], s.spare_entry_max[d]);
+    }
+    std::swap(s.entry_flags, s.spare_entry_flags);
+    s.entry_object = s.payload[1 - cur];
+    s.cell_count = static_cast<uint32_t>(cell_total);
+}
+
+/// No object changed cells: rewrite the boxes of the moved ones in place.
+template <uint32_t D>
+void refresh_boxes(BoxState& s, const ThreadBackend& b, uint32_t entries) {
+    const auto grain = static_cast<uint32_t>(grain_for(entries, kEntryGrain, kMaxEntryChunks));
+    parallel_chunks(b, entries, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t e = begin; e < end; ++e) {
+            const uint32_t object = s.entry_object[e];
+            if (s.object_state[object] == same_box) continue;
+            const ObjectScratch& o = s.object[object];
+            for (uint32_t d = 0; d < D; ++d) {
+                s.entry_min[d][e] = o.min[d];
+                s.entry_max[d][e] = o.max[d];
+            }
+        }
+    });
+}
+
+template <uint32_t D>
+void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added, uint32_t entries) {
+    if (added == 0) { // every small object covers a cell: no object changed cells
+
+        refresh_boxes<D>(s, b, entries);
+        return;
+    }
+    // 1. New entries into the halves of the sort scratch (added <= max_entries / 4).
+    const uint64_t half = s.max_entries / 2;
+    uint64_t* const key[2] = {s.sort_key[0], s.sort_key[0] + half};
+    uint32_t* const owner[2] = {reinterpret_cast<uint32_t*>(s.sort_key[1]),
+                                reinterpret_cast<uint32_t*>(s.sort_key[1]) + s.max_entries};
+    parallel_chunks(b, n, object_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const ObjectChunk& chunk = s.object_chunk[begin / object_grain];
+        if (chunk.moved == 0) return;
+        uint64_t e = chunk.moved_offset;
+        for (uint32_t i = begin; i < end; ++i)
+            if (s.object_state[i] == new_cells) e = emit_object<D>(s.object[i], i, e, key[0], owner[0]);
+    });
+    const auto count = static_cast<uint32_t>(added);
+    const auto entry_grain = static_cast<uint32_t>(grain_for(count, kEntryGrain, kMaxEntryChunks));
+    const uint64_t varying = varying_bits(b, key[0], count, entry_grain, s.entry_chunk);
+    const uint32_t src = radix_sort<uint64_t>(b, key, owner, count, varying, kMaxDigitBits, s.radix_hist, entry_grain);
+    // 2-3. Merge into the spare half and swap.
+    merge_entries<D>(s, b, added, key[src], owner[src], s.merge_counts, entries);
+}
+
+} // namespace
+
+void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
+                    uint32_t entries) {
+    if (s.dims == 3)
+        update<3>(s, b, n, object_grain, added, entries);
+    else
+        update<2>(s, b, n, object_grain, added, entries);
+}
+
+} // namespace hashgrid::detail
