@@ -14,7 +14,7 @@
 //   vs_n/n:N               N = 10k .. 4M, k = 30 (the density in neighbours is fixed)
 //   vs_neighbours/k:K      n = 500k, K = 4 .. 150 (r varied)
 //   vs_threads/threads:T   n = 1M, k = 30, T = 1 .. hardware threads
-//   vs_cell/W/OP/cell:F    n = 500k, k = 30, cell = F * r for F = 0.5 .. 2,
+//   vs_cell/W/OP/cell:F    n = 200k, k = 30, cell = F * r for F = 0.5 .. 2,
 //                          W = bounded | unbounded world, OP = pairs
 //                          (rebuild + find_pairs; the grid needs cell >= r, so
 //                          F >= 1 only) | radius (rebuild + query_radius_batch
@@ -33,8 +33,8 @@
 //
 // Defaults added in front of the given flags (so these win):
 // --benchmark_repetitions=3 --benchmark_display_aggregates_only=true.
-// --quick: fewer points per sweep, n = 200k for the fixed-n sweeps, 1M at
-// most, one repetition, shorter runs. --benchmark_filter=vs_cell runs one
+// --quick: fewer points per sweep, n = 200k / 100k for the fixed-n sweeps,
+// 1M at most, one repetition, shorter runs. --benchmark_filter=vs_cell runs one
 // sweep. Full run: about 3 minutes on the 2-core development machine.
 //
 //   bench_sweeps --benchmark_out=sweeps.json --benchmark_out_format=json
@@ -300,6 +300,7 @@ int main(int argc, char** argv) {
 
     const uint32_t hardware = std::max(1u, std::thread::hardware_concurrency());
     const uint32_t fixed_n = quick ? 200000 : 500000;
+    const uint32_t cell_n = quick ? 100000 : 200000; // the radius queries take 15-100x longer than find_pairs
     const double min_time = quick ? 0.05 : 0.3;
     const std::vector<uint32_t> ns =
         quick ? std::vector<uint32_t>{10000, 100000, 1000000}
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
             for (double f : factors) {
                 if (op == Op::pairs && f < 1.0) continue; // the grid needs cell >= interaction distance
                 add(format(("vs_cell/" + w + (op == Op::pairs ? "/pairs" : "/radius") + "/cell:%.3f").c_str(), f),
-                    Case{fixed_n, 30.0, f, world, hardware, op}, min_time);
+                    Case{cell_n, 30.0, f, world, hardware, op}, min_time);
             }
         }
     }
@@ -333,6 +334,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("scene", "uniform unit cube, random input order, static points; cell = r unless "
                                          "vs_cell; oneTBB; k = 30 unless vs_neighbours");
     benchmark::AddCustomContext("fixed_n", std::to_string(fixed_n));
+    benchmark::AddCustomContext("cell_sweep_n", std::to_string(cell_n));
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -2,8 +2,14 @@
 """Draws docs/plots/*.png from bench_sweeps' Google Benchmark JSON and
 bench_frames' per-frame CSV (profiling/plots/make_plots.sh runs everything).
 
-    plot.py --sweeps sweeps.json --frames frames.csv --out docs/plots
+    plot.py --sweeps sweeps.json [rerun.json ...] --frames frames.csv --out docs/plots
             [--demo-frame particles/2d_0030.png]
+    plot.py --sweeps sweeps.json [rerun.json ...] --noisy 0.2
+
+With several --sweeps files, each benchmark is taken from the file in which
+it ran with the least other load (reruns of noisy series). --noisy L prints a
+Google Benchmark filter of the benchmarks whose other load exceeded L cores
+in every file (empty when none) and draws nothing.
 
 Writes time_vs_n.png, time_vs_neighbours.png, time_vs_threads.png,
 time_vs_cell_size.png and frame_times.png (whichever inputs are given), and
@@ -67,7 +73,19 @@ def to_ms(value, unit):
     return value * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
 
 
-def load_sweeps(path):
+def load_sweeps(paths):
+    """The series of every file, each from the file where its other load was least."""
+    context, best = {}, collections.OrderedDict()
+    for path in paths:
+        file_context, series = load_sweeps_file(path)
+        context = context or file_context
+        for s in series:
+            if s.name not in best or s.other_load < best[s.name].other_load:
+                best[s.name] = s
+    return context, list(best.values())
+
+
+def load_sweeps_file(path):
     with open(path) as f:
         data = json.load(f)
     series = collections.OrderedDict()
@@ -79,7 +97,8 @@ def load_sweeps(path):
         if b.get("error_occurred"):
             print("skipped (error): %s: %s" % (b["name"], b.get("error_message")), file=sys.stderr)
             continue
-        name = b.get("run_name", b["name"])
+        # The name without Google Benchmark's "/min_time:.../real_time" suffix.
+        name = b.get("run_name", b["name"]).split("/min_time:")[0].split("/real_time")[0]
         s = series.setdefault(name, Series(name))
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
@@ -351,11 +370,17 @@ def write_demo_frame(source, out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sweeps", help="bench_sweeps --benchmark_out JSON")
+    parser.add_argument("--sweeps", nargs="+", help="bench_sweeps --benchmark_out JSON file(s)")
+    parser.add_argument("--noisy", type=float, help="print a filter of the series above this other load, and stop")
     parser.add_argument("--frames", help="bench_frames --csv file")
     parser.add_argument("--demo-frame", help="a particles_demo --png picture to recompress into the output")
     parser.add_argument("--out", default="docs/plots", help="output folder (default docs/plots)")
     args = parser.parse_args()
+    if args.noisy is not None:
+        _, series = load_sweeps(args.sweeps)
+        names = [s.name for s in series if s.other_load > args.noisy]
+        print("^(%s)/" % "|".join(names) if names else "")
+        return 0
     os.makedirs(args.out, exist_ok=True)
     summary = []
     if args.sweeps:
