@@ -32,6 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 DPI = 100
+NOISY = 0.2  # cores of other load above which a point is drawn hollow
 
 
 # ---------------------------------------------------------------------------
@@ -122,8 +123,12 @@ def group(series, prefix):
 
 
 def load_note(rows):
-    worst = max((s.other_load for s in rows), default=0.0)
-    return "other load <= %.2f cores" % worst
+    loads = [s.other_load for s in rows]
+    noisy = sum(1 for v in loads if v > NOISY)
+    note = "other load %.2f..%.2f cores" % (min(loads), max(loads))
+    if noisy:
+        note += " (hollow: > %.1f, %d of %d points)" % (NOISY, noisy, len(loads))
+    return note
 
 
 def finish(fig, path):
@@ -134,10 +139,16 @@ def finish(fig, path):
 
 
 def errorbars(ax, xs, rows, **kw):
+    """Medians with min..max bars; points measured under more than NOISY cores of other load are hollow."""
     ms = [s.ms for s in rows]
     lo = [s.ms - s.lo for s in rows]
     hi = [s.hi - s.ms for s in rows]
-    return ax.errorbar(xs, ms, yerr=[lo, hi], capsize=2, marker="o", markersize=4, **kw)
+    bars = ax.errorbar(xs, ms, yerr=[lo, hi], capsize=2, marker="o", markersize=4, **kw)
+    noisy = [(x, s.ms) for x, s in zip(xs, rows) if s.other_load > NOISY]
+    if noisy:
+        ax.plot([p[0] for p in noisy], [p[1] for p in noisy], "o", markersize=5, markerfacecolor="white",
+                markeredgecolor=bars[0].get_color(), zorder=5)
+    return bars
 
 
 def title(fig, what, context, rows):
