@@ -20,7 +20,18 @@
 // Chrome trace-event JSON: open it in https://ui.perfetto.dev or
 // chrome://tracing (docs/user-guide.md, "Tracing a frame").
 //
+// --png DIR writes pictures of the particles coloured by their neighbour count
+// (the pairs of that frame; dark blue: none, yellow: twice the mean or more),
+// every --png-every frames (default 10), --png-size pixels square (default
+// 512), as DIR/2d_NNNN.png and DIR/3d_NNNN.png (3D: seen along z, the nearer
+// particles drawn over the farther ones), with the examples' small PNG writer
+// (support/.../png_writer.h). With at most 5,000 particles every picture is
+// also checked: the neighbour counts behind its colours against brute force
+// (every pair i < j with the documented distance test), the picture against
+// one drawn from the brute-force counts, and at least three colours in it.
+//
 //   particles_demo [--frames N] [--particles N] [--threads N] [--spin-us N] [--trace FILE]
+//                  [--png DIR] [--png-every N] [--png-size PIXELS]
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
@@ -30,6 +41,7 @@
 #include "hashgrid/thread_backend.h"
 #include "hashgrid/trace.h"
 #include "hashgrid_support/args.h"
+#include "hashgrid_support/png_writer.h"
 #include "hashgrid_support/random.h"
 #include "hashgrid_support/timing.h"
 #if defined(HASHGRID_HAS_TBB)
@@ -41,7 +53,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <set>
+#include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -77,21 +93,35 @@ struct Options {
     uint32_t threads = 0; ///< 0: oneTBB's default concurrency.
     uint32_t spin_us = hashgrid::platform::kDefaultWorkerSpinMicroseconds;
     const char* trace_file = nullptr; ///< --trace FILE: the last 3D frame's trace goes there.
+    std::string png_dir;              ///< --png DIR: pictures go there (empty: none).
+    uint32_t png_every = 10;
+    uint32_t png_size = 512;
 };
+
+/// Pictures are checked against brute force up to this many particles.
+constexpr uint32_t kPngCheckParticles = 5000;
 
 /// Events the trace ring holds: a frame of a million particles records about
 /// 1,500 (one per chunk and phase).
 constexpr uint32_t kTraceEvents = 1u << 14;
 
 bool parse_options(int argc, char** argv, Options& options) {
-    std::vector<char*> counts{argv[0]}; // every option but --trace FILE
+    std::vector<char*> counts{argv[0]}; // every option but --trace FILE and --png DIR
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--trace") != 0) {
+        const bool trace = std::strcmp(argv[i], "--trace") == 0;
+        const bool png = std::strcmp(argv[i], "--png") == 0;
+        if (!trace && !png) {
             counts.push_back(argv[i]);
-        } else if (i + 1 < argc) {
-            options.trace_file = argv[++i];
+        } else if (i + 1 < argc && argv[i + 1][0] != '\0') {
+            if (trace) {
+                options.trace_file = argv[++i];
+            } else {
+                options.png_dir = argv[++i];
+            }
         } else {
-            std::fprintf(stderr, "usage: %s [--frames N] [--particles N] [--threads N] [--spin-us N] [--trace FILE]\n",
+            std::fprintf(stderr,
+                         "usage: %s [--frames N] [--particles N] [--threads N] [--spin-us N] [--trace FILE]\n"
+                         "          [--png DIR] [--png-every N] [--png-size PIXELS]\n",
                          argv[0]);
             return false;
         }
@@ -100,10 +130,16 @@ bool parse_options(int argc, char** argv, Options& options) {
                                                {{"--frames", &options.frames},
                                                 {"--particles", &options.particles},
                                                 {"--threads", &options.threads},
-                                                {"--spin-us", &options.spin_us}}))
+                                                {"--spin-us", &options.spin_us},
+                                                {"--png-every", &options.png_every},
+                                                {"--png-size", &options.png_size}}))
         return false;
     if (options.frames == 0 || options.particles < 2) {
         std::fprintf(stderr, "need --frames >= 1 and --particles >= 2\n");
+        return false;
+    }
+    if (options.png_every == 0 || options.png_size < 16 || options.png_size > 8192) {
+        std::fprintf(stderr, "need --png-every >= 1 and --png-size in 16..8192\n");
         return false;
     }
     return true;
@@ -345,6 +381,98 @@ bool write_trace(const hashgrid::Trace& trace, const char* path, uint32_t frame)
     return true;
 }
 
+// ---------------------------------------------------------------------------
+// Pictures (--png).
+
+/// Colour of a particle with `count` neighbours: a blue-green-yellow ramp
+/// (viridis-like) from 0 to twice the scene's mean, yellow beyond.
+void neighbour_colour(uint32_t count, double mean, uint8_t rgb[3]) {
+    static const uint8_t ramp[9][3] = {{68, 1, 84},    {71, 44, 122}, {59, 81, 139},  {44, 113, 142}, {33, 144, 141},
+                                       {39, 173, 129}, {92, 200, 99}, {170, 220, 50}, {253, 231, 37}};
+    const double t = std::min(1.0, static_cast<double>(count) / (2.0 * mean)) * 8.0;
+    const auto lo = static_cast<uint32_t>(std::min(7.0, std::floor(t)));
+    const double w = t - lo;
+    for (uint32_t c = 0; c < 3; ++c)
+        rgb[c] = static_cast<uint8_t>(std::lround((1.0 - w) * ramp[lo][c] + w * ramp[lo + 1][c]));
+}
+
+/// Neighbours of every particle: how many pairs name it.
+std::vector<uint32_t> neighbour_counts(uint32_t count, const Pair* pairs, uint64_t pair_count) {
+    std::vector<uint32_t> counts(count, 0u);
+    for (uint64_t k = 0; k < pair_count; ++k) {
+        ++counts[pairs[k].a];
+        ++counts[pairs[k].b];
+    }
+    return counts;
+}
+
+/// The particles as discs (diameter r / 2, at least a pixel) in a size x size
+/// picture of the unit square, y up; 3D seen along -z: the particles are drawn
+/// by ascending z, so nearer (larger z) ones cover farther ones.
+std::vector<uint8_t> draw_particles(const Simulation& sim, const std::vector<uint32_t>& counts, double mean,
+                                    uint32_t size) {
+    std::vector<uint8_t> rgb(size_t{3} * size * size, 12);
+    std::vector<uint32_t> order(sim.count());
+    for (uint32_t i = 0; i < sim.count(); ++i)
+        order[i] = i;
+    if (sim.dimensions() == 3) {
+        const float* z = sim.axis(2);
+        std::stable_sort(order.begin(), order.end(), [z](uint32_t a, uint32_t b) { return z[a] < z[b]; });
+    }
+    const double scale = size;
+    const double radius = std::max(0.25 * static_cast<double>(sim.r()) * scale, 0.75);
+    for (uint32_t i : order) {
+        const double cx = static_cast<double>(sim.axis(0)[i]) * scale;
+        const double cy = (1.0 - static_cast<double>(sim.axis(1)[i])) * scale;
+        uint8_t colour[3];
+        neighbour_colour(counts[i], mean, colour);
+        const int x0 = std::max(0, static_cast<int>(std::floor(cx - radius)));
+        const int x1 = std::min(static_cast<int>(size) - 1, static_cast<int>(std::floor(cx + radius)));
+        const int y0 = std::max(0, static_cast<int>(std::floor(cy - radius)));
+        const int y1 = std::min(static_cast<int>(size) - 1, static_cast<int>(std::floor(cy + radius)));
+        for (int py = y0; py <= y1; ++py)
+            for (int px = x0; px <= x1; ++px) {
+                const double dx = px + 0.5 - cx;
+                const double dy = py + 0.5 - cy;
+                if (dx * dx + dy * dy <= radius * radius)
+                    std::memcpy(&rgb[(static_cast<size_t>(py) * size + static_cast<size_t>(px)) * 3], colour, 3);
+            }
+    }
+    return rgb;
+}
+
+std::vector<Pair> brute_force_pairs(const Simulation& sim);
+
+/// Writes the picture of the current frame (the grid's pairs of these
+/// positions); with few particles, checks it first (see the top of the file).
+bool write_picture(const Simulation& sim, double mean, const Options& options, uint32_t frame, bool& checked) {
+    const std::vector<uint32_t> counts = neighbour_counts(sim.count(), sim.pairs(), sim.pair_count());
+    const std::vector<uint8_t> rgb = draw_particles(sim, counts, mean, options.png_size);
+    char name[32];
+    std::snprintf(name, sizeof(name), "/%ud_%04u.png", sim.dimensions(), frame);
+    const std::string path = options.png_dir + name;
+    if (sim.count() <= kPngCheckParticles) {
+        const std::vector<Pair> expected = brute_force_pairs(sim);
+        const std::vector<uint32_t> oracle = neighbour_counts(sim.count(), expected.data(), expected.size());
+        const bool counts_same = counts == oracle;
+        const bool picture_same = draw_particles(sim, oracle, mean, options.png_size) == rgb;
+        std::set<uint32_t> colours;
+        for (size_t p = 0; p < rgb.size(); p += 3)
+            colours.insert(uint32_t{rgb[p]} << 16 | uint32_t{rgb[p + 1]} << 8 | rgb[p + 2]);
+        const bool pass = counts_same && picture_same && colours.size() >= 3;
+        std::printf("  picture %s: neighbour counts %s brute force, picture %s the brute-force one, %zu colours: %s\n",
+                    path.c_str(), counts_same ? "equal to" : "DIFFER from", picture_same ? "equal to" : "DIFFERS from",
+                    colours.size(), pass ? "PASS" : "FAIL");
+        if (!pass) return false;
+        checked = true;
+    }
+    if (!hashgrid_support::write_png_rgb(path.c_str(), rgb.data(), options.png_size, options.png_size)) {
+        std::printf("cannot write %s\n", path.c_str());
+        return false;
+    }
+    return true;
+}
+
 /// The demo proper: one scene for `frames` frames, a line every 10 frames and a summary.
 bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend& backend) {
     Simulation sim(dimensions, options.particles, 0x5eed0000u + dimensions);
@@ -365,6 +493,9 @@ bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend&
         }
     }
     std::vector<double> rebuild_ms, pairs_ms, pair_counts;
+    const double mean_neighbours = dimensions == 2 ? kNeighbours2 : kNeighbours3;
+    uint32_t pictures = 0;
+    bool pictures_checked = false;
     for (uint32_t frame = 0; frame < options.frames; ++frame) {
         Simulation::FrameTimes times;
         const bool trace_frame = traced && frame + 1 == options.frames;
@@ -377,6 +508,10 @@ bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend&
             trace.end_frame();
             sim.set_trace(nullptr);
             if (!write_trace(trace, options.trace_file, frame)) return false;
+        }
+        if (!options.png_dir.empty() && frame % options.png_every == 0) {
+            if (!write_picture(sim, mean_neighbours, options, frame, pictures_checked)) return false;
+            ++pictures;
         }
         if (!sim.physics_step(times)) return false;
         rebuild_ms.push_back(times.rebuild_ms);
@@ -395,6 +530,10 @@ bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend&
                 "median %.0f pairs (%.2f neighbours per particle)\n",
                 dimensions, options.frames, rebuild.median, rebuild.min, rebuild.max, pairs.median, pairs.min,
                 pairs.max, pairs_median, 2.0 * pairs_median / static_cast<double>(sim.count()));
+    if (pictures > 0) {
+        std::printf("  %u %uD pictures (%u x %u) in %s%s\n", pictures, dimensions, options.png_size, options.png_size,
+                    options.png_dir.c_str(), pictures_checked ? ", checked against brute force" : "");
+    }
     return true;
 }
 
@@ -483,6 +622,14 @@ int main(int argc, char** argv) {
     std::printf("Hashgrid particles demo: serial backend (built without oneTBB), %u frames per scene\n",
                 options.frames);
 #endif
+    if (!options.png_dir.empty()) {
+        std::error_code error;
+        std::filesystem::create_directories(options.png_dir, error);
+        if (error) {
+            std::printf("cannot create %s: %s\nFAIL\n", options.png_dir.c_str(), error.message().c_str());
+            return 1;
+        }
+    }
     std::printf("Each frame: grid.rebuild (counting sort into cells) + grid.find_pairs (all pairs closer than r);\n"
                 "the pairs push particles apart, and particles are kept in the grid's sorted order.\n");
 

@@ -11,7 +11,19 @@
 // the machine while the series ran (on a shared 2-core machine another
 // process's time slice is the most common slow frame).
 //
-//   bench_frames [--n N] [--frames F] [--warmup W] [--threads 1,2] [--spin-us S] [--unbounded 0|1]
+// Allocations: the program counts every allocation call of the process
+// (malloc & co., every operator new, oneTBB's own allocator entry points:
+// hashgrid_support/alloc_counter.h) and reports how many the measured frames
+// made, per thread count. The library promises none after init; a nonzero
+// count makes the exit status 1. (Builds where the counter cannot replace the
+// allocator, e.g. with a sanitizer, say "not counted".)
+//
+// --csv FILE writes every measured frame: threads, frame, rebuild_ms,
+// pairs_ms, total_ms, after "#" lines with the machine, the other load and
+// the allocation count of each thread count (profiling/plots/plot.py draws
+// its histogram).
+//
+//   bench_frames [--n N] [--frames F] [--warmup W] [--threads 1,2] [--spin-us S] [--unbounded 0|1] [--csv FILE]
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
@@ -22,12 +34,18 @@
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/machine_load.h"
 #include "hashgrid_support/random.h"
+#if defined(HASHGRID_BENCH_COUNT_ALLOCATIONS)
+#include "hashgrid_support/alloc_counter.h"
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -45,6 +63,7 @@ struct Options {
     std::vector<uint32_t> threads{1, 2};
     uint32_t spin_us = hashgrid::platform::kDefaultWorkerSpinMicroseconds;
     uint32_t unbounded = 0;
+    std::string csv; ///< --csv FILE: every measured frame (empty: none).
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -64,13 +83,16 @@ bool parse(int argc, char** argv, Options& o) {
             ok = hashgrid_support::parse_u32(value, o.spin_us);
         } else if (ok && std::strcmp(name, "--unbounded") == 0) {
             ok = hashgrid_support::parse_u32(value, o.unbounded) && o.unbounded <= 1;
+        } else if (ok && std::strcmp(name, "--csv") == 0) {
+            o.csv = value;
+            ok = !o.csv.empty();
         } else {
             ok = false;
         }
         if (!ok) {
             std::fprintf(stderr,
                          "usage: %s [--n N>=1000] [--frames F>=10] [--warmup W] [--threads 1,2] [--spin-us S] "
-                         "[--unbounded 0|1]\n",
+                         "[--unbounded 0|1] [--csv FILE]\n",
                          argv[0]);
             return false;
         }
@@ -140,6 +162,45 @@ Stats stats_of(std::vector<double> v) {
     return {quantile(v, 0.5), quantile(v, 0.9), quantile(v, 0.99), v.back()};
 }
 
+/// Allocation calls so far (all entry points), or -1 where the program cannot count them.
+int64_t allocations_so_far() {
+#if defined(HASHGRID_BENCH_COUNT_ALLOCATIONS)
+    return static_cast<int64_t>(hashgrid_support::allocation_counts().total());
+#else
+    return -1;
+#endif
+}
+
+/// One thread count's measured frames, for the CSV.
+struct Series {
+    uint32_t threads = 0;
+    std::vector<double> rebuild, pairs;
+    int64_t allocations = -1;
+    double other_load = 0.0;
+    Stats frame{};
+};
+
+bool write_csv(const std::string& path, const Options& o, const std::vector<Series>& all) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) return false;
+    std::fprintf(f, "# bench_frames: %u particles, 3D unit cube, %s, ~30 neighbours, %u frames after %u warm-up\n", o.n,
+                 o.unbounded != 0 ? "unbounded" : "bounded", o.frames, o.warmup);
+    std::fprintf(f, "# cpu_model=%s\n# hardware_threads=%u\n", hashgrid_support::cpu_model().c_str(),
+                 std::thread::hardware_concurrency());
+    for (const Series& s : all) {
+        std::fprintf(f,
+                     "# threads=%u allocations=%lld other_load=%.3f p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f max_ms=%.4f\n",
+                     s.threads, static_cast<long long>(s.allocations), s.other_load, s.frame.p50, s.frame.p90,
+                     s.frame.p99, s.frame.max);
+    }
+    std::fprintf(f, "threads,frame,rebuild_ms,pairs_ms,total_ms\n");
+    for (const Series& s : all)
+        for (size_t i = 0; i < s.rebuild.size(); ++i)
+            std::fprintf(f, "%u,%zu,%.5f,%.5f,%.5f\n", s.threads, i, s.rebuild[i], s.pairs[i],
+                         s.rebuild[i] + s.pairs[i]);
+    return std::fclose(f) == 0;
+}
+
 void print_row(const char* what, uint32_t threads, const Stats& s) {
     std::printf("| %u | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f |\n", threads, what, s.p50, s.p90, s.p99, s.max,
                 s.p99 / s.p50, s.max / s.p50);
@@ -171,11 +232,17 @@ int main(int argc, char** argv) {
                 o.n, o.unbounded != 0 ? "unbounded" : "bounded", static_cast<double>(r), o.frames, o.warmup, o.spin_us);
     std::printf("CPU: %s; load average at start: %s\n\n", hashgrid_support::cpu_model().c_str(),
                 hashgrid_support::load_average().c_str());
-    std::printf("| threads | ms | p50 | p90 | p99 | max | p99/p50 | max/p50 |\n|---|---|---|---|---|---|---|---|\n");
-
     std::vector<Pair> pairs(static_cast<size_t>(c.max_pairs));
     std::vector<float> scratch;
+    std::vector<Series> all;
+    all.reserve(o.threads.size());
+    // The counter sees the setup's allocations (the buffers above): it is live.
+    if (allocations_so_far() >= 0)
+        std::printf("(allocation counter: %lld calls before the first frame)\n\n",
+                    static_cast<long long>(allocations_so_far()));
+    std::printf("| threads | ms | p50 | p90 | p99 | max | p99/p50 | max/p50 |\n|---|---|---|---|---|---|---|---|\n");
     bool ok = true;
+    bool allocated = false;
     for (uint32_t threads : o.threads) {
         hashgrid::platform::TbbBackend tbb(threads, o.spin_us);
         const hashgrid::ThreadBackend backend = tbb.backend();
@@ -186,8 +253,14 @@ int main(int argc, char** argv) {
         }
         Particles parts(o.n, 0.02f * r);
         std::vector<double> total, rebuild, find;
+        // Room for every measured frame up front: the loop itself allocates nothing.
+        total.reserve(o.frames);
+        rebuild.reserve(o.frames);
+        find.reserve(o.frames);
         const hashgrid_support::OtherLoad other;
+        int64_t allocations_before = 0;
         for (uint32_t f = 0; f < o.warmup + o.frames; ++f) {
+            if (f == o.warmup) allocations_before = allocations_so_far();
             const uint64_t t0 = now_ns();
             const hashgrid::Status st = grid.rebuild(parts.spans(), backend);
             const double t_rebuild = elapsed_ms(t0);
@@ -208,6 +281,7 @@ int main(int argc, char** argv) {
             parts.reorder(grid.sorted_to_original(), scratch);
             parts.move();
         }
+        const int64_t allocations_after = allocations_so_far();
         if (!ok) break;
         const Stats st = stats_of(total), sr = stats_of(rebuild), sp = stats_of(find);
         print_row("frame", threads, st);
@@ -223,6 +297,33 @@ int main(int argc, char** argv) {
         std::printf("|  %u | slow frames (> 1.15 x p50): %u of %zu, %u of them mostly in the rebuild; other load "
                     "%.2f cores | | | | | | |\n",
                     threads, slow, total.size(), in_rebuild, other.cores());
+        Series s;
+        s.threads = threads;
+        s.other_load = other.cores();
+        s.frame = st;
+        s.allocations = allocations_before < 0 ? -1 : allocations_after - allocations_before;
+        s.rebuild = std::move(rebuild);
+        s.pairs = std::move(find);
+        allocated = allocated || s.allocations > 0;
+        all.push_back(std::move(s));
     }
-    return ok ? 0 : 1;
+    std::printf("\n");
+    for (const Series& s : all) {
+        if (s.allocations < 0) {
+            std::printf("%u threads: allocations not counted in this build\n", s.threads);
+        } else {
+            std::printf("%u threads: %lld allocation calls during the %u measured frames (malloc & co., operator new, "
+                        "oneTBB's allocator)%s\n",
+                        s.threads, static_cast<long long>(s.allocations), o.frames,
+                        s.allocations == 0 ? "" : ": ALLOCATED");
+        }
+    }
+    if (!o.csv.empty()) {
+        if (!write_csv(o.csv, o, all)) {
+            std::printf("cannot write %s\n", o.csv.c_str());
+            return 1;
+        }
+        std::printf("per-frame times in %s\n", o.csv.c_str());
+    }
+    return ok && !allocated ? 0 : 1;
 }
