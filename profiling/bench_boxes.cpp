@@ -113,11 +113,9 @@ using hashgrid_support::PairSet;
 using hashgrid_support::PhaseTime;
 using hashgrid_support::SplitMix64;
 
-struct Options {
-    uint32_t n = 100000;
-    std::vector<uint32_t> threads{1, 2};
-    uint32_t frames = 5;                     ///< Hashgrid (and Q): timed frames per repetition.
-    uint32_t warmup = 2;                     ///< Untimed frames after frame 0.
+/// frames and warmup: Hashgrid's (and Q's); peers on B3/B2 run peer_frames after one warm-up frame.
+struct Options : hashgrid_support::FrameOptions {
+    Options() : FrameOptions{100000, {1, 2}, 5, 2} {}
     uint32_t peer_frames = 3;                ///< Peers (B3/B2) are slow: fewer frames, one warm-up.
     std::vector<double> cells{2.0, 3.0};     ///< B3/B2 cell sizes (median edge = 1; 1 is ~4x slower).
     std::vector<double> q_cells{16.0, 32.0}; ///< Q cell sizes.
@@ -337,6 +335,14 @@ void frame_boxes(const Scene& s, uint32_t frame, Boxes& out) {
     }
 }
 
+/// run_frames' untimed step: `boxes` become frame f's.
+auto frames_of(const Scene& s, Boxes& boxes) {
+    return [&s, &boxes](uint32_t f) {
+        frame_boxes(s, f, boxes);
+        return true;
+    };
+}
+
 /// Sweep and prune on x (sort by (min x, index), scan forward while the
 /// next min x <= this max x): the oracle, and a reference timing.
 PairSet sweep_and_prune(const Boxes& b) {
@@ -440,33 +446,11 @@ bool pair_frames(benchmark::State& state, const std::string& name, PairScene& ps
     }
     const double build_ms = static_cast<double>(now_ns() - start) * 1e-6;
     if (!check(0)) return false;
-    uint32_t frame = 0;
-    for (; frame < setup.warmup; ++frame) {
-        frame_boxes(ps.scene, frame + 1, boxes);
-        if (!update(frame + 1, boxes) || !pairs(boxes, nullptr, candidates)) {
-            state.SkipWithError(g_error.c_str());
-            return false;
-        }
-    }
     PhaseTime update_time, pairs_time;
-    {
-        const hashgrid_support::OtherLoadCounter load(state);
-        for (auto _ : state) {
-            frame_boxes(ps.scene, ++frame, boxes);
-            const uint64_t t0 = now_ns();
-            bool ok = update(frame, boxes);
-            const uint64_t t1 = now_ns();
-            ok = ok && pairs(boxes, nullptr, candidates);
-            const uint64_t t2 = now_ns();
-            if (!ok) {
-                state.SkipWithError(g_error.c_str());
-                return false;
-            }
-            state.SetIterationTime(static_cast<double>(t2 - t0) * 1e-9);
-            update_time.add(t1 - t0);
-            pairs_time.add(t2 - t1);
-        }
-    }
+    const uint32_t frame = hashgrid_support::run_frames(
+        state, setup.warmup, update_time, pairs_time, g_error, frames_of(ps.scene, boxes),
+        [&](uint32_t f) { return update(f, boxes); }, [&] { return pairs(boxes, nullptr, candidates); });
+    if (frame == 0) return false;
     set.clear();
     const uint64_t still_start = now_ns();
     if (!pairs(boxes, &set, candidates)) {
@@ -549,19 +533,13 @@ struct BoxGridSlot {
 
     /// find_pairs(); on too many pairs, regrows, rebuilds and runs again.
     bool find_pairs(const Boxes& b, const hashgrid::ThreadBackend& backend, PairResult& pr) {
-        for (;;) {
-            pr = grid->find_pairs(out.data(), out.size(), backend);
-            if (pr.status.code != StatusCode::pair_capacity && pr.status.code != StatusCode::output_too_small) break;
-            hashgrid::BoxGridConfig c = config;
-            c.max_pairs = pr.total + pr.total / 4 + 4096;
-            if (!init(c) || !rebuild(b, backend)) return false;
-        }
-        if (!pr.status.ok()) {
-            g_error = std::string("BoxGrid::find_pairs: ") + hashgrid::to_string(pr.status.code) + " (" +
-                      pr.status.message + ")";
-            return false;
-        }
-        return true;
+        return hashgrid_support::find_pairs_growing(
+            pr, g_error, [&] { return grid->find_pairs(out.data(), out.size(), backend); },
+            [&](uint64_t total) {
+                hashgrid::BoxGridConfig c = config;
+                c.max_pairs = total + total / 4 + 4096;
+                return init(c) && rebuild(b, backend);
+            });
     }
 };
 
@@ -964,33 +942,11 @@ void query_frames(benchmark::State& state, const std::string& name, unsigned thr
         return;
     }
     state.counters["build_ms"] = static_cast<double>(now_ns() - start) * 1e-6;
-    uint32_t frame = 0;
-    for (; frame < g_options.warmup; ++frame) {
-        frame_boxes(qs.scene, frame + 1, boxes);
-        if (!index(frame + 1, boxes) || !run(nullptr, nullptr)) {
-            state.SkipWithError(g_error.c_str());
-            return;
-        }
-    }
     PhaseTime index_time, query_time;
-    {
-        const hashgrid_support::OtherLoadCounter load(state);
-        for (auto _ : state) {
-            frame_boxes(qs.scene, ++frame, boxes);
-            const uint64_t t0 = now_ns();
-            bool ok = index(frame, boxes);
-            const uint64_t t1 = now_ns();
-            ok = ok && run(nullptr, nullptr);
-            const uint64_t t2 = now_ns();
-            if (!ok) {
-                state.SkipWithError(g_error.c_str());
-                return;
-            }
-            state.SetIterationTime(static_cast<double>(t2 - t0) * 1e-9);
-            index_time.add(t1 - t0);
-            query_time.add(t2 - t1);
-        }
-    }
+    const uint32_t frame = hashgrid_support::run_frames(
+        state, g_options.warmup, index_time, query_time, g_error, frames_of(qs.scene, boxes),
+        [&](uint32_t f) { return index(f, boxes); }, [&] { return run(nullptr, nullptr); });
+    if (frame == 0) return;
     QueryResults results;
     uint64_t tested = 0;
     if (!run(&results, &tested)) {
@@ -1164,11 +1120,7 @@ bool parse_doubles(const std::string& text, std::vector<double>& values) {
 bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
     using namespace hashgrid_support;
     std::string v;
-    bool ok = true;
-    if (args.take("--n", v)) ok = ok && parse_u32(v.c_str(), o.n) && o.n >= 1000;
-    if (args.take("--threads", v)) ok = ok && parse_u32_list(v.c_str(), 1, 64, o.threads);
-    if (args.take("--frames", v)) ok = ok && parse_u32(v.c_str(), o.frames) && o.frames >= 1;
-    if (args.take("--warmup", v)) ok = ok && parse_u32(v.c_str(), o.warmup);
+    bool ok = take_frame_options(args, o);
     if (args.take("--peer-frames", v)) ok = ok && parse_u32(v.c_str(), o.peer_frames) && o.peer_frames >= 1;
     if (args.take("--cells", v)) ok = ok && parse_doubles(v, o.cells);
     if (args.take("--q-cells", v)) ok = ok && parse_doubles(v, o.q_cells);
@@ -1191,12 +1143,7 @@ std::string number(double v) {
 int main(int argc, char** argv) {
     hashgrid_support::BenchArgs args(argc, argv);
     Options& o = g_options;
-    if (!parse_options(args, o)) {
-        std::fprintf(stderr, "usage: %s %s\n", argv[0], kUsage);
-        return 2;
-    }
-    hashgrid_support::default_flags(args, "5");
-    if (!args.initialize(kUsage)) return 2;
+    if (!args.initialize(kUsage, parse_options(args, o))) return 2;
     benchmark::AddCustomContext("boxes", std::to_string(o.n));
     std::string peers = "Hashgrid";
 #if HASHGRID_BENCH_BULLET

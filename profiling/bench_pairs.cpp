@@ -95,12 +95,9 @@ constexpr float kClusterHi = 0.85f;
 /// Per-axis step between frames, in units of r.
 constexpr float kStep = 0.05f;
 
-struct Options {
-    uint32_t n = 1000000;
+struct Options : hashgrid_support::FrameOptions {
+    Options() : FrameOptions{1000000, {1, 2}, 4, 2} {}
     std::vector<std::string> orders{"random", "sorted"};
-    std::vector<uint32_t> threads{1, 2};
-    uint32_t frames = 4; ///< Timed frames per repetition.
-    uint32_t warmup = 2; ///< Untimed frames after frame 0.
     float sigma = 0.04f; ///< C3's cluster sigma.
     bool phases = false; ///< Counters for the grid's own phase timings.
     uint32_t trace_events = 0;
@@ -341,8 +338,6 @@ struct PointGrid {
     GridConfig config;
     std::vector<Pair> out;
     PairResult result;
-    uint64_t rebuild_ns = 0;
-    uint64_t pairs_ns = 0;
     std::string error;
 
     bool init(const GridConfig& c) {
@@ -358,33 +353,23 @@ struct PointGrid {
         return true;
     }
 
-    /// rebuild() and find_pairs(), each timed; a frame whose pairs do not fit
-    /// raises the scene's capacity, regrows and runs again.
-    bool frame(Scene& s, const Points& points, const hashgrid::ThreadBackend& backend) {
-        for (;;) {
-            uint64_t start = now_ns();
-            const Status st = grid->rebuild(points.spans(), backend);
-            rebuild_ns = now_ns() - start;
-            if (!st.ok()) {
-                error = std::string("rebuild: ") + hashgrid::to_string(st.code) + " (" + st.message + ")";
-                return false;
-            }
-            start = now_ns();
-            result = grid->find_pairs(out.data(), out.size(), backend);
-            pairs_ns = now_ns() - start;
-            if (result.status.code != StatusCode::pair_capacity && result.status.code != StatusCode::output_too_small)
-                break;
-            s.max_pairs = std::max(s.max_pairs, result.total + result.total / 10 + 4096);
-            GridConfig c = config;
-            c.max_pairs = s.max_pairs;
-            if (!init(c)) return false;
-        }
-        if (!result.status.ok()) {
-            error = std::string("find_pairs: ") + hashgrid::to_string(result.status.code) + " (" +
-                    result.status.message + ")";
-            return false;
-        }
-        return true;
+    bool rebuild(const Points& points, const hashgrid::ThreadBackend& backend) {
+        const Status st = grid->rebuild(points.spans(), backend);
+        if (!st.ok()) error = std::string("rebuild: ") + hashgrid::to_string(st.code) + " (" + st.message + ")";
+        return st.ok();
+    }
+
+    /// find_pairs(); when the pairs do not fit, raises the scene's capacity,
+    /// regrows, rebuilds and runs again.
+    bool pairs(Scene& s, const Points& points, const hashgrid::ThreadBackend& backend) {
+        return hashgrid_support::find_pairs_growing(
+            result, error, [&] { return grid->find_pairs(out.data(), out.size(), backend); },
+            [&](uint64_t total) {
+                s.max_pairs = std::max(s.max_pairs, total + total / 10 + 4096);
+                GridConfig c = config;
+                c.max_pairs = s.max_pairs;
+                return init(c) && rebuild(points, backend);
+            });
     }
 };
 
@@ -393,7 +378,8 @@ const PairDigest* reference(Scene& s, std::string& error) {
     if (!s.reference) {
         PointGrid g;
         const Points points(s);
-        if (!g.init(grid_config(s, World::bounded)) || !g.frame(s, points, hashgrid::serial_backend())) {
+        const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
+        if (!g.init(grid_config(s, World::bounded)) || !g.rebuild(points, serial) || !g.pairs(s, points, serial)) {
             error = "reference grid: " + g.error;
             return nullptr;
         }
@@ -417,7 +403,8 @@ void bench_hashgrid(benchmark::State& state, const std::string& name, Scene& s, 
     const PairDigest* want = reference(s, error);
     PointGrid g;
     Points points(s);
-    if (want == nullptr || !g.init(grid_config(s, world)) || !g.frame(s, points, backend)) {
+    if (want == nullptr || !g.init(grid_config(s, world)) || !g.rebuild(points, backend) ||
+        !g.pairs(s, points, backend)) {
         state.SkipWithError((error + g.error).c_str());
         return;
     }
@@ -427,39 +414,30 @@ void bench_hashgrid(benchmark::State& state, const std::string& name, Scene& s, 
     }
     const bool sorted = order != "random";
     const bool moving = order != "static";
-    uint32_t frame = 0;
-    const auto next_frame = [&] {
-        ++frame;
-        if (sorted) points.permute(g.grid->sorted_to_original());
-        if (moving) points.move(s, frame);
-        return g.frame(s, points, backend);
-    };
-    for (uint32_t w = 0; w < o.warmup; ++w) {
-        if (!next_frame()) {
-            state.SkipWithError(g.error.c_str());
-            return;
-        }
-    }
     PhaseTime rebuild, pairs;
     double phase_ns[kPhaseCount] = {};
-    {
-        const hashgrid_support::OtherLoadCounter load(state);
-        for (auto _ : state) {
-            if (!next_frame()) {
-                state.SkipWithError(g.error.c_str());
-                break;
+    uint32_t current = 0;
+    const uint32_t frame = hashgrid_support::run_frames(
+        state, o.warmup, rebuild, pairs, g.error,
+        [&](uint32_t f) {
+            current = f;
+            if (sorted) points.permute(g.grid->sorted_to_original());
+            if (moving) points.move(s, f);
+            return true;
+        },
+        [&](uint32_t) { return g.rebuild(points, backend); },
+        [&] {
+            if (!g.pairs(s, points, backend)) return false;
+            if (current > o.warmup) {
+                const hashgrid::RebuildTimings& r = g.grid->last_rebuild_timings();
+                const hashgrid::PairTimings& p = g.grid->last_pair_timings();
+                const uint64_t ns[kPhaseCount] = {r.keys, r.table, r.scan, r.scatter, r.finalize, p.sweep, p.publish};
+                for (size_t i = 0; i < kPhaseCount; ++i)
+                    phase_ns[i] += static_cast<double>(ns[i]);
             }
-            state.SetIterationTime(static_cast<double>(g.rebuild_ns + g.pairs_ns) * 1e-9);
-            rebuild.add(g.rebuild_ns);
-            pairs.add(g.pairs_ns);
-            const hashgrid::RebuildTimings& r = g.grid->last_rebuild_timings();
-            const hashgrid::PairTimings& p = g.grid->last_pair_timings();
-            const uint64_t ns[kPhaseCount] = {r.keys, r.table, r.scan, r.scatter, r.finalize, p.sweep, p.publish};
-            for (size_t i = 0; i < kPhaseCount; ++i)
-                phase_ns[i] += static_cast<double>(ns[i]);
-        }
-    }
-    if (state.error_occurred()) return;
+            return true;
+        });
+    if (frame == 0) return;
     // Every benchmark of the scene that reaches this frame sees the same points (static: frame 0's).
     const PairDigest last = points.digest(g.out.data(), g.result.written);
     const auto [seen, first] = s.seen.emplace(moving ? frame : 0, moving ? last : *want);
@@ -567,15 +545,11 @@ constexpr const char* kUsage =
 bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
     using namespace hashgrid_support;
     std::string v;
-    bool ok = true;
-    if (args.take("--n", v)) ok = ok && parse_u32(v.c_str(), o.n) && o.n >= 1000;
-    if (args.take("--threads", v)) ok = ok && parse_u32_list(v.c_str(), 1, 64, o.threads);
+    bool ok = take_frame_options(args, o);
     if (args.take("--orders", v)) {
         o.orders = split_list(v.c_str());
         ok = ok && all_in(o.orders, {"random", "sorted", "static"});
     }
-    if (args.take("--frames", v)) ok = ok && parse_u32(v.c_str(), o.frames) && o.frames >= 1;
-    if (args.take("--warmup", v)) ok = ok && parse_u32(v.c_str(), o.warmup);
     if (args.take("--sigma", v)) ok = ok && parse_float(v.c_str(), o.sigma) && o.sigma > 0.0f && o.sigma < 1.0f;
     if (args.take("--trace", v)) ok = ok && parse_u32(v.c_str(), o.trace_events) && o.trace_events >= 1;
     o.phases = args.take_flag("--phases");
@@ -587,12 +561,7 @@ bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
 int main(int argc, char** argv) {
     hashgrid_support::BenchArgs args(argc, argv);
     Options& o = g_options;
-    if (!parse_options(args, o)) {
-        std::fprintf(stderr, "usage: %s %s\n", argv[0], kUsage);
-        return 2;
-    }
-    hashgrid_support::default_flags(args, "5");
-    if (!args.initialize(kUsage)) return 2;
+    if (!args.initialize(kUsage, parse_options(args, o))) return 2;
     hashgrid::Trace trace;
     if (o.trace_events != 0) {
         if (!trace.init_allocate(o.trace_events).ok()) return 2;

@@ -103,8 +103,7 @@ void nearest_k1(benchmark::State& state, uint32_t ny) {
 
 int main(int argc, char** argv) {
     hashgrid_support::BenchArgs args(argc, argv);
-    hashgrid_support::default_flags(args, "5");
-    if (!args.initialize("")) return 2;
+    if (!args.initialize("", true)) return 2;
     for (const uint32_t ny : {10000u, 20000u, 40000u, 1000000u}) {
         hashgrid_support::with_min_max(
             benchmark::RegisterBenchmark(("nearest_k1/ny:" + std::to_string(ny)).c_str(),

@@ -7,8 +7,13 @@
 // and make the program exit with status 1.
 #pragma once
 
+#include "hashgrid_support/args.h"
 #include "hashgrid_support/gbench.h"
 #include "hashgrid_support/random.h"
+
+#include "hashgrid/grid.h"
+#include "hashgrid/platform/timer.h"
+#include "hashgrid/status.h"
 
 #include <benchmark/benchmark.h>
 
@@ -77,18 +82,24 @@ public:
         args_.insert(args_.begin() + 1, defaults_.back().data());
     }
 
-    /// Runs benchmark::Initialize on what is left; false (after the usage
-    /// line) when an argument is neither Google Benchmark's nor the program's.
-    bool initialize(const char* usage) {
-        int argc = static_cast<int>(args_.size());
-        args_.push_back(nullptr);
-        benchmark::Initialize(&argc, args_.data());
-        if (argc > 1) {
-            std::fprintf(stderr, "unknown argument %s\nusage: %s %s\n       and Google Benchmark's flags (--help)\n",
-                         args_[1], args_[0], usage);
-            return false;
+    /// After the program took its options (`options_ok`: all were valid):
+    /// the default flags (`repetitions` repetitions, the console showing only
+    /// the aggregates; every repetition stays in --benchmark_out files), then
+    /// benchmark::Initialize on what is left. False, after a usage line, when
+    /// an option was invalid or an argument is neither the program's nor
+    /// Google Benchmark's.
+    bool initialize(const char* usage, bool options_ok, const char* repetitions = "5") {
+        if (options_ok) {
+            default_flag("repetitions", repetitions);
+            default_flag("display_aggregates_only", "true");
+            int argc = static_cast<int>(args_.size());
+            args_.push_back(nullptr);
+            benchmark::Initialize(&argc, args_.data());
+            if (argc <= 1) return true;
+            std::fprintf(stderr, "unknown argument %s\n", args_[1]);
         }
-        return true;
+        std::fprintf(stderr, "usage: %s %s\n       and Google Benchmark's flags (--help)\n", args_[0], usage);
+        return false;
     }
 
 private:
@@ -96,12 +107,25 @@ private:
     std::deque<std::string> defaults_; ///< A deque: its strings never move (args_ points into them).
 };
 
-/// The usual defaults of the profiling programs: `repetitions` repetitions,
-/// the console showing only the aggregates (every repetition stays in
-/// --benchmark_out files).
-inline void default_flags(BenchArgs& args, const char* repetitions) {
-    args.default_flag("repetitions", repetitions);
-    args.default_flag("display_aggregates_only", "true");
+/// The options every frame benchmark takes: --n (objects, >= 1000),
+/// --threads (a list), --frames (timed frames per repetition, >= 1) and
+/// --warmup (untimed frames after frame 0).
+struct FrameOptions {
+    uint32_t n = 0;
+    std::vector<uint32_t> threads{1, 2};
+    uint32_t frames = 1;
+    uint32_t warmup = 2;
+};
+
+/// Takes the FrameOptions out of `args`; false when a value is invalid.
+inline bool take_frame_options(BenchArgs& args, FrameOptions& o) {
+    std::string v;
+    bool ok = true;
+    if (args.take("--n", v)) ok = parse_u32(v.c_str(), o.n) && o.n >= 1000;
+    if (args.take("--threads", v)) ok = parse_u32_list(v.c_str(), 1, 64, o.threads) && ok;
+    if (args.take("--frames", v)) ok = parse_u32(v.c_str(), o.frames) && o.frames >= 1 && ok;
+    if (args.take("--warmup", v)) ok = parse_u32(v.c_str(), o.warmup) && ok;
+    return ok;
 }
 
 // ---------------------------------------------------------------------------
@@ -203,6 +227,62 @@ inline void set_frame_counters(benchmark::State& state, std::initializer_list<Ph
 inline void set_candidate_rate(benchmark::State& state, double candidates, const PhaseTime& time) {
     const double ns = mean_ns(state, time);
     if (ns > 0.0) state.counters["cand_per_ns"] = candidates / ns;
+}
+
+/// The frames of a repetition after frame 0: `warmup` untimed ones, then one
+/// per iteration. Each frame runs `prepare(frame)` (untimed: moving the
+/// objects), then `first(frame)` and `second()`, timed into `first_time` and
+/// `second_time` (the iteration's manual time is their sum; other_load is
+/// measured over the timed frames). A step returns false on failure: the
+/// benchmark is skipped with `error` and run_frames returns 0. Otherwise it
+/// returns the last frame's number.
+template <typename Prepare, typename First, typename Second>
+uint32_t run_frames(benchmark::State& state, uint32_t warmup, PhaseTime& first_time, PhaseTime& second_time,
+                    const std::string& error, Prepare&& prepare, First&& first, Second&& second) {
+    uint32_t frame = 0;
+    for (; frame < warmup; ++frame) {
+        if (!prepare(frame + 1) || !first(frame + 1) || !second()) {
+            state.SkipWithError(error.c_str());
+            return 0;
+        }
+    }
+    const OtherLoadCounter load(state);
+    for (auto _ : state) {
+        ++frame;
+        bool ok = prepare(frame);
+        const uint64_t t0 = hashgrid::platform::now_ns();
+        ok = ok && first(frame);
+        const uint64_t t1 = hashgrid::platform::now_ns();
+        ok = ok && second();
+        const uint64_t t2 = hashgrid::platform::now_ns();
+        if (!ok) {
+            state.SkipWithError(error.c_str());
+            return 0;
+        }
+        state.SetIterationTime(static_cast<double>(t2 - t0) * 1e-9);
+        first_time.add(t1 - t0);
+        second_time.add(t2 - t1);
+    }
+    return frame;
+}
+
+/// find_pairs() with a capacity that grows to what the frame needs: runs
+/// `find()` (a find_pairs call, returning its PairResult) into `result`, and
+/// while the pairs do not fit calls `regrow(total)` (re-initialise for
+/// `total` pairs and rebuild; false on failure) and runs it again. False, with
+/// `error` set, when a call fails.
+template <typename Find, typename Regrow>
+bool find_pairs_growing(hashgrid::PairResult& result, std::string& error, Find&& find, Regrow&& regrow) {
+    for (;;) {
+        result = find();
+        const hashgrid::StatusCode code = result.status.code;
+        if (code != hashgrid::StatusCode::pair_capacity && code != hashgrid::StatusCode::output_too_small) break;
+        if (!regrow(result.total)) return false;
+    }
+    if (!result.status.ok())
+        error =
+            std::string("find_pairs: ") + hashgrid::to_string(result.status.code) + " (" + result.status.message + ")";
+    return result.status.ok();
 }
 
 // ---------------------------------------------------------------------------
