@@ -82,6 +82,14 @@ public:
         args_.insert(args_.begin() + 1, defaults_.back().data());
     }
 
+    /// Whether default_flag() supplied "--benchmark_<name>" (the command line did not set it).
+    [[nodiscard]] bool defaulted(const char* name) const {
+        const std::string prefix = std::string("--benchmark_") + name + "=";
+        for (const std::string& d : defaults_)
+            if (d.rfind(prefix, 0) == 0) return true;
+        return false;
+    }
+
     /// After the program took its options (`options_ok`: all were valid):
     /// the default flags (`repetitions` repetitions, the console showing only
     /// the aggregates; every repetition stays in --benchmark_out files), then
