@@ -1,74 +1,76 @@
 // bench_boxes: the box broad phase (all overlapping pairs) and batched box
-// queries, side by side with Bullet, FCL and Box2D.
+// queries, side by side with Bullet, FCL and Box2D, on Google Benchmark.
 //
 // Scenes (n boxes, default 100k; sizes keep the overlap count for any n):
 //   B3  3D boxes, every edge lognormal (median 1, sigma 0.7: a few edges reach
 //       ~20), centres uniform in a cube sized so a box overlaps ~6 others
 //   B2  the same in 2D (square sized for ~6 overlaps per box)
-//   Q   2D, the seed video's setting (seeds/003: 100k clients in
-//       [-1000, 1000]^2, 1000 random queries): small boxes, edges uniform in
-//       [5, 15]; 1000 queries (half boxes, half circles, half-extent or radius
-//       uniform in [5, 20], centres uniform), then every object moves a
-//       little and the index is updated
+//   Q   2D, 100k clients in [-1000, 1000]^2, edges uniform in [5, 15]; 1000
+//       queries (half boxes, half circles, half-extent or radius uniform in
+//       [5, 20], centres uniform), then every object moves a little and the
+//       index is updated
 // Scene generation uses the bench's own integer generator and a deterministic
 // lognormal (polar method with its own log and exp from +, *, / only), and
 // every coordinate and step is a multiple of a power of two small enough that
 // moving a box is exact in float: every system sees bit-identical boxes.
 //
-// Frames: frame 0 is the initial build (peers insert every box); in every
-// later frame each box moves by a step that depends on its identity and the
-// frame only (uniform in [-step, step] per axis around its frame-0 place,
-// step = 0.05 median edges for B3/B2, 0.5 for Q). Frames 1..warm-up are not
-// measured. Pair sets of frame 0 and of the last frame are compared exactly
-// (sorted (a, b) lists) with the bench's own sweep-and-prune oracle; Q's
-// query results are compared with brute force on a sample of queries, and
-// between all systems on every query.
+// Benchmarks, one per (scene, implementation, setting, threads):
+//   B3|B2/hashgrid/<unbounded|bounded>/cell:<c>/large:<l>/threads:<t>
+//   B3|B2/sap/sort-x/threads:1          the bench's own sweep and prune (the oracle)
+//   B3/bullet/<default|deferred>/threads:1, B3/fcl/<tree|hash-cell:<c>>/threads:1,
+//   B2/box2d/tree/threads:1             peers (single-threaded libraries)
+//   Q/hashgrid/<unbounded|bounded>/cell:<c>/threads:<t>, Q/box2d/tree/threads:1
+// Frame 0 is the initial build (peers insert every box; counter build_ms,
+// not timed); in every later frame each box moves by a step that depends on
+// its identity and the frame only (uniform in [-step, step] per axis around
+// its frame-0 place, step = 0.05 median edges for B3/B2, 0.5 for Q). After
+// frame 0 and the warm-up frames, an iteration is one frame, its phases timed
+// by the program (manual time: their sum): "update" (Hashgrid: rebuild; peers:
+// moving every proxy) and "pairs" (find_pairs; peers: collecting the pairs
+// and filtering them by exact overlap), for Q "reindex" (rebuild +
+// prepare_box_queries; Box2D: MoveProxy) and "queries" (the batch).
 //
-// Peers (single-threaded libraries, run on one thread):
-//   Bullet btDbvtBroadphase: createProxy for every box, then per frame setAabb
-//     for every proxy + calculateOverlappingPairs; by default each setAabb that
-//     leaves its fat leaf collides it with both trees at once, with
-//     m_deferedcollide (a second row) calculateOverlappingPairs collides the
-//     trees with each other instead. Its pair cache is
-//     persistent and built on fattened leaves (gDbvtMargin, velocity
-//     prediction), and stale pairs leave it only a few per cent per frame:
-//     its candidates are filtered by exact overlap (timed). "Static" is a
-//     frame where nothing moved (calculateOverlappingPairs + filter).
-//   FCL DynamicAABBTreeCollisionManager / SpatialHashingCollisionManager:
-//     CollisionObjects with Box geometry (their AABB equals the input box
-//     bit for bit: checked), per frame setTranslation + computeAABB for every
-//     object, update(), collide() with a callback that only records pairs
-//     whose boxes overlap (no narrow phase). The spatial hash reports every
-//     pair of objects sharing a hash bucket, so its candidates are filtered;
-//     its table gets one bucket per cell of the scene (no bucket aliasing).
-//   Box2D b2DynamicTree (B2 and Q): CreateProxy / MoveProxy (fat AABBs,
-//     b2_aabbExtension 0.1), then one Query per proxy with its exact box,
-//     keeping j > i that overlap exactly.
+// Checks: the pair sets of frame 0 and of the last frame (its pair phase run
+// once more, untimed) must equal the oracle's exactly (sorted (a, b) lists);
+// Hashgrid's output order must be the same for every thread count; Q's query
+// results must equal brute force on a sample of queries and the first
+// system's on every query. A mismatch fails the benchmark and the program
+// exits with status 1.
 //
-//   bench_boxes [--n N] [--scenes B3,B2,Q] [--threads 1,2] [--frames F]
-//               [--warmup W] [--peer-frames F] [--peer-warmup W]
-//               [--cells 2,3] [--q-cells 16,32] [--large 64]
-//               [--modes unbounded,bounded]
-//               [--peers bullet,bullet-deferred,fcl-tree,fcl-hash,box2d,none]
-//               [--fcl-hash-cell C] [--queries Q] [--retries R] [--quiet-load L]
+// Peers: Bullet btDbvtBroadphase (createProxy, then per frame setAabb for
+// every proxy + calculateOverlappingPairs; "deferred" sets m_deferedcollide;
+// its persistent pair cache is built on fattened leaves, so its candidates are
+// filtered by exact overlap; counter still_ms: the pair phase of a frame
+// where nothing moved). FCL DynamicAABBTreeCollisionManager and
+// SpatialHashingCollisionManager (CollisionObjects with Box geometry whose
+// AABB equals the input box bit for bit, per frame setTranslation +
+// computeAABB + update(), collide() recording pairs that overlap exactly;
+// the hash table gets one bucket per cell of the scene). Box2D b2DynamicTree
+// (CreateProxy / MoveProxy with fat AABBs, one Query per proxy; Q scaled by
+// 1/16 so that Box2D's fixed 0.1 margin fits objects of 0.3-0.9 m).
 //
-// Exit status 1 when a result set differs from the oracle's (or between systems).
+// Counters: build_ms, <phase>_ms, <phase>_floor_share, floor_bytes,
+// floor_share, pairs (or results), cand_per_pair and cand_per_ns where the
+// implementation reports its candidates, other_load.
+//
+//   bench_boxes [--n N] [--threads 1,2] [--frames F] [--warmup W]
+//               [--peer-frames F] [--cells 2,3] [--q-cells 16,32] [--large 64]
+//               [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K]
+//               [Google Benchmark flags: --benchmark_filter=REGEX, ...]
 
 #include "hashgrid/box_grid.h"
+#include "hashgrid/box_queries.h"
 #include "hashgrid/config.h"
-#include "hashgrid/grid.h"
 #include "hashgrid/platform/tbb_backend.h"
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
 #include "hashgrid_support/args.h"
-#include "hashgrid_support/machine_load.h"
+#include "hashgrid_support/bench_harness.h"
+#include "hashgrid_support/gbench.h"
 #include "hashgrid_support/random.h"
-#include "hashgrid_support/timing.h"
 
-#if HASHGRID_BENCH_BOX_QUERIES
-#include "hashgrid/box_queries.h"
-#endif
+#include <benchmark/benchmark.h>
 
 #if HASHGRID_BENCH_BULLET
 #include <BulletCollision/BroadphaseCollision/btBroadphaseProxy.h>
@@ -86,7 +88,6 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -94,7 +95,6 @@
 #include <memory>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -105,27 +105,32 @@ using hashgrid::PairResult;
 using hashgrid::Status;
 using hashgrid::StatusCode;
 using hashgrid::World;
-using hashgrid::platform::elapsed_ms;
 using hashgrid::platform::now_ns;
 using hashgrid::platform::TbbBackend;
-using hashgrid_support::all_in;
-using hashgrid_support::cpu_model;
-using hashgrid_support::format_spread;
-using hashgrid_support::kSplitMixGamma;
-using hashgrid_support::load_average;
-using hashgrid_support::mix64;
-using hashgrid_support::OtherLoad;
-using hashgrid_support::parse_double;
-using hashgrid_support::parse_u32;
-using hashgrid_support::parse_u32_list;
-using hashgrid_support::split_list;
+using hashgrid_support::copy_equivalent_bytes;
+using hashgrid_support::pair_key;
+using hashgrid_support::PairSet;
+using hashgrid_support::PhaseTime;
 using hashgrid_support::SplitMix64;
-using hashgrid_support::spread;
-using hashgrid_support::Spread;
+
+/// frames and warmup: Hashgrid's (and Q's); peers on B3/B2 run peer_frames after one warm-up frame.
+struct Options : hashgrid_support::FrameOptions {
+    Options() : FrameOptions{100000, {1, 2}, 5, 2} {}
+    uint32_t peer_frames = 3;                ///< Peers (B3/B2) are slow: fewer frames, one warm-up.
+    std::vector<double> cells{2.0, 3.0};     ///< B3/B2 cell sizes (median edge = 1; 1 is ~4x slower).
+    std::vector<double> q_cells{16.0, 32.0}; ///< Q cell sizes.
+    std::vector<uint32_t> large{64};         ///< BoxGridConfig::large_object_cells values (B3/B2).
+    double fcl_hash_cell = 2.0;
+    uint32_t queries = 1000;
+    double sigma = 0.7;
+    double overlaps = 6.0; ///< Model mean overlaps per box (B3/B2), sets the world size.
+};
+
+Options g_options;
+std::string g_error; ///< What the last failed step said (for SkipWithError).
 
 // ---------------------------------------------------------------------------
-// Pinned randomness (support/'s splitmix64, 53-bit doubles) and a
-// deterministic lognormal (no libm transcendental function: the same scene
+// Deterministic lognormal (no libm transcendental function: the same scene
 // bits with every standard library).
 
 constexpr double kLn2 = 0.693147180559945309417;
@@ -172,6 +177,14 @@ double det_normal(SplitMix64& rng) {
 /// Nearest multiple of q (a power of two): exact.
 double quantize(double x, double q) { return std::floor(x / q + 0.5) * q; }
 
+/// Largest coordinate magnitude -> quantum: a float holds every multiple of
+/// 2^(k-24) below 2^k, so sums of such values below 2^k are exact.
+double quantum_for(double bound) {
+    int k = 0;
+    std::frexp(bound, &k); // bound < 2^k
+    return std::ldexp(1.0, k - 24);
+}
+
 /// FNV-1a over the pairs in output order (values, not bytes: the same on every platform).
 uint64_t order_hash(const Pair* pairs, uint64_t count) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -184,113 +197,6 @@ uint64_t order_hash(const Pair* pairs, uint64_t count) {
         }
     }
     return h;
-}
-
-// ---------------------------------------------------------------------------
-// Statistics.
-
-/// Three decimals, one from 100 ms up.
-std::string fmt_spread(const Spread& s) { return format_spread(s, s.median >= 100.0 ? 1 : 3); }
-
-// ---------------------------------------------------------------------------
-// Options.
-
-struct Options {
-    uint32_t n = 100000;
-    std::vector<std::string> scenes{"B3", "B2", "Q"};
-    std::vector<uint32_t> threads{1, 2};
-    uint32_t frames = 9; ///< Hashgrid: measured frames (after frame 0 and the warm-up).
-    uint32_t warmup = 2;
-    uint32_t peer_frames = 5; ///< Peers are slow: fewer frames.
-    uint32_t peer_warmup = 1;
-    std::vector<double> cells{2.0, 3.0};     ///< B3/B2 cell sizes (median edge = 1; 1 is ~4x slower).
-    std::vector<double> q_cells{16.0, 32.0}; ///< Q cell sizes.
-    std::vector<std::string> modes{"unbounded", "bounded"};
-    std::vector<std::string> peers{"bullet", "bullet-deferred", "fcl-tree", "fcl-hash", "box2d"};
-    std::vector<uint32_t> large{64}; ///< BoxGridConfig::large_object_cells values (B3/B2).
-    double fcl_hash_cell = 2.0;
-    uint32_t queries = 1000;
-    double sigma = 0.7;
-    double overlaps = 6.0; ///< Model mean overlaps per box (B3/B2), sets the world size.
-    double quiet_load = 0.15;
-    uint32_t retries = 2;
-};
-
-bool parse_doubles(const char* text, std::vector<double>& values) {
-    values.clear();
-    for (const std::string& item : split_list(text)) {
-        double v = 0.0;
-        if (!parse_double(item.c_str(), v) || v <= 0.0) return false;
-        values.push_back(v);
-    }
-    return !values.empty();
-}
-
-bool has(const std::vector<std::string>& items, const char* item) {
-    return std::find(items.begin(), items.end(), item) != items.end();
-}
-
-bool parse_options(int argc, char** argv, Options& o) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        bool ok = i + 1 < argc;
-        if (!ok) {
-        } else if (arg == "--n") {
-            ok = parse_u32(argv[++i], o.n) && o.n >= 1000;
-        } else if (arg == "--scenes") {
-            o.scenes = split_list(argv[++i]);
-            ok = all_in(o.scenes, {"B3", "B2", "Q"});
-        } else if (arg == "--threads") {
-            ok = parse_u32_list(argv[++i], 1, 64, o.threads);
-        } else if (arg == "--frames") {
-            ok = parse_u32(argv[++i], o.frames) && o.frames >= 1;
-        } else if (arg == "--warmup") {
-            ok = parse_u32(argv[++i], o.warmup);
-        } else if (arg == "--peer-frames") {
-            ok = parse_u32(argv[++i], o.peer_frames) && o.peer_frames >= 1;
-        } else if (arg == "--peer-warmup") {
-            ok = parse_u32(argv[++i], o.peer_warmup);
-        } else if (arg == "--cells") {
-            ok = parse_doubles(argv[++i], o.cells);
-        } else if (arg == "--q-cells") {
-            ok = parse_doubles(argv[++i], o.q_cells);
-        } else if (arg == "--modes") {
-            o.modes = split_list(argv[++i]);
-            ok = all_in(o.modes, {"unbounded", "bounded"});
-        } else if (arg == "--peers") {
-            o.peers = split_list(argv[++i]);
-            ok = o.peers.empty() ||
-                 all_in(o.peers, {"bullet", "bullet-deferred", "fcl-tree", "fcl-hash", "box2d", "none"});
-        } else if (arg == "--large") {
-            ok = parse_u32_list(argv[++i], 1, 0x7fffffffu, o.large);
-        } else if (arg == "--fcl-hash-cell") {
-            ok = parse_double(argv[++i], o.fcl_hash_cell) && o.fcl_hash_cell > 0.0;
-        } else if (arg == "--queries") {
-            ok = parse_u32(argv[++i], o.queries) && o.queries >= 2;
-        } else if (arg == "--sigma") {
-            ok = parse_double(argv[++i], o.sigma) && o.sigma > 0.0 && o.sigma < 2.0;
-        } else if (arg == "--overlaps") {
-            ok = parse_double(argv[++i], o.overlaps) && o.overlaps > 0.0;
-        } else if (arg == "--retries") {
-            ok = parse_u32(argv[++i], o.retries);
-        } else if (arg == "--quiet-load") {
-            ok = parse_double(argv[++i], o.quiet_load) && o.quiet_load >= 0.0;
-        } else {
-            ok = false;
-        }
-        if (!ok) {
-            std::fprintf(stderr,
-                         "usage: %s [--n N>=1000] [--scenes B3,B2,Q] [--threads 1,2] [--frames F] [--warmup W]\n"
-                         "          [--peer-frames F] [--peer-warmup W] [--cells 2,3] [--q-cells 16,32]\n"
-                         "          [--large 8,64,...] [--modes unbounded,bounded] [--peers "
-                         "bullet,bullet-deferred,fcl-tree,fcl-hash,box2d,none]\n"
-                         "          [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K] [--retries R]\n"
-                         "          [--quiet-load L]\n",
-                         argv[0]);
-            return false;
-        }
-    }
-    return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -330,16 +236,7 @@ struct Scene {
     float world_lo[3] = {0.0f, 0.0f, 0.0f}; ///< Contains every box of every frame.
     float world_hi[3] = {0.0f, 0.0f, 0.0f};
     double side = 0.0; ///< Edge of the cube/square the centres are drawn from.
-    std::string description;
 };
-
-/// Largest coordinate magnitude -> quantum: a float holds every multiple of
-/// 2^(k-24) below 2^k, so sums of such values below 2^k are exact.
-double quantum_for(double bound) {
-    int k = 0;
-    std::frexp(bound, &k); // bound < 2^k
-    return std::ldexp(1.0, k - 24);
-}
 
 Scene make_box_scene(const std::string& name, uint32_t n, double sigma, double overlaps) {
     Scene s;
@@ -351,14 +248,12 @@ Scene make_box_scene(const std::string& name, uint32_t n, double sigma, double o
     // E[e] = exp(sigma^2 / 2); axes are independent, so mean overlaps = n (2 E[e] / side)^dims.
     const double mean_edge = det_exp(0.5 * sigma * sigma);
     s.side = 2.0 * mean_edge * std::pow(static_cast<double>(n) / overlaps, 1.0 / dims);
-    s.step = 0.05;
     const double bound = s.side + 64.0; // centres in [0, side], half edges < 32 (e < 64 needs a 6-sigma draw)
     s.quantum = quantum_for(bound);
-    s.step = quantize(s.step, s.quantum);
+    s.step = quantize(0.05, s.quantum);
     SplitMix64 rng(0xb0c5000u + dims);
     double lo_all[3] = {1e300, 1e300, 1e300};
     double hi_all[3] = {-1e300, -1e300, -1e300};
-    double max_edge = 0.0;
     for (uint32_t a = 0; a < dims; ++a) {
         s.base.lo[a].resize(n);
         s.base.hi[a].resize(n);
@@ -373,21 +268,12 @@ Scene make_box_scene(const std::string& name, uint32_t n, double sigma, double o
             s.base.hi[a][i] = static_cast<float>(hi);
             lo_all[a] = std::min(lo_all[a], lo);
             hi_all[a] = std::max(hi_all[a], hi);
-            max_edge = std::max(max_edge, hi - lo);
         }
     }
     for (uint32_t a = 0; a < dims; ++a) {
         s.world_lo[a] = static_cast<float>(lo_all[a] - s.step);
         s.world_hi[a] = static_cast<float>(hi_all[a] + s.step);
     }
-    char text[320];
-    std::snprintf(text, sizeof(text),
-                  "%u boxes in %uD, edges lognormal (median 1, sigma %.2f, mean %.3f, largest %.2f), centres uniform "
-                  "in [0, %.2f]^%u (%.4g boxes per unit %s), model %.1f overlaps per box, step %.3g",
-                  n, dims, sigma, mean_edge, max_edge, s.side, dims,
-                  static_cast<double>(n) / std::pow(s.side, static_cast<double>(dims)), dims == 3 ? "volume" : "area",
-                  overlaps, s.step);
-    s.description = text;
     return s;
 }
 
@@ -426,12 +312,6 @@ Scene make_query_scene(uint32_t n) {
         s.world_lo[a] = static_cast<float>(-kQHalfWorld - kQEdgeHi - 2.0 * s.step);
         s.world_hi[a] = static_cast<float>(kQHalfWorld + kQEdgeHi + 2.0 * s.step);
     }
-    char text[320];
-    std::snprintf(text, sizeof(text),
-                  "%u boxes in 2D, edges uniform in [%g, %g], centres uniform in [-%g, %g]^2 (%.4g per unit area), "
-                  "step %.3g",
-                  n, kQEdgeLo, kQEdgeHi, kQHalfWorld, kQHalfWorld, static_cast<double>(n) / (s.side * s.side), s.step);
-    s.description = text;
     return s;
 }
 
@@ -445,7 +325,7 @@ void frame_boxes(const Scene& s, uint32_t frame, Boxes& out) {
         out.hi[a].resize(out.n);
     }
     for (uint32_t i = 0; i < out.n; ++i) {
-        const uint64_t h = frame == 0 ? 0 : mix64((static_cast<uint64_t>(frame) << 32 | i) * kSplitMixGamma + 7);
+        const uint64_t h = frame == 0 ? 0 : hashgrid_support::frame_hash(frame, i, 7);
         for (uint32_t a = 0; a < out.dimensions; ++a) {
             const double u = static_cast<double>((h >> (21 * a)) & 0x1fffff) * 0x1.0p-21; // [0, 1)
             const double d = frame == 0 ? 0.0 : quantize((2.0 * u - 1.0) * s.step, s.quantum);
@@ -455,19 +335,17 @@ void frame_boxes(const Scene& s, uint32_t frame, Boxes& out) {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Pair sets and the oracle.
-
-using PairSet = std::vector<uint64_t>; ///< Sorted (a << 32 | b), a < b.
-
-uint64_t pair_key(uint32_t i, uint32_t j) {
-    return i < j ? static_cast<uint64_t>(i) << 32 | j : static_cast<uint64_t>(j) << 32 | i;
+/// run_frames' untimed step: `boxes` become frame f's.
+auto frames_of(const Scene& s, Boxes& boxes) {
+    return [&s, &boxes](uint32_t f) {
+        frame_boxes(s, f, boxes);
+        return true;
+    };
 }
 
 /// Sweep and prune on x (sort by (min x, index), scan forward while the
-/// next min x <= this max x), the bench's own oracle and reference timing.
-PairSet sweep_and_prune(const Boxes& b, double* ms = nullptr) {
-    const uint64_t start = now_ns();
+/// next min x <= this max x): the oracle, and a reference timing.
+PairSet sweep_and_prune(const Boxes& b) {
     std::vector<uint32_t> order(b.n);
     std::iota(order.begin(), order.end(), 0u);
     const float* lo0 = b.lo[0].data();
@@ -496,150 +374,118 @@ PairSet sweep_and_prune(const Boxes& b, double* ms = nullptr) {
             if (hit) out.push_back(pair_key(order[p], order[q]));
         }
     }
-    if (ms != nullptr) *ms = elapsed_ms(start);
-    std::sort(out.begin(), out.end());
     return out;
 }
 
-/// Compares a pair set with the oracle's; prints what differs.
-bool same_pairs(const char* who, const PairSet& got, const PairSet& want) {
-    if (got == want) return true;
-    std::vector<uint64_t> missing, extra;
-    std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
-    std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
-    size_t dup = 0;
-    for (size_t k = 1; k < got.size(); ++k)
-        dup += got[k] == got[k - 1] ? 1 : 0;
-    std::printf("    MISMATCH %s: %zu pairs vs oracle %zu: %zu missing, %zu extra, %zu duplicates", who, got.size(),
-                want.size(), missing.size(), extra.size(), dup);
-    if (!missing.empty())
-        std::printf(" (first missing %u-%u)", static_cast<uint32_t>(missing[0] >> 32),
-                    static_cast<uint32_t>(missing[0]));
-    if (!extra.empty())
-        std::printf(" (first extra %u-%u)", static_cast<uint32_t>(extra[0] >> 32), static_cast<uint32_t>(extra[0]));
-    std::printf("\n");
-    return false;
-}
+/// A pair scene (B3, B2) with its oracle pair sets per frame, both made on first use.
+struct PairScene {
+    Scene scene;
+    std::map<uint32_t, PairSet> oracle;
+    std::map<std::string, uint64_t> orders; ///< Hashgrid output order per setting (any thread count).
 
-/// Oracle pair sets per frame, computed on first use.
-class Oracle {
-public:
-    explicit Oracle(const Scene& s) : scene_(s) {}
     const PairSet& pairs(uint32_t frame) {
-        auto it = sets_.find(frame);
-        if (it == sets_.end()) {
+        auto it = oracle.find(frame);
+        if (it == oracle.end()) {
             Boxes b;
-            frame_boxes(scene_, frame, b);
-            it = sets_.emplace(frame, sweep_and_prune(b)).first;
+            frame_boxes(scene, frame, b);
+            PairSet set = sweep_and_prune(b);
+            std::sort(set.begin(), set.end());
+            it = oracle.emplace(frame, std::move(set)).first;
         }
         return it->second;
     }
-
-private:
-    const Scene& scene_;
-    std::map<uint32_t, PairSet> sets_;
 };
 
-// ---------------------------------------------------------------------------
-// Rows of the tables.
-
-struct Row {
-    std::string system;
-    std::string setting;
-    uint32_t threads = 1;
-    double build_ms = 0.0;    ///< Frame 0 (peers: insert everything + pairs).
-    Spread update;            ///< Moved frames: update / rebuild part.
-    Spread pairs;             ///< Moved frames: pair part (where separable).
-    Spread total;             ///< Moved frames: update + pairs.
-    Spread still;             ///< Bullet: a frame where nothing moved.
-    uint64_t pair_count0 = 0; ///< Frame 0, exact pairs (the same frame for every system).
-    uint64_t pair_count = 0;  ///< Last frame, exact pairs.
-    uint64_t candidates = 0;  ///< Last frame, what the peer reported before the exact filter.
-    uint64_t order = 0;       ///< Hashgrid: hash of the output order (last frame).
-    bool verified = false;    ///< Frame 0 and last frame equal to the oracle.
-    double other_load = 0.0;
-    std::string note;
-};
-
-void print_row(const Row& r) {
-    std::printf("  %-28s %-22s %u thr: build %.1f ms, frame %s ms (update %s + pairs %s), %llu pairs (frame 0), %llu "
-                "(last)",
-                r.system.c_str(), r.setting.c_str(), r.threads, r.build_ms, fmt_spread(r.total).c_str(),
-                fmt_spread(r.update).c_str(), fmt_spread(r.pairs).c_str(),
-                static_cast<unsigned long long>(r.pair_count0), static_cast<unsigned long long>(r.pair_count));
-    if (r.candidates != r.pair_count) std::printf(" (%llu candidates)", static_cast<unsigned long long>(r.candidates));
-    std::printf(", %s, other load %.2f\n", r.verified ? "exact" : "NOT VERIFIED", r.other_load);
-    std::fflush(stdout);
+PairScene& pair_scene(const std::string& name) {
+    static std::map<std::string, std::unique_ptr<PairScene>> scenes;
+    std::unique_ptr<PairScene>& s = scenes[name];
+    if (s == nullptr)
+        s = std::make_unique<PairScene>(
+            PairScene{make_box_scene(name, g_options.n, g_options.sigma, g_options.overlaps), {}, {}});
+    return *s;
 }
 
-/// Frame timing loop shared by all systems: frame 0 is `build`, frames
-/// 1..warmup are unmeasured, then `frames` measured ones. `step(frame, boxes,
-/// update_ms, pairs_ms, set)` runs one frame and fills `set` (unsorted) when
-/// asked to (frame 0 and the last frame: outside the timed part).
-template <typename Step>
-bool run_frames(const Scene& scene, Oracle& oracle, uint32_t warmup, uint32_t frames, Row& row, Step&& step) {
+// Memory floors (bench_harness.h: bytes as memcpy size). Update: read every
+// box, write at least one 4-byte entry per box. Pairs: read every box once,
+// write every pair (8 bytes).
+double update_floor(const Boxes& b) { return copy_equivalent_bytes(8.0 * b.dimensions * b.n, 4.0 * b.n); }
+double pairs_floor(const Boxes& b, uint64_t pairs) {
+    return copy_equivalent_bytes(8.0 * b.dimensions * b.n, 8.0 * static_cast<double>(pairs));
+}
+
+/// The frames of one implementation on a pair scene. `update(frame, boxes)`
+/// builds (frame 0) or updates the structure; `pairs(boxes, set, candidates)`
+/// runs the pair phase, filling the unsorted `set` when it is not null.
+/// Frame 0 and the last frame (its pair phase run again, untimed) are checked
+/// against the oracle. Returns false when the benchmark failed.
+struct FrameSetup {
+    uint32_t warmup = 1;      ///< Untimed frames after frame 0.
+    unsigned threads = 1;     ///< For the floor (copy bandwidth on as many threads).
+    bool update_phase = true; ///< False: everything is the pair phase (no "update" counters).
+    bool still = false;       ///< Counter still_ms: the pair phase again on the unchanged last frame.
+};
+
+template <typename Update, typename Pairs>
+bool pair_frames(benchmark::State& state, const std::string& name, PairScene& ps, const FrameSetup& setup,
+                 Update&& update, Pairs&& pairs) {
     Boxes boxes;
-    std::vector<double> update_ms, pairs_ms, total_ms;
-    const uint32_t last = warmup + frames;
-    bool ok = true;
-    for (uint32_t f = 0; f <= last; ++f) {
-        frame_boxes(scene, f, boxes);
-        const bool check = f == 0 || f == last;
-        PairSet set;
-        double t_update = 0.0, t_pairs = 0.0;
-        if (!step(f, boxes, t_update, t_pairs, check ? &set : nullptr)) return false;
-        if (f == 0) row.build_ms = t_update + t_pairs;
-        if (f > warmup) {
-            update_ms.push_back(t_update);
-            pairs_ms.push_back(t_pairs);
-            total_ms.push_back(t_update + t_pairs);
-        }
-        if (check) {
-            std::sort(set.begin(), set.end());
-            const std::string who = row.system + " " + row.setting + " frame " + std::to_string(f);
-            ok = same_pairs(who.c_str(), set, oracle.pairs(f)) && ok;
-            if (f == 0) row.pair_count0 = set.size();
-            if (f == last) row.pair_count = set.size();
-        }
+    PairSet set;
+    uint64_t candidates = 0;
+    const auto check = [&](uint32_t frame) {
+        std::sort(set.begin(), set.end());
+        const std::string difference = hashgrid_support::pair_set_difference(set, ps.pairs(frame));
+        if (difference.empty()) return true;
+        hashgrid_support::check_failed(state, name, "frame " + std::to_string(frame) + ": " + difference);
+        return false;
+    };
+    frame_boxes(ps.scene, 0, boxes);
+    const uint64_t start = now_ns();
+    if (!update(0u, boxes) || !pairs(boxes, &set, candidates)) {
+        state.SkipWithError(g_error.c_str());
+        return false;
     }
-    row.update = spread(update_ms);
-    row.pairs = spread(pairs_ms);
-    row.total = spread(total_ms);
-    row.verified = ok;
-    return true;
-}
-
-/// Runs a series up to 1 + retries times while other processes load the
-/// machine and keeps the least loaded one. `series(row)` returns false on a hard failure.
-template <typename Series>
-bool measured(const Options& o, Row& best, Series&& series) {
-    for (uint32_t attempt = 0;; ++attempt) {
-        Row row = best;
-        const OtherLoad load;
-        if (!series(row)) return false;
-        row.other_load = load.cores();
-        if (attempt == 0 || row.other_load < best.other_load) best = row;
-        if (row.other_load <= o.quiet_load || attempt >= o.retries) break;
-        std::printf("  %s %s %u thr: other load %.2f cores, rerunning\n", row.system.c_str(), row.setting.c_str(),
-                    row.threads, row.other_load);
-        std::fflush(stdout);
-        std::this_thread::sleep_for(std::chrono::seconds(5));
+    const double build_ms = static_cast<double>(now_ns() - start) * 1e-6;
+    if (!check(0)) return false;
+    PhaseTime update_time, pairs_time;
+    const uint32_t frame = hashgrid_support::run_frames(
+        state, setup.warmup, update_time, pairs_time, g_error, frames_of(ps.scene, boxes),
+        [&](uint32_t f) { return update(f, boxes); }, [&] { return pairs(boxes, nullptr, candidates); });
+    if (frame == 0) return false;
+    set.clear();
+    const uint64_t still_start = now_ns();
+    if (!pairs(boxes, &set, candidates)) {
+        state.SkipWithError(g_error.c_str());
+        return false;
+    }
+    if (setup.still) state.counters["still_ms"] = static_cast<double>(now_ns() - still_start) * 1e-6;
+    const uint64_t found = set.size();
+    if (!check(frame)) return false;
+    state.counters["build_ms"] = build_ms;
+    state.counters["pairs"] = static_cast<double>(found);
+    if (setup.update_phase) {
+        hashgrid_support::set_frame_counters(
+            state, {{"update", update_time, update_floor(boxes)}, {"pairs", pairs_time, pairs_floor(boxes, found)}},
+            setup.threads);
+    } else {
+        hashgrid_support::set_frame_counters(state, {{"pairs", pairs_time, pairs_floor(boxes, found)}}, setup.threads);
+    }
+    if (candidates != 0) {
+        state.counters["cand_per_pair"] = static_cast<double>(candidates) / static_cast<double>(found);
+        hashgrid_support::set_candidate_rate(state, static_cast<double>(candidates), pairs_time);
     }
     return true;
 }
 
 // ---------------------------------------------------------------------------
-// Hashgrid BoxGrid (all pairs).
+// Hashgrid BoxGrid.
 
-#if HASHGRID_BENCH_BOX_GRID
-hashgrid::BoxGridConfig box_config(const Scene& s, double cell, World world, uint32_t large, uint32_t entries,
-                                   uint64_t max_pairs) {
+hashgrid::BoxGridConfig box_config(const Scene& s, double cell, World world, uint32_t large, uint64_t max_pairs) {
     hashgrid::BoxGridConfig c;
     c.dimensions = s.base.dimensions;
     c.cell_size = static_cast<float>(cell);
     c.world = world;
     c.max_objects = s.base.n;
-    c.max_cell_entries = entries;
+    c.max_cell_entries = s.base.n * 4 + 1024;
     c.max_pairs = max_pairs;
     c.large_object_cells = large;
     if (world == World::bounded) {
@@ -653,125 +499,92 @@ hashgrid::BoxGridConfig box_config(const Scene& s, double cell, World world, uin
     return c;
 }
 
-/// A box grid regrown (re-initialised) when a frame needs more entries or pairs.
+/// A box grid re-initialised with the exact need when a frame needs more entries or pairs.
 struct BoxGridSlot {
     std::unique_ptr<hashgrid::BoxGrid> grid;
     hashgrid::BoxGridConfig config;
-    uint64_t bytes = 0;
+    std::vector<Pair> out;
 
     bool init(const hashgrid::BoxGridConfig& c) {
-        const hashgrid::MemoryRequirements req = hashgrid::BoxGrid::memory_requirements(c);
-        if (!req.status.ok()) {
-            std::printf("BoxGrid::memory_requirements: %s (%s)\n", hashgrid::to_string(req.status.code),
-                        req.status.message);
-            return false;
-        }
         grid = std::make_unique<hashgrid::BoxGrid>();
         const Status s = grid->init_allocate(c);
         if (!s.ok()) {
-            std::printf("BoxGrid::init: %s (%s)\n", hashgrid::to_string(s.code), s.message);
+            g_error = std::string("BoxGrid::init: ") + hashgrid::to_string(s.code) + " (" + s.message + ")";
             return false;
         }
         config = c;
-        bytes = req.bytes;
+        out.resize(static_cast<size_t>(c.max_pairs));
         return true;
     }
 
-    /// Rebuild, re-initialising with the exact count on entry_capacity.
-    Status rebuild(const Boxes& b, const hashgrid::ThreadBackend& backend, bool& regrown) {
+    bool rebuild(const Boxes& b, const hashgrid::ThreadBackend& backend) {
         for (;;) {
             const Status s = grid->rebuild(b.spans(), backend);
-            if (s.code != StatusCode::entry_capacity) return s;
+            if (s.ok()) return true;
+            if (s.code != StatusCode::entry_capacity) {
+                g_error = std::string("BoxGrid::rebuild: ") + hashgrid::to_string(s.code) + " (" + s.message + ")";
+                return false;
+            }
             hashgrid::BoxGridConfig c = config;
             c.max_cell_entries = static_cast<uint32_t>(std::min<uint64_t>(s.needed + s.needed / 8 + 1024, 0x7fffffffu));
-            if (!init(c)) return s;
-            regrown = true;
+            if (!init(c)) return false;
         }
+    }
+
+    /// find_pairs(); on too many pairs, regrows, rebuilds and runs again.
+    bool find_pairs(const Boxes& b, const hashgrid::ThreadBackend& backend, PairResult& pr) {
+        return hashgrid_support::find_pairs_growing(
+            pr, g_error, [&] { return grid->find_pairs(out.data(), out.size(), backend); },
+            [&](uint64_t total) {
+                hashgrid::BoxGridConfig c = config;
+                c.max_pairs = total + total / 4 + 4096;
+                return init(c) && rebuild(b, backend);
+            });
     }
 };
 
-bool run_box_grid(const Scene& scene, Oracle& oracle, const Options& o, double cell, uint32_t large, World world,
-                  const hashgrid::ThreadBackend& backend, uint32_t threads, Row& row, std::vector<Pair>& out,
-                  uint64_t& entries_out, uint64_t& bytes_out) {
+void bench_box_grid(benchmark::State& state, const std::string& name, const std::string& setting, PairScene& ps,
+                    double cell, uint32_t large, World world, const TbbBackend& tbb) {
+    const hashgrid::ThreadBackend backend = tbb.backend();
+    const uint64_t expected = ps.pairs(0).size();
     BoxGridSlot slot;
-    const uint64_t expected = oracle.pairs(0).size();
-    if (!slot.init(box_config(scene, cell, world, large, scene.base.n * 4 + 1024, expected + expected / 4 + 4096)))
-        return false;
-    // First pass outside the measurement: size the grid (entries, pairs) for this scene.
-    for (bool sizing = true; sizing;) {
-        sizing = false;
-        Boxes b;
-        frame_boxes(scene, 0, b);
-        bool regrown = false;
-        const Status s = slot.rebuild(b, backend, regrown);
-        if (!s.ok()) {
-            std::printf("BoxGrid::rebuild: %s (%s), needed %llu\n", hashgrid::to_string(s.code), s.message,
-                        static_cast<unsigned long long>(s.needed));
-            return false;
-        }
-        out.resize(static_cast<size_t>(slot.config.max_pairs));
-        const PairResult pr = slot.grid->find_pairs(out.data(), out.size(), backend);
-        if (pr.status.code == StatusCode::pair_capacity || pr.status.code == StatusCode::output_too_small) {
-            hashgrid::BoxGridConfig c = slot.config;
-            c.max_pairs = pr.total + pr.total / 4 + 4096;
-            if (!slot.init(c)) return false;
-            sizing = true;
-        }
+    if (!slot.init(box_config(ps.scene, cell, world, large, expected + expected / 4 + 4096))) {
+        state.SkipWithError(g_error.c_str());
+        return;
     }
-    out.resize(static_cast<size_t>(slot.config.max_pairs));
-    row.system = "Hashgrid BoxGrid";
-    char setting[64];
-    std::snprintf(setting, sizeof(setting), "%s, cell %g", world == World::bounded ? "bounded" : "unbounded", cell);
-    row.setting = setting;
-    if (o.large.size() > 1) row.setting += ", large " + std::to_string(large);
-    row.threads = threads;
-    const bool ran = run_frames(
-        scene, oracle, o.warmup, o.frames, row,
-        [&](uint32_t, const Boxes& b, double& t_update, double& t_pairs, PairSet* set) {
-            bool regrown = false;
-            uint64_t start = now_ns();
-            const Status s = slot.rebuild(b, backend, regrown);
-            t_update = elapsed_ms(start);
-            if (!s.ok()) {
-                std::printf("BoxGrid::rebuild: %s (%s)\n", hashgrid::to_string(s.code), s.message);
-                return false;
-            }
-            if (regrown) row.note = "regrown during the series";
-            start = now_ns();
-            PairResult pr = slot.grid->find_pairs(out.data(), out.size(), backend);
-            t_pairs = elapsed_ms(start);
-            if (pr.status.code == StatusCode::pair_capacity || pr.status.code == StatusCode::output_too_small) {
-                // Moved boxes found more pairs than the sized capacity: regrow and redo (timed anew).
-                hashgrid::BoxGridConfig c = slot.config;
-                c.max_pairs = pr.total + pr.total / 4 + 4096;
-                if (!slot.init(c)) return false;
-                out.resize(static_cast<size_t>(c.max_pairs));
-                row.note = "regrown during the series";
-                start = now_ns();
-                slot.rebuild(b, backend, regrown);
-                t_update = elapsed_ms(start);
-                start = now_ns();
-                pr = slot.grid->find_pairs(out.data(), out.size(), backend);
-                t_pairs = elapsed_ms(start);
-            }
-            if (!pr.status.ok()) {
-                std::printf("BoxGrid::find_pairs: %s (%s)\n", hashgrid::to_string(pr.status.code), pr.status.message);
-                return false;
-            }
+    uint64_t order = 0;
+    const bool ran = pair_frames(
+        state, name, ps, FrameSetup{g_options.warmup, tbb.threads(), true, false},
+        [&](uint32_t, const Boxes& b) { return slot.rebuild(b, backend); },
+        [&](const Boxes& b, PairSet* set, uint64_t&) {
+            PairResult pr;
+            if (!slot.find_pairs(b, backend, pr)) return false;
             if (set != nullptr) {
-                set->reserve(pr.written);
                 for (uint64_t p = 0; p < pr.written; ++p)
-                    set->push_back(pair_key(out[p].a, out[p].b));
-                row.order = order_hash(out.data(), pr.written);
-                row.candidates = pr.written;
+                    set->push_back(pair_key(slot.out[p].a, slot.out[p].b));
+                order = order_hash(slot.out.data(), pr.written);
             }
             return true;
         });
-    entries_out = slot.grid->entry_count();
-    bytes_out = slot.bytes;
-    return ran;
+    if (!ran) return;
+    state.counters["entries_per_box"] =
+        static_cast<double>(slot.grid->entry_count()) / static_cast<double>(ps.scene.base.n);
+    // The same output order for every thread count.
+    const auto [seen, first] = ps.orders.emplace(setting, order);
+    if (!first && seen->second != order)
+        hashgrid_support::check_failed(state, name, "output order differs from another thread count's");
 }
-#endif
+
+void bench_sweep_and_prune(benchmark::State& state, const std::string& name, PairScene& ps) {
+    pair_frames(
+        state, name, ps, FrameSetup{1, 1, false, false}, [](uint32_t, const Boxes&) { return true; },
+        [](const Boxes& b, PairSet* set, uint64_t&) {
+            PairSet found = sweep_and_prune(b);
+            benchmark::DoNotOptimize(found.data());
+            if (set != nullptr) *set = std::move(found);
+            return true;
+        });
+}
 
 // ---------------------------------------------------------------------------
 // Bullet btDbvtBroadphase.
@@ -800,7 +613,7 @@ struct BulletBroadphase {
     }
 
     /// Exact pairs from the persistent (fat, partly stale) pair cache.
-    uint64_t pairs(const Boxes& b, std::vector<uint64_t>& out, uint64_t& candidates) {
+    void pairs(const Boxes& b, std::vector<uint64_t>& out, uint64_t& candidates) {
         bp->calculateOverlappingPairs(nullptr);
         btOverlappingPairCache* cache = bp->getOverlappingPairCache();
         const int count = cache->getNumOverlappingPairs();
@@ -812,45 +625,28 @@ struct BulletBroadphase {
             if (b.overlap(i, j)) out.push_back(pair_key(i, j));
         }
         candidates = static_cast<uint64_t>(count);
-        return out.size();
     }
 };
 
-bool run_bullet(const Scene& scene, Oracle& oracle, const Options& o, bool deferred, Row& row) {
-    row.system = "Bullet btDbvtBroadphase";
-    row.setting = deferred ? "m_deferedcollide = true" : "default (collide in setAabb)";
-    std::unique_ptr<BulletBroadphase> bullet;
+void bench_bullet(benchmark::State& state, const std::string& name, PairScene& ps, bool deferred) {
+    auto bullet = std::make_unique<BulletBroadphase>();
+    bullet->bp->m_deferedcollide = deferred;
     std::vector<uint64_t> found;
-    found.reserve(oracle.pairs(0).size() * 2);
-    const bool ran = run_frames(scene, oracle, o.peer_warmup, o.peer_frames, row,
-                                [&](uint32_t f, const Boxes& b, double& t_update, double& t_pairs, PairSet* set) {
-                                    uint64_t start = now_ns();
-                                    if (f == 0) {
-                                        bullet = std::make_unique<BulletBroadphase>();
-                                        bullet->bp->m_deferedcollide = deferred;
-                                        bullet->insert(b);
-                                    } else {
-                                        bullet->move(b);
-                                    }
-                                    t_update = elapsed_ms(start);
-                                    start = now_ns();
-                                    bullet->pairs(b, found, row.candidates);
-                                    t_pairs = elapsed_ms(start);
-                                    if (set != nullptr) *set = found;
-                                    return true;
-                                });
-    // Frames where nothing moved: the persistent cache's strength.
-    Boxes last;
-    frame_boxes(scene, o.peer_warmup + o.peer_frames, last);
-    std::vector<double> still;
-    uint64_t candidates = 0;
-    for (int k = 0; k < 3; ++k) {
-        const uint64_t start = now_ns();
-        bullet->pairs(last, found, candidates);
-        still.push_back(elapsed_ms(start));
-    }
-    row.still = spread(still);
-    return ran;
+    found.reserve(ps.pairs(0).size() * 2);
+    pair_frames(
+        state, name, ps, FrameSetup{1, 1, true, true},
+        [&](uint32_t frame, const Boxes& b) {
+            if (frame == 0)
+                bullet->insert(b);
+            else
+                bullet->move(b);
+            return true;
+        },
+        [&](const Boxes& b, PairSet* set, uint64_t& candidates) {
+            bullet->pairs(b, found, candidates);
+            if (set != nullptr) *set = found;
+            return true;
+        });
 }
 #endif
 
@@ -870,10 +666,7 @@ struct FclObjects {
     }
 
     /// One CollisionObject with its own Box per input box (not timed: the scene's representation).
-    void create(const Boxes& b) {
-        objects.clear();
-        pointers.clear();
-        aabb_mismatches = 0;
+    explicit FclObjects(const Boxes& b) {
         for (uint32_t i = 0; i < b.n; ++i) {
             auto box = std::make_shared<fcl::Boxd>(static_cast<double>(b.hi[0][i]) - static_cast<double>(b.lo[0][i]),
                                                    static_cast<double>(b.hi[1][i]) - static_cast<double>(b.lo[1][i]),
@@ -916,39 +709,39 @@ bool fcl_collect(fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2, void* dat
 }
 
 template <typename Manager, typename MakeManager>
-bool run_fcl(const Scene& scene, Oracle& oracle, const Options& o, Row& row, MakeManager&& make_manager) {
-    FclObjects objects;
+void bench_fcl(benchmark::State& state, const std::string& name, PairScene& ps, MakeManager&& make_manager) {
+    Boxes first;
+    frame_boxes(ps.scene, 0, first);
+    FclObjects objects(first);
+    if (objects.aabb_mismatches != 0) {
+        hashgrid_support::check_failed(
+            state, name, "AABBs differ from the input boxes on " + std::to_string(objects.aabb_mismatches) + " axes");
+        return;
+    }
     std::unique_ptr<Manager> manager;
     std::vector<uint64_t> found;
-    found.reserve(oracle.pairs(0).size() * 2);
-    const bool ran = run_frames(scene, oracle, o.peer_warmup, o.peer_frames, row,
-                                [&](uint32_t f, const Boxes& b, double& t_update, double& t_pairs, PairSet* set) {
-                                    uint64_t start = 0;
-                                    if (f == 0) {
-                                        objects.create(b);
-                                        start = now_ns();
-                                        manager = make_manager();
-                                        manager->registerObjects(objects.pointers);
-                                        manager->setup();
-                                    } else {
-                                        start = now_ns();
-                                        objects.move(b);
-                                        manager->update();
-                                    }
-                                    t_update = elapsed_ms(start);
-                                    start = now_ns();
-                                    found.clear();
-                                    FclCollect collect{&b, &found, 0};
-                                    manager->collide(&collect, fcl_collect);
-                                    t_pairs = elapsed_ms(start);
-                                    row.candidates = collect.candidates;
-                                    if (set != nullptr) *set = found;
-                                    return true;
-                                });
-    if (objects.aabb_mismatches != 0) {
-        row.note = "AABBs differ from the input boxes on " + std::to_string(objects.aabb_mismatches) + " axes";
-    }
-    return ran;
+    found.reserve(ps.pairs(0).size() * 2);
+    pair_frames(
+        state, name, ps, FrameSetup{},
+        [&](uint32_t frame, const Boxes& b) {
+            if (frame == 0) {
+                manager = make_manager();
+                manager->registerObjects(objects.pointers);
+                manager->setup();
+            } else {
+                objects.move(b);
+                manager->update();
+            }
+            return true;
+        },
+        [&](const Boxes& b, PairSet* set, uint64_t& candidates) {
+            found.clear();
+            FclCollect collect{&b, &found, 0};
+            manager->collide(&collect, fcl_collect);
+            candidates = collect.candidates;
+            if (set != nullptr) *set = found;
+            return true;
+        });
 }
 #endif
 
@@ -990,6 +783,14 @@ struct Box2dTree {
         }
     }
 
+    /// Build (frame 0) or move every proxy.
+    void update(uint32_t frame, const Boxes& b) {
+        if (frame == 0)
+            insert(b);
+        else
+            move(b);
+    }
+
     [[nodiscard]] uint32_t object(int32 id) const {
         return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tree.GetUserData(id)));
     }
@@ -1012,34 +813,27 @@ struct Box2dPairCollector {
     }
 };
 
-bool run_box2d_pairs(const Scene& scene, Oracle& oracle, const Options& o, Row& row) {
-    row.system = "Box2D b2DynamicTree";
-    row.setting = "Query per proxy";
-    std::unique_ptr<Box2dTree> tree;
+void bench_box2d_pairs(benchmark::State& state, const std::string& name, PairScene& ps) {
+    auto tree = std::make_unique<Box2dTree>();
     std::vector<uint64_t> found;
-    found.reserve(oracle.pairs(0).size() * 2);
-    return run_frames(scene, oracle, o.peer_warmup, o.peer_frames, row,
-                      [&](uint32_t f, const Boxes& b, double& t_update, double& t_pairs, PairSet* set) {
-                          uint64_t start = now_ns();
-                          if (f == 0) {
-                              tree = std::make_unique<Box2dTree>();
-                              tree->insert(b);
-                          } else {
-                              tree->move(b);
-                          }
-                          t_update = elapsed_ms(start);
-                          start = now_ns();
-                          found.clear();
-                          Box2dPairCollector collect{tree.get(), &b, &found, 0, 0};
-                          for (uint32_t i = 0; i < b.n; ++i) {
-                              collect.i = i;
-                              tree->tree.Query(&collect, box2d_aabb(b, i, 1.0f));
-                          }
-                          t_pairs = elapsed_ms(start);
-                          row.candidates = collect.candidates;
-                          if (set != nullptr) *set = found;
-                          return true;
-                      });
+    found.reserve(ps.pairs(0).size() * 2);
+    pair_frames(
+        state, name, ps, FrameSetup{},
+        [&](uint32_t frame, const Boxes& b) {
+            tree->update(frame, b);
+            return true;
+        },
+        [&](const Boxes& b, PairSet* set, uint64_t& candidates) {
+            found.clear();
+            Box2dPairCollector collect{tree.get(), &b, &found, 0, 0};
+            for (uint32_t i = 0; i < b.n; ++i) {
+                collect.i = i;
+                tree->tree.Query(&collect, box2d_aabb(b, i, 1.0f));
+            }
+            candidates = collect.candidates;
+            if (set != nullptr) *set = found;
+            return true;
+        });
 }
 #endif
 
@@ -1056,22 +850,6 @@ struct Query {
     [[nodiscard]] float hi_y() const { return y + (circle ? hx : hy); }
 };
 
-std::vector<Query> make_queries(const Scene& s, uint32_t count) {
-    SplitMix64 rng(0x9e5e3u + 1);
-    std::vector<Query> queries(count);
-    for (uint32_t k = 0; k < count; ++k) {
-        Query& q = queries[k];
-        q.circle = k % 2 == 1;
-        q.x = static_cast<float>(quantize(-kQHalfWorld + s.side * rng.unit_double(), s.quantum));
-        q.y = static_cast<float>(quantize(-kQHalfWorld + s.side * rng.unit_double(), s.quantum));
-        q.hx = static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), s.quantum));
-        q.hy = q.circle
-                   ? q.hx
-                   : static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), s.quantum));
-    }
-    return queries;
-}
-
 /// Closed tests. Box: intervals overlap on both axes. Circle: the squared
 /// distance from the centre to the box (float, x term + y term) <= r^2.
 bool query_hits(const Query& q, const Boxes& b, uint32_t i) {
@@ -1085,96 +863,195 @@ bool query_hits(const Query& q, const Boxes& b, uint32_t i) {
 
 /// Results of a query batch: per query the objects hit, ascending (CSR).
 struct QueryResults {
-    std::vector<uint32_t> start;
+    std::vector<uint32_t> start{0};
     std::vector<uint32_t> object;
     void canonicalize() {
         for (size_t k = 0; k + 1 < start.size(); ++k)
             std::sort(object.begin() + start[k], object.begin() + start[k + 1]);
     }
+    bool operator==(const QueryResults&) const = default;
 };
 
-QueryResults brute_force_queries(const std::vector<Query>& queries, const Boxes& b, uint32_t stride) {
-    QueryResults r;
-    r.start.push_back(0);
-    for (size_t k = 0; k < queries.size(); k += stride) {
-        for (uint32_t i = 0; i < b.n; ++i) {
-            if (query_hits(queries[k], b, i)) r.object.push_back(i);
+/// Scene Q, its queries, and per frame brute force on every stride-th query
+/// and the first system's results (made on first use).
+struct QueryScene {
+    Scene scene = make_query_scene(g_options.n);
+    std::vector<Query> queries;
+    uint32_t stride = 1;
+    std::map<uint32_t, QueryResults> brute_force;
+    std::map<uint32_t, QueryResults> seen;
+
+    QueryScene() : stride(std::max(1u, g_options.queries / 100)) {
+        SplitMix64 rng(0x9e5e3u + 1);
+        queries.resize(g_options.queries);
+        for (uint32_t k = 0; k < g_options.queries; ++k) {
+            Query& q = queries[k];
+            q.circle = k % 2 == 1;
+            q.x = static_cast<float>(quantize(-kQHalfWorld + scene.side * rng.unit_double(), scene.quantum));
+            q.y = static_cast<float>(quantize(-kQHalfWorld + scene.side * rng.unit_double(), scene.quantum));
+            q.hx = static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), scene.quantum));
+            q.hy = q.circle ? q.hx
+                            : static_cast<float>(
+                                  quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), scene.quantum));
         }
-        r.start.push_back(static_cast<uint32_t>(r.object.size()));
     }
-    return r;
-}
 
-/// Compares a full result set with brute force on every stride-th query.
-bool check_queries(const char* who, const QueryResults& got, const QueryResults& sample, uint32_t stride) {
-    uint32_t bad = 0;
-    for (size_t s = 0; s + 1 < sample.start.size(); ++s) {
-        const size_t k = s * stride;
-        const bool same =
-            std::equal(got.object.begin() + got.start[k], got.object.begin() + got.start[k + 1],
-                       sample.object.begin() + sample.start[s], sample.object.begin() + sample.start[s + 1]);
-        bad += same ? 0 : 1;
-    }
-    if (bad != 0) std::printf("    MISMATCH %s: %u sampled queries differ from brute force\n", who, bad);
-    return bad == 0;
-}
-
-struct QueryRow {
-    std::string system;
-    std::string setting;
-    uint32_t threads = 1;
-    double build_ms = 0.0;
-    Spread reindex;
-    Spread queries;
-    uint64_t results = 0; ///< Last frame.
-    bool verified = false;
-    double other_load = 0.0;
-};
-
-void print_query_row(const QueryRow& r) {
-    std::printf("  %-28s %-22s %u thr: build %.2f ms, re-index %s ms, queries %s ms, %llu results, %s, other "
-                "load %.2f\n",
-                r.system.c_str(), r.setting.c_str(), r.threads, r.build_ms, fmt_spread(r.reindex).c_str(),
-                fmt_spread(r.queries).c_str(), static_cast<unsigned long long>(r.results),
-                r.verified ? "exact" : "NOT VERIFIED", r.other_load);
-    std::fflush(stdout);
-}
-
-/// Frames for Q: frame 0 builds, then re-index + the query batch per frame.
-/// Results of the last frame are checked against brute force (sample) and
-/// against `reference` (all queries) when it is not empty.
-template <typename Step>
-bool run_query_frames(const Scene& scene, uint32_t warmup, uint32_t frames, const QueryResults& sample, uint32_t stride,
-                      QueryResults& last_results, QueryRow& row, Step&& step) {
-    Boxes boxes;
-    std::vector<double> reindex_ms, query_ms;
-    const uint32_t last = warmup + frames;
-    for (uint32_t f = 0; f <= last; ++f) {
-        frame_boxes(scene, f, boxes);
-        double t_index = 0.0, t_queries = 0.0;
-        QueryResults results;
-        if (!step(f, boxes, t_index, t_queries, results)) return false;
-        if (f == 0) row.build_ms = t_index;
-        if (f > warmup) {
-            reindex_ms.push_back(t_index);
-            query_ms.push_back(t_queries);
-        }
-        if (f == last) {
-            results.canonicalize();
-            const std::string who = row.system + " " + row.setting;
-            row.verified = check_queries(who.c_str(), results, sample, stride);
-            if (!last_results.start.empty() &&
-                (last_results.start != results.start || last_results.object != results.object)) {
-                std::printf("    MISMATCH %s: results differ from the first system's\n", who.c_str());
-                row.verified = false;
+    /// Empty when `got` (canonical) agrees with brute force and with the first system seen at `frame`.
+    std::string check(uint32_t frame, const Boxes& b, const QueryResults& got) {
+        QueryResults& sample = brute_force[frame];
+        if (sample.object.empty()) {
+            for (size_t k = 0; k < queries.size(); k += stride) {
+                for (uint32_t i = 0; i < b.n; ++i)
+                    if (query_hits(queries[k], b, i)) sample.object.push_back(i);
+                sample.start.push_back(static_cast<uint32_t>(sample.object.size()));
             }
-            row.results = results.object.size();
-            if (last_results.start.empty()) last_results = std::move(results);
+        }
+        uint32_t bad = 0;
+        for (size_t s = 0; s + 1 < sample.start.size(); ++s) {
+            const size_t k = s * stride;
+            bad += std::equal(got.object.begin() + got.start[k], got.object.begin() + got.start[k + 1],
+                              sample.object.begin() + sample.start[s], sample.object.begin() + sample.start[s + 1])
+                       ? 0
+                       : 1;
+        }
+        if (bad != 0) return std::to_string(bad) + " sampled queries differ from brute force";
+        const auto [first, inserted] = seen.emplace(frame, got);
+        if (!inserted && first->second != got) return "results differ from another system's";
+        return {};
+    }
+};
+
+QueryScene& query_scene() {
+    static std::unique_ptr<QueryScene> scene;
+    if (scene == nullptr) scene = std::make_unique<QueryScene>();
+    return *scene;
+}
+
+/// Q's frames: `index(frame, boxes)` builds or re-indexes, `run(results,
+/// tested)` runs the query batch, filling `results` (and the candidates the
+/// exact tests saw) when they are not null. The last frame's batch is run
+/// again untimed and checked.
+template <typename Index, typename Run>
+void query_frames(benchmark::State& state, const std::string& name, unsigned threads, Index&& index, Run&& run) {
+    QueryScene& qs = query_scene();
+    Boxes boxes;
+    frame_boxes(qs.scene, 0, boxes);
+    const uint64_t start = now_ns();
+    if (!index(0u, boxes)) {
+        state.SkipWithError(g_error.c_str());
+        return;
+    }
+    state.counters["build_ms"] = static_cast<double>(now_ns() - start) * 1e-6;
+    PhaseTime index_time, query_time;
+    const uint32_t frame = hashgrid_support::run_frames(
+        state, g_options.warmup, index_time, query_time, g_error, frames_of(qs.scene, boxes),
+        [&](uint32_t f) { return index(f, boxes); }, [&] { return run(nullptr, nullptr); });
+    if (frame == 0) return;
+    QueryResults results;
+    uint64_t tested = 0;
+    if (!run(&results, &tested)) {
+        state.SkipWithError(g_error.c_str());
+        return;
+    }
+    results.canonicalize();
+    if (const std::string difference = qs.check(frame, boxes, results); !difference.empty()) {
+        hashgrid_support::check_failed(state, name, "frame " + std::to_string(frame) + ": " + difference);
+        return;
+    }
+    state.counters["results"] = static_cast<double>(results.object.size());
+    const double n = boxes.n;
+    hashgrid_support::set_frame_counters(state,
+                                         {{"reindex", index_time, copy_equivalent_bytes(16.0 * n, 4.0 * n)},
+                                          {"queries", query_time,
+                                           copy_equivalent_bytes(16.0 * static_cast<double>(qs.queries.size()),
+                                                                 4.0 * static_cast<double>(results.object.size()))}},
+                                         threads);
+    if (tested != 0) hashgrid_support::set_candidate_rate(state, static_cast<double>(tested), query_time);
+}
+
+/// Hashgrid: rebuild + prepare_box_queries (the index update), then one batch
+/// of box queries and one of circle queries (query_box_batch, query_radius_batch).
+void bench_box_queries(benchmark::State& state, const std::string& name, double cell, World world,
+                       const TbbBackend& tbb) {
+    QueryScene& qs = query_scene();
+    const hashgrid::ThreadBackend backend = tbb.backend();
+    std::vector<hashgrid::QueryBox> box_queries;
+    std::vector<hashgrid::QuerySphere> radius_queries;
+    for (const Query& q : qs.queries) {
+        if (q.circle) {
+            hashgrid::QuerySphere r;
+            r.center[0] = q.x;
+            r.center[1] = q.y;
+            r.radius = q.hx;
+            radius_queries.push_back(r);
+        } else {
+            hashgrid::QueryBox b;
+            b.min[0] = q.lo_x();
+            b.min[1] = q.lo_y();
+            b.max[0] = q.hi_x();
+            b.max[1] = q.hi_y();
+            box_queries.push_back(b);
         }
     }
-    row.reindex = spread(reindex_ms);
-    row.queries = spread(query_ms);
-    return true;
+    const auto box_count = static_cast<uint32_t>(box_queries.size());
+    const auto radius_count = static_cast<uint32_t>(radius_queries.size());
+    std::vector<uint64_t> box_offsets(box_count + 1), radius_offsets(radius_count + 1);
+    std::vector<uint32_t> box_out(static_cast<size_t>(box_count) * 256), radius_out(radius_count * size_t{256});
+    BoxGridSlot slot;
+    if (!slot.init(box_config(qs.scene, cell, world, 64, 1024))) {
+        state.SkipWithError(g_error.c_str());
+        return;
+    }
+    hashgrid::BoxQueryGrid grid{};
+    const auto batch = [&](auto&& query, std::vector<uint32_t>& buffer, const char* what) {
+        hashgrid::QueryResult r = query();
+        if (r.status.code == StatusCode::output_too_small) {
+            buffer.resize(static_cast<size_t>(r.total + r.total / 4));
+            r = query();
+        }
+        if (!r.status.ok())
+            g_error = std::string(what) + ": " + hashgrid::to_string(r.status.code) + " (" + r.status.message + ")";
+        return r.status.ok();
+    };
+    query_frames(
+        state, name, tbb.threads(),
+        [&](uint32_t, const Boxes& boxes) {
+            if (!slot.rebuild(boxes, backend)) return false;
+            grid = hashgrid::prepare_box_queries(slot.grid->view(), backend);
+            return true;
+        },
+        [&](QueryResults* results, uint64_t* tested) {
+            hashgrid::QueryStats box_stats, radius_stats;
+            const bool ok = batch(
+                                [&] {
+                                    return hashgrid::query_box_batch(grid, box_queries.data(), box_count,
+                                                                     hashgrid::kAllLayers, box_offsets.data(),
+                                                                     box_offsets.size(), box_out.data(), box_out.size(),
+                                                                     backend, tested != nullptr ? &box_stats : nullptr);
+                                },
+                                box_out, "query_box_batch") &&
+                            batch(
+                                [&] {
+                                    return hashgrid::query_radius_batch(
+                                        grid, radius_queries.data(), radius_count, hashgrid::kAllLayers,
+                                        radius_offsets.data(), radius_offsets.size(), radius_out.data(),
+                                        radius_out.size(), backend, tested != nullptr ? &radius_stats : nullptr);
+                                },
+                                radius_out, "query_radius_batch");
+            if (tested != nullptr) *tested = box_stats.tested + radius_stats.tested;
+            if (results == nullptr || !ok) return ok;
+            // Back to the original (interleaved) query order.
+            uint32_t next_box = 0, next_radius = 0;
+            for (const Query& q : qs.queries) {
+                const uint32_t k = q.circle ? next_radius++ : next_box++;
+                const std::vector<uint64_t>& offsets = q.circle ? radius_offsets : box_offsets;
+                const std::vector<uint32_t>& buffer = q.circle ? radius_out : box_out;
+                results->object.insert(results->object.end(), buffer.begin() + static_cast<ptrdiff_t>(offsets[k]),
+                                       buffer.begin() + static_cast<ptrdiff_t>(offsets[k + 1]));
+                results->start.push_back(static_cast<uint32_t>(results->object.size()));
+            }
+            return true;
+        });
 }
 
 #if HASHGRID_BENCH_BOX2D
@@ -1183,453 +1060,187 @@ struct Box2dQueryCollector {
     const Boxes* boxes = nullptr;
     const Query* query = nullptr;
     std::vector<uint32_t>* out = nullptr;
+    uint64_t tested = 0;
     bool QueryCallback(int32 id) {
         const uint32_t i = tree->object(id);
+        ++tested;
         if (query_hits(*query, *boxes, i)) out->push_back(i);
         return true;
     }
 };
+
+void bench_box2d_queries(benchmark::State& state, const std::string& name) {
+    QueryScene& qs = query_scene();
+    auto tree = std::make_unique<Box2dTree>();
+    tree->scale = kQBox2dScale;
+    const Boxes* current = nullptr;
+    std::vector<uint32_t> hits;
+    query_frames(
+        state, name, 1,
+        [&](uint32_t frame, const Boxes& boxes) {
+            tree->update(frame, boxes);
+            current = &boxes;
+            return true;
+        },
+        [&](QueryResults* results, uint64_t* tested) {
+            hits.clear();
+            Box2dQueryCollector collect{tree.get(), current, nullptr, &hits, 0};
+            for (const Query& q : qs.queries) {
+                collect.query = &q;
+                b2AABB aabb;
+                aabb.lowerBound = b2Vec2(q.lo_x() * kQBox2dScale, q.lo_y() * kQBox2dScale);
+                aabb.upperBound = b2Vec2(q.hi_x() * kQBox2dScale, q.hi_y() * kQBox2dScale);
+                tree->tree.Query(&collect, aabb);
+                if (results != nullptr) results->start.push_back(static_cast<uint32_t>(hits.size()));
+            }
+            if (results != nullptr) results->object = hits;
+            if (tested != nullptr) *tested = collect.tested;
+            return true;
+        });
+}
 #endif
+
+// ---------------------------------------------------------------------------
+// Options and registration.
+
+constexpr const char* kUsage =
+    "[--n N>=1000] [--threads 1,2] [--frames F] [--warmup W] [--peer-frames F] [--cells 2,3] [--q-cells 16,32] "
+    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K]";
+
+bool parse_doubles(const std::string& text, std::vector<double>& values) {
+    values.clear();
+    for (const std::string& item : hashgrid_support::split_list(text.c_str())) {
+        double v = 0.0;
+        if (!hashgrid_support::parse_double(item.c_str(), v) || v <= 0.0) return false;
+        values.push_back(v);
+    }
+    return !values.empty();
+}
+
+bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
+    using namespace hashgrid_support;
+    std::string v;
+    bool ok = take_frame_options(args, o);
+    if (args.take("--peer-frames", v)) ok = ok && parse_u32(v.c_str(), o.peer_frames) && o.peer_frames >= 1;
+    if (args.take("--cells", v)) ok = ok && parse_doubles(v, o.cells);
+    if (args.take("--q-cells", v)) ok = ok && parse_doubles(v, o.q_cells);
+    if (args.take("--large", v)) ok = ok && parse_u32_list(v.c_str(), 1, 0x7fffffffu, o.large);
+    if (args.take("--fcl-hash-cell", v)) ok = ok && parse_double(v.c_str(), o.fcl_hash_cell) && o.fcl_hash_cell > 0.0;
+    if (args.take("--queries", v)) ok = ok && parse_u32(v.c_str(), o.queries) && o.queries >= 2;
+    if (args.take("--sigma", v)) ok = ok && parse_double(v.c_str(), o.sigma) && o.sigma > 0.0 && o.sigma < 2.0;
+    if (args.take("--overlaps", v)) ok = ok && parse_double(v.c_str(), o.overlaps) && o.overlaps > 0.0;
+    return ok;
+}
+
+std::string number(double v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", v);
+    return text;
+}
 
 } // namespace
 
 int main(int argc, char** argv) {
-    Options o;
-    if (!parse_options(argc, argv, o)) return 2;
-
-    std::printf("bench_boxes: n = %u, Hashgrid %u warm-up + %u measured frames, peers %u + %u, CPU: %s, %u hardware "
-                "threads\n",
-                o.n, o.warmup, o.frames, o.peer_warmup, o.peer_frames, cpu_model().c_str(),
-                std::thread::hardware_concurrency());
-    std::printf("load average at start: %s\n", load_average().c_str());
-    std::printf("peers built in:");
+    hashgrid_support::BenchArgs args(argc, argv);
+    Options& o = g_options;
+    if (!args.initialize(kUsage, parse_options(args, o))) return 2;
+    benchmark::AddCustomContext("boxes", std::to_string(o.n));
+    std::string peers = "Hashgrid";
 #if HASHGRID_BENCH_BULLET
-    std::printf(" Bullet %s", HASHGRID_BENCH_BULLET_VERSION);
+    peers += ", Bullet " HASHGRID_BENCH_BULLET_VERSION;
 #else
-    std::printf(" (Bullet missing: not measured)");
+    peers += ", Bullet missing";
 #endif
 #if HASHGRID_BENCH_FCL
-    std::printf(", FCL %s", FCL_VERSION);
+    peers += ", FCL " FCL_VERSION;
 #else
-    std::printf(", (FCL missing: not measured)");
+    peers += ", FCL missing";
 #endif
 #if HASHGRID_BENCH_BOX2D
-    std::printf(", Box2D %d.%d.%d", b2_version.major, b2_version.minor, b2_version.revision);
+    peers += ", Box2D " + std::to_string(b2_version.major) + "." + std::to_string(b2_version.minor) + "." +
+             std::to_string(b2_version.revision);
 #else
-    std::printf(", (Box2D missing: not measured)");
+    peers += ", Box2D missing";
 #endif
-#if !HASHGRID_BENCH_BOX_GRID
-    std::printf("; Hashgrid BoxGrid not built yet (core/src/box_grid.cpp missing at configure time)");
-#endif
-#if !HASHGRID_BENCH_BOX_QUERIES
-    std::printf("; Hashgrid box queries not built yet (box_queries.h missing at configure time)");
-#endif
-    std::printf("\n");
+    benchmark::AddCustomContext("systems", peers);
 
-    std::vector<std::unique_ptr<TbbBackend>> backends;
+    std::map<uint32_t, std::unique_ptr<TbbBackend>> backends;
     for (uint32_t t : o.threads)
-        backends.push_back(std::make_unique<TbbBackend>(t));
-
-    bool consistent = true;
-    std::vector<Row> rows;
-    std::vector<std::pair<std::string, Row>> scene_rows; // (scene, row)
-    std::vector<QueryRow> query_rows;
-    std::vector<Pair> out;
-
-    for (const std::string& scene_name : o.scenes) {
-        if (scene_name == "Q") continue;
-        const Scene scene = make_box_scene(scene_name, o.n, o.sigma, o.overlaps);
-        Oracle oracle(scene);
-        double sap_ms = 0.0;
-        {
-            Boxes b;
-            frame_boxes(scene, 0, b);
-            sweep_and_prune(b, &sap_ms);
-        }
-        const uint64_t pairs0 = oracle.pairs(0).size();
-        std::printf("\n%s: %s\n  oracle (sweep and prune on x): %llu pairs in frame 0 (%.2f overlaps per box), %.1f ms "
-                    "on 1 thread\n",
-                    scene.name.c_str(), scene.description.c_str(), static_cast<unsigned long long>(pairs0),
-                    2.0 * static_cast<double>(pairs0) / scene.base.n, sap_ms);
-        std::fflush(stdout);
-        {
-            Row sap;
-            sap.system = "sweep and prune (oracle)";
-            sap.setting = "sort x + scan, bench's own";
-            sap.build_ms = sap_ms;
-            sap.pair_count0 = pairs0;
-            measured(o, sap, [&](Row& row) {
-                std::vector<double> ms;
-                for (uint32_t k = 0; k < 3; ++k) {
-                    Boxes b;
-                    frame_boxes(scene, o.peer_warmup + o.peer_frames, b);
-                    double t = 0.0;
-                    const PairSet set = sweep_and_prune(b, &t);
-                    ms.push_back(t);
-                    row.pair_count = set.size();
-                    row.candidates = set.size();
-                    row.verified = true;
-                }
-                row.total = spread(ms);
-                row.pairs = row.total;
-                return true;
-            });
-            print_row(sap);
-            scene_rows.emplace_back(scene.name, sap);
-        }
-
-#if HASHGRID_BENCH_BOX_GRID
-        for (const std::string& mode : o.modes) {
-            const World world = mode == "bounded" ? World::bounded : World::unbounded;
-            for (size_t combo = 0; combo < o.cells.size() * o.large.size(); ++combo) {
-                const double cell = o.cells[combo / o.large.size()];
-                const uint32_t large = o.large[combo % o.large.size()];
-                for (size_t b = 0; b < backends.size(); ++b) {
-                    Row row;
-                    uint64_t entries = 0, bytes = 0;
-                    if (!measured(o, row, [&](Row& r) {
-                            return run_box_grid(scene, oracle, o, cell, large, world, backends[b]->backend(),
-                                                backends[b]->threads(), r, out, entries, bytes);
-                        }))
-                        return 1;
-                    consistent = consistent && row.verified;
-                    print_row(row);
-                    if (b == 0)
-                        std::printf("    %llu cell entries (%.2f per box), grid memory %.1f MiB\n",
-                                    static_cast<unsigned long long>(entries),
-                                    static_cast<double>(entries) / scene.base.n,
-                                    static_cast<double>(bytes) / 1048576.0);
-                    // Same output order for every thread count.
-                    for (const auto& [name, other] : scene_rows) {
-                        if (name == scene.name && other.system == row.system && other.setting == row.setting &&
-                            other.order != row.order) {
-                            std::printf("    MISMATCH: output order differs between %u and %u threads\n", other.threads,
-                                        row.threads);
-                            consistent = false;
-                        }
+        backends[t] = std::make_unique<TbbBackend>(t);
+    // The B3/B2 peers (and the oracle's sweep) take seconds per frame: 3 repetitions unless the command line sets them.
+    const bool few = args.defaulted("repetitions");
+    const auto peer = [&](const std::string& name, auto&& run) {
+        benchmark::internal::Benchmark* b = hashgrid_support::register_frames(name, o.peer_frames, run);
+        if (few) b->Repetitions(3);
+    };
+    for (const std::string scene_name : {"B3", "B2"}) {
+        for (const World world : {World::unbounded, World::bounded}) {
+            for (const double cell : o.cells) {
+                for (const uint32_t large : o.large) {
+                    const std::string setting = scene_name + (world == World::bounded ? "/bounded" : "/unbounded") +
+                                                "/cell:" + number(cell) + "/large:" + std::to_string(large);
+                    for (uint32_t t : o.threads) {
+                        const std::string name =
+                            scene_name + "/hashgrid/" + setting.substr(3) + "/threads:" + std::to_string(t);
+                        const TbbBackend* tbb = backends[t].get();
+                        hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+                            bench_box_grid(state, name, setting, pair_scene(scene_name), cell, large, world, *tbb);
+                        });
                     }
-                    scene_rows.emplace_back(scene.name, row);
                 }
             }
         }
-#endif
-
-        // Unused in a build without any peer library (every call below is #if'd out).
-        [[maybe_unused]] const auto peer = [&](const char* name, auto&& run) {
-            if (!has(o.peers, name)) return;
-            Row row;
-            if (!measured(o, row, run)) {
-                consistent = false;
-                return;
-            }
-            consistent = consistent && row.verified;
-            print_row(row);
-            if (row.still.median > 0.0) std::printf("    nothing moved: %s ms\n", fmt_spread(row.still).c_str());
-            if (!row.note.empty()) std::printf("    note: %s\n", row.note.c_str());
-            scene_rows.emplace_back(scene.name, row);
-        };
-        if (scene.base.dimensions == 3) {
+        const std::string sap = scene_name + "/sap/sort-x/threads:1";
+        peer(sap, [=](benchmark::State& state) { bench_sweep_and_prune(state, sap, pair_scene(scene_name)); });
+    }
 #if HASHGRID_BENCH_BULLET
-            peer("bullet", [&](Row& row) { return run_bullet(scene, oracle, o, false, row); });
-            peer("bullet-deferred", [&](Row& row) { return run_bullet(scene, oracle, o, true, row); });
+    for (const bool deferred : {false, true}) {
+        const std::string name = std::string("B3/bullet/") + (deferred ? "deferred" : "default") + "/threads:1";
+        peer(name, [=](benchmark::State& state) { bench_bullet(state, name, pair_scene("B3"), deferred); });
+    }
 #endif
 #if HASHGRID_BENCH_FCL
-            peer("fcl-tree", [&](Row& row) {
-                row.system = "FCL DynamicAABBTree";
-                row.setting = "default";
-                return run_fcl<fcl::DynamicAABBTreeCollisionManagerd>(
-                    scene, oracle, o, row, [] { return std::make_unique<fcl::DynamicAABBTreeCollisionManagerd>(); });
-            });
-            peer("fcl-hash", [&](Row& row) {
-                row.system = "FCL SpatialHashing";
-                char setting[64];
-                const double cell = o.fcl_hash_cell;
-                const fcl::Vector3d lo(scene.world_lo[0], scene.world_lo[1], scene.world_lo[2]);
-                const fcl::Vector3d hi(scene.world_hi[0], scene.world_hi[1], scene.world_hi[2]);
-                double cells = 1.0;
-                for (int a = 0; a < 3; ++a)
-                    cells *= std::ceil((hi[a] - lo[a]) / cell);
-                const auto table = static_cast<unsigned int>(std::min(cells, 1.0e8));
-                std::snprintf(setting, sizeof(setting), "cell %g, %u buckets", cell, table);
-                row.setting = setting;
-                return run_fcl<fcl::SpatialHashingCollisionManagerd<>>(scene, oracle, o, row, [=] {
-                    return std::make_unique<fcl::SpatialHashingCollisionManagerd<>>(cell, lo, hi, table);
-                });
-            });
+    peer("B3/fcl/tree/threads:1", [](benchmark::State& state) {
+        bench_fcl<fcl::DynamicAABBTreeCollisionManagerd>(state, "B3/fcl/tree/threads:1", pair_scene("B3"), [] {
+            return std::make_unique<fcl::DynamicAABBTreeCollisionManagerd>();
+        });
+    });
+    const std::string fcl_hash = "B3/fcl/hash-cell:" + number(o.fcl_hash_cell) + "/threads:1";
+    peer(fcl_hash, [=](benchmark::State& state) {
+        PairScene& ps = pair_scene("B3");
+        const double cell = g_options.fcl_hash_cell;
+        const fcl::Vector3d lo(ps.scene.world_lo[0], ps.scene.world_lo[1], ps.scene.world_lo[2]);
+        const fcl::Vector3d hi(ps.scene.world_hi[0], ps.scene.world_hi[1], ps.scene.world_hi[2]);
+        double cells = 1.0;
+        for (int a = 0; a < 3; ++a)
+            cells *= std::ceil((hi[a] - lo[a]) / cell);
+        const auto table = static_cast<unsigned int>(std::min(cells, 1.0e8));
+        bench_fcl<fcl::SpatialHashingCollisionManagerd<>>(state, fcl_hash, ps, [=] {
+            return std::make_unique<fcl::SpatialHashingCollisionManagerd<>>(cell, lo, hi, table);
+        });
+    });
 #endif
-        } else {
 #if HASHGRID_BENCH_BOX2D
-            peer("box2d", [&](Row& row) { return run_box2d_pairs(scene, oracle, o, row); });
+    peer("B2/box2d/tree/threads:1",
+         [](benchmark::State& state) { bench_box2d_pairs(state, "B2/box2d/tree/threads:1", pair_scene("B2")); });
 #endif
-        }
-    }
-
-    if (has(o.scenes, "Q")) {
-        const Scene scene = make_query_scene(o.n);
-        const std::vector<Query> queries = make_queries(scene, o.queries);
-        const uint32_t stride = std::max(1u, o.queries / 100);
-        Boxes last_boxes;
-        // Q is cheap for every system: all run Hashgrid's frame schedule and are checked on its last frame.
-        frame_boxes(scene, o.warmup + o.frames, last_boxes);
-        const QueryResults sample = brute_force_queries(queries, last_boxes, stride);
-        std::printf("\nQ: %s\n  %u queries (half boxes, half circles, half-extent/radius uniform in [%g, %g]); "
-                    "brute force on every %u-th query of the last frame: %zu results\n",
-                    scene.description.c_str(), o.queries, kQQueryLo, kQQueryHi, stride, sample.object.size());
-        std::fflush(stdout);
-        QueryResults reference;
-#if HASHGRID_BENCH_BOX2D
-        if (has(o.peers, "box2d")) {
-            QueryRow row;
-            row.system = "Box2D b2DynamicTree";
-            row.setting = "MoveProxy + Query, scale 1/16";
-            const OtherLoad load;
-            std::unique_ptr<Box2dTree> tree;
-            const bool ran = run_query_frames(
-                scene, o.warmup, o.frames, sample, stride, reference, row,
-                [&](uint32_t f, const Boxes& b, double& t_index, double& t_queries, QueryResults& results) {
-                    uint64_t start = now_ns();
-                    if (f == 0) {
-                        tree = std::make_unique<Box2dTree>();
-                        tree->scale = kQBox2dScale;
-                        tree->insert(b);
-                    } else {
-                        tree->move(b);
-                    }
-                    t_index = elapsed_ms(start);
-                    results.start.assign(1, 0);
-                    results.object.reserve(static_cast<size_t>(queries.size()) * 64);
-                    start = now_ns();
-                    Box2dQueryCollector collect{tree.get(), &b, nullptr, &results.object};
-                    for (const Query& q : queries) {
-                        collect.query = &q;
-                        b2AABB aabb;
-                        aabb.lowerBound = b2Vec2(q.lo_x() * kQBox2dScale, q.lo_y() * kQBox2dScale);
-                        aabb.upperBound = b2Vec2(q.hi_x() * kQBox2dScale, q.hi_y() * kQBox2dScale);
-                        tree->tree.Query(&collect, aabb);
-                        results.start.push_back(static_cast<uint32_t>(results.object.size()));
-                    }
-                    t_queries = elapsed_ms(start);
-                    return true;
+    for (const World world : {World::unbounded, World::bounded}) {
+        for (const double cell : o.q_cells) {
+            for (uint32_t t : o.threads) {
+                const std::string name = std::string("Q/hashgrid/") +
+                                         (world == World::bounded ? "bounded" : "unbounded") + "/cell:" + number(cell) +
+                                         "/threads:" + std::to_string(t);
+                const TbbBackend* tbb = backends[t].get();
+                hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+                    bench_box_queries(state, name, cell, world, *tbb);
                 });
-            row.other_load = load.cores();
-            consistent = consistent && ran && row.verified;
-            print_query_row(row);
-            query_rows.push_back(row);
+            }
         }
+    }
+#if HASHGRID_BENCH_BOX2D
+    hashgrid_support::register_frames("Q/box2d/tree/threads:1", o.frames, [](benchmark::State& state) {
+        bench_box2d_queries(state, "Q/box2d/tree/threads:1");
+    });
 #endif
-#if HASHGRID_BENCH_BOX_GRID && HASHGRID_BENCH_BOX_QUERIES
-        // Hashgrid: rebuild + prepare_box_queries (the index update), then one
-        // batch of box queries and one of circle queries (query_box_batch, query_radius_batch).
-        std::vector<hashgrid::QueryBox> box_queries;
-        std::vector<hashgrid::QuerySphere> radius_queries;
-        for (const Query& q : queries) {
-            if (q.circle) {
-                hashgrid::QuerySphere r;
-                r.center[0] = q.x;
-                r.center[1] = q.y;
-                r.radius = q.hx;
-                radius_queries.push_back(r);
-            } else {
-                hashgrid::QueryBox b;
-                b.min[0] = q.lo_x();
-                b.min[1] = q.lo_y();
-                b.max[0] = q.hi_x();
-                b.max[1] = q.hi_y();
-                box_queries.push_back(b);
-            }
-        }
-        const auto box_count = static_cast<uint32_t>(box_queries.size());
-        const auto radius_count = static_cast<uint32_t>(radius_queries.size());
-        std::vector<uint64_t> box_offsets(box_count + 1), radius_offsets(radius_count + 1);
-        std::vector<uint32_t> box_out(static_cast<size_t>(box_count) * 256),
-            radius_out(static_cast<size_t>(radius_count) * 256);
-        for (const std::string& mode : o.modes) {
-            const World world = mode == "bounded" ? World::bounded : World::unbounded;
-            for (double cell : o.q_cells) {
-                for (size_t b = 0; b < backends.size(); ++b) {
-                    const hashgrid::ThreadBackend backend = backends[b]->backend();
-                    QueryRow best;
-                    for (uint32_t attempt = 0;; ++attempt) {
-                        QueryRow row;
-                        row.system = "Hashgrid BoxGrid + queries";
-                        char setting[64];
-                        std::snprintf(setting, sizeof(setting), "%s, cell %g", mode.c_str(), cell);
-                        row.setting = setting;
-                        row.threads = backends[b]->threads();
-                        BoxGridSlot slot;
-                        if (!slot.init(box_config(scene, cell, world, 64, scene.base.n * 4 + 1024, 1024))) return 1;
-                        const OtherLoad load;
-                        const auto batch = [&](auto&& run, std::vector<uint32_t>& buffer, const char* what) {
-                            hashgrid::QueryResult r = run();
-                            if (r.status.code == StatusCode::output_too_small) {
-                                buffer.resize(static_cast<size_t>(r.total + r.total / 4));
-                                r = run();
-                            }
-                            if (!r.status.ok())
-                                std::printf("%s: %s (%s)\n", what, hashgrid::to_string(r.status.code),
-                                            r.status.message);
-                            return r.status.ok();
-                        };
-                        const bool ran = run_query_frames(
-                            scene, o.warmup, o.frames, sample, stride, reference, row,
-                            [&](uint32_t, const Boxes& boxes, double& t_index, double& t_queries,
-                                QueryResults& results) {
-                                bool regrown = false;
-                                uint64_t start = now_ns();
-                                const Status s = slot.rebuild(boxes, backend, regrown);
-                                const hashgrid::BoxQueryGrid grid =
-                                    hashgrid::prepare_box_queries(slot.grid->view(), backend);
-                                t_index = elapsed_ms(start);
-                                if (!s.ok()) {
-                                    std::printf("BoxGrid::rebuild: %s (%s)\n", hashgrid::to_string(s.code), s.message);
-                                    return false;
-                                }
-                                start = now_ns();
-                                const bool ok =
-                                    batch(
-                                        [&] {
-                                            return hashgrid::query_box_batch(grid, box_queries.data(), box_count,
-                                                                             hashgrid::kAllLayers, box_offsets.data(),
-                                                                             box_offsets.size(), box_out.data(),
-                                                                             box_out.size(), backend);
-                                        },
-                                        box_out, "query_box_batch") &&
-                                    batch(
-                                        [&] {
-                                            return hashgrid::query_radius_batch(
-                                                grid, radius_queries.data(), radius_count, hashgrid::kAllLayers,
-                                                radius_offsets.data(), radius_offsets.size(), radius_out.data(),
-                                                radius_out.size(), backend);
-                                        },
-                                        radius_out, "query_radius_batch");
-                                t_queries = elapsed_ms(start);
-                                // Back to the original (interleaved) query order, outside the timing.
-                                results.start.assign(1, 0);
-                                uint32_t next_box = 0, next_radius = 0;
-                                for (const Query& q : queries) {
-                                    const uint32_t k = q.circle ? next_radius++ : next_box++;
-                                    const std::vector<uint64_t>& offsets = q.circle ? radius_offsets : box_offsets;
-                                    const std::vector<uint32_t>& buffer = q.circle ? radius_out : box_out;
-                                    results.object.insert(results.object.end(),
-                                                          buffer.begin() + static_cast<ptrdiff_t>(offsets[k]),
-                                                          buffer.begin() + static_cast<ptrdiff_t>(offsets[k + 1]));
-                                    results.start.push_back(static_cast<uint32_t>(results.object.size()));
-                                }
-                                return ok;
-                            });
-                        if (!ran) return 1;
-                        row.other_load = load.cores();
-                        if (attempt == 0 || row.other_load < best.other_load) best = row;
-                        if (row.other_load <= o.quiet_load || attempt >= o.retries) break;
-                        std::printf("  %s %s %u thr: other load %.2f cores, rerunning\n", row.system.c_str(),
-                                    row.setting.c_str(), row.threads, row.other_load);
-                        std::this_thread::sleep_for(std::chrono::seconds(5));
-                    }
-                    consistent = consistent && best.verified;
-                    print_query_row(best);
-                    query_rows.push_back(best);
-                }
-            }
-        }
-#endif
-    }
-
-    // Tables.
-    std::printf("\n| scene | system | setting | threads | build ms (frame 0) | moved frame ms median [min..max] | "
-                "update ms | pairs ms | pairs (frame 0) | candidates / pair (last frame) | exact | other load "
-                "|\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (const auto& [name, r] : scene_rows) {
-        std::printf("| %s | %s | %s | %u | %.1f | %s | %.2f | %.2f | %llu | %.2f | %s | %.2f |\n", name.c_str(),
-                    r.system.c_str(), r.setting.c_str(), r.threads, r.build_ms, fmt_spread(r.total).c_str(),
-                    r.update.median, r.pairs.median, static_cast<unsigned long long>(r.pair_count0),
-                    r.pair_count > 0 ? static_cast<double>(r.candidates) / static_cast<double>(r.pair_count) : 0.0,
-                    r.verified ? "yes" : "NO", r.other_load);
-    }
-    if (!query_rows.empty()) {
-        std::printf("\n| Q | setting | threads | build ms | re-index ms median [min..max] | %u queries ms median "
-                    "[min..max] | results | exact | other load |\n|---|---|---|---|---|---|---|---|---|\n",
-                    o.queries);
-        for (const QueryRow& r : query_rows) {
-            std::printf("| %s | %s | %u | %.2f | %s | %s | %llu | %s | %.2f |\n", r.system.c_str(), r.setting.c_str(),
-                        r.threads, r.build_ms, fmt_spread(r.reindex).c_str(), fmt_spread(r.queries).c_str(),
-                        static_cast<unsigned long long>(r.results), r.verified ? "yes" : "NO", r.other_load);
-        }
-    }
-    // Derived figures and targets (medians of moved frames; peers run on one thread).
-    const auto is_hashgrid = [](const std::string& system) { return system.rfind("Hashgrid", 0) == 0; };
-    const auto is_peer = [&](const Row& r) { return !is_hashgrid(r.system) && r.system.rfind("sweep", 0) != 0; };
-    std::printf("\nDerived figures (medians of moved frames):\n");
-    std::vector<std::string> target_lines;
-    const auto target = [&](const std::string& what, double value, const char* unit, bool met) {
-        char text[256];
-        std::snprintf(text, sizeof(text), "| %s | %.2f%s | %s |", what.c_str(), value, unit, met ? "yes" : "NO");
-        target_lines.emplace_back(text);
-    };
-    for (const std::string& scene_name : o.scenes) {
-        if (scene_name == "Q") continue;
-        const Row* fastest = nullptr;
-        for (const auto& [name, r] : scene_rows) {
-            if (name == scene_name && is_peer(r) && (fastest == nullptr || r.total.median < fastest->total.median))
-                fastest = &r;
-        }
-        for (uint32_t t : o.threads) {
-            const Row* best = nullptr;
-            for (const auto& [name, r] : scene_rows) {
-                if (name == scene_name && is_hashgrid(r.system) && r.threads == t &&
-                    (best == nullptr || r.total.median < best->total.median))
-                    best = &r;
-            }
-            if (best == nullptr) continue;
-            std::printf("  %s, %u thr: Hashgrid best %s: %.2f ms per frame", scene_name.c_str(), t,
-                        best->setting.c_str(), best->total.median);
-            if (fastest != nullptr) {
-                std::printf("; fastest peer %s: %.2f ms (1 thr) -> %.1fx", fastest->system.c_str(),
-                            fastest->total.median, fastest->total.median / best->total.median);
-            }
-            std::printf("\n");
-            if (scene_name == "B3" && t == 2) {
-                target("B3 all pairs (rebuild + find_pairs) <= 30 ms, 2 threads, " + best->setting, best->total.median,
-                       " ms", best->total.median <= 30.0);
-                if (fastest != nullptr) {
-                    const double speedup = fastest->total.median / best->total.median;
-                    target("B3 >= 5x the fastest peer (" + fastest->system + "), 2 threads", speedup, "x",
-                           speedup >= 5.0);
-                }
-            }
-        }
-    }
-    for (uint32_t t : o.threads) {
-        const QueryRow* fast_queries = nullptr;
-        const QueryRow* fast_index = nullptr;
-        for (const QueryRow& r : query_rows) {
-            if (!is_hashgrid(r.system) || r.threads != t) continue;
-            if (fast_queries == nullptr || r.queries.median < fast_queries->queries.median) fast_queries = &r;
-            if (fast_index == nullptr || r.reindex.median < fast_index->reindex.median) fast_index = &r;
-        }
-        if (fast_queries == nullptr) continue;
-        std::printf("  Q, %u thr: Hashgrid %u queries %.3f ms (%s), re-index %.3f ms (%s)\n", t, o.queries,
-                    fast_queries->queries.median, fast_queries->setting.c_str(), fast_index->reindex.median,
-                    fast_index->setting.c_str());
-        for (const QueryRow& r : query_rows) {
-            if (is_hashgrid(r.system)) continue;
-            std::printf("    vs %s (1 thr): queries %.3f ms (%.1fx), re-index %.3f ms (%.1fx)\n", r.system.c_str(),
-                        r.queries.median, r.queries.median / fast_queries->queries.median, r.reindex.median,
-                        r.reindex.median / fast_index->reindex.median);
-        }
-        if (t == 2) {
-            target("Q " + std::to_string(o.queries) + " queries <= 1 ms, 2 threads, " + fast_queries->setting,
-                   fast_queries->queries.median, " ms", fast_queries->queries.median <= 1.0);
-            target("Q re-index of " + std::to_string(o.n) + " moved objects <= 1 ms, 2 threads, " + fast_index->setting,
-                   fast_index->reindex.median, " ms", fast_index->reindex.median <= 1.0);
-        }
-    }
-    if (!target_lines.empty()) {
-        std::printf("\n| target (medians) | measured | met |\n|---|---|---|\n");
-        for (const std::string& line : target_lines)
-            std::printf("%s\n", line.c_str());
-    }
-
-    std::printf("\nload average at end: %s\n", load_average().c_str());
-    std::printf("%s\n", consistent ? "all result sets exact" : "RESULT SET MISMATCH (see above)");
-    return consistent ? 0 : 1;
+    return hashgrid_support::run_benchmarks();
 }

@@ -1,41 +1,47 @@
 // bench_pairs: Hashgrid's rebuild and pair phases on 1M-point scenes, side by
-// side with nanoflann's radius search, against the performance targets.
+// side with nanoflann's radius search, on Google Benchmark.
 //
 // Scenes (n points, default 1M; r keeps the neighbour count for any n):
 //   P3  uniform in the unit cube, r such that n * 4/3 pi r^3 = 30 neighbours
 //   P2  uniform in the unit square, r such that n * pi r^2 = 8 neighbours
 //   C3  100 Gaussian clusters (sigma 0.04, centres in [0.15, 0.85]^3), P3's r
-// Each scene runs in a bounded world (box = the points' bounding box, cell = r)
-// and an unbounded one, from random input order and from last frame's sorted
-// order (inputs permuted by the previous rebuild's sorted_to_original()), on
-// each thread count. Between frames every point moves by a small step (uniform
-// in [-0.05 r, 0.05 r] per axis, a function of the point's identity and the
-// frame number, clamped to the bounding box), so all runs of a scene see the
-// same point set in each frame and must find the same pairs: the pair count
-// and an order-independent checksum of the pair set (by point identity) are
-// compared across runs and with nanoflann (P3, frame 0; 3 runs per thread
-// count by default). Permuting and moving happen outside the timed phases.
-// Order "static" (not in the default list) is last frame's sorted order with
-// nothing moved: every frame after the first is already in cell order, the
-// rebuild's presorted path.
-// Times: median [min..max] over the measured frames after the warm-up frames,
-// wall clock around rebuild() and find_pairs(); a second table splits them
-// into the grid's own phase timings. "Other load" is how many cores other
-// processes used while a series ran (/proc/stat minus our own CPU time); a
-// series above --quiet-load (0.15) is rerun up to --retries (4) times and the
-// one with the least other load is kept: on a 2-core machine a busy neighbour
-// turns 2 threads into 1.
+// Benchmarks, one per (scene, implementation, world, order, threads):
+//   <scene>/hashgrid/<bounded|unbounded>/<random|sorted|static>/threads:<t>
+//   P3/nanoflann/kdtree/static/threads:<t>
+// The bounded world is the points' bounding box with cell = r. Order "random"
+// feeds the points in identity order, "sorted" in last frame's sorted order
+// (inputs permuted by the previous rebuild's sorted_to_original()), "static"
+// (not in the default list) is sorted with nothing moved: the rebuild's
+// presorted path. An iteration is one frame: every point moves by a small
+// step (uniform in [-0.05 r, 0.05 r] per axis, a function of the point's
+// identity and the frame number, clamped to the bounding box), untimed, then
+// rebuild() and find_pairs() are timed (manual time: their sum). Each
+// repetition builds its grid, runs frame 0 and --warmup frames untimed, then
+// --frames timed ones. nanoflann builds its tree and queries every point of
+// frame 0 once per repetition (its "rebuild" is the tree build, its "pairs"
+// the radius searches).
 //
-//   bench_pairs [--n N] [--scenes P3,P2,C3] [--modes bounded,unbounded]
-//               [--orders random,sorted,static] [--threads 1,2] [--frames F]
-//               [--warmup W] [--sigma S] [--nanoflann-runs R] [--no-nanoflann]
-//               [--retries R] [--quiet-load L] [--trace E]
+// Checks (before the figures count): frame 0's pair set (count and an
+// order-independent digest by point identity) must equal the reference, a
+// single-threaded bounded Hashgrid grid's; every benchmark of a scene that
+// reaches the same frame must find the same pairs there. A mismatch fails
+// the benchmark and the program exits with status 1.
+//
+// Counters: pairs (last frame), rebuild_ms and pairs_ms (means per frame),
+// rebuild_floor_share, pairs_floor_share, floor_bytes and floor_share (the
+// memory floor, hashgrid_support/bench_harness.h), cand_per_ns (point pairs
+// in the same or neighbouring cells, counted on frame 0, per ns of the pair
+// phase), other_load; with --phases the grid's own phase times (keys_ms ..
+// publish_ms).
+//
+//   bench_pairs [--n N] [--threads 1,2] [--orders random,sorted,static]
+//               [--frames F] [--warmup W] [--sigma S] [--phases] [--trace E]
+//               [Google Benchmark flags: --benchmark_filter=REGEX,
+//                --benchmark_repetitions=R (default 5),
+//                --benchmark_out=FILE --benchmark_out_format=json|csv, ...]
 //
 // --trace E attaches a hashgrid::Trace of E events to every grid (every phase
-// and chunk is recorded; the ring wraps): the cost of tracing, measured in
-// docs/user-guide.md ("Tracing a frame").
-//
-// Exit status 1 when a pair set differs between runs or from nanoflann's.
+// and chunk is recorded; the ring wraps): the cost of tracing.
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
@@ -45,19 +51,20 @@
 #include "hashgrid/thread_backend.h"
 #include "hashgrid/trace.h"
 #include "hashgrid_support/args.h"
-#include "hashgrid_support/machine_load.h"
+#include "hashgrid_support/bench_harness.h"
+#include "hashgrid_support/gbench.h"
 #include "hashgrid_support/random.h"
-#include "hashgrid_support/timing.h"
 
+#include <benchmark/benchmark.h>
 #include <nanoflann.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -72,37 +79,35 @@ using hashgrid::PairResult;
 using hashgrid::Status;
 using hashgrid::StatusCode;
 using hashgrid::World;
-using hashgrid::platform::elapsed_ms;
 using hashgrid::platform::now_ns;
 using hashgrid::platform::TbbBackend;
-using hashgrid_support::all_in;
-using hashgrid_support::cpu_model;
-using hashgrid_support::format_spread;
-using hashgrid_support::kSplitMixGamma;
-using hashgrid_support::load_average;
-using hashgrid_support::mix64;
-using hashgrid_support::OtherLoad;
-using hashgrid_support::parse_float;
-using hashgrid_support::parse_u32;
-using hashgrid_support::parse_u32_list;
-using hashgrid_support::split_list;
+using hashgrid_support::copy_equivalent_bytes;
+using hashgrid_support::PairDigest;
+using hashgrid_support::PhaseTime;
 using hashgrid_support::SplitMix64;
-using hashgrid_support::spread;
-using hashgrid_support::Spread;
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kNeighboursP3 = 30.0;
 constexpr double kNeighboursP2 = 8.0;
 constexpr uint32_t kClusters = 100;
-constexpr float kClusterSigma = 0.04f; ///< Default; --sigma changes it.
 constexpr float kClusterLo = 0.15f;
 constexpr float kClusterHi = 0.85f;
 /// Per-axis step between frames, in units of r.
 constexpr float kStep = 0.05f;
 
+struct Options : hashgrid_support::FrameOptions {
+    Options() : FrameOptions{1000000, {1, 2}, 4, 2} {}
+    std::vector<std::string> orders{"random", "sorted"};
+    float sigma = 0.04f; ///< C3's cluster sigma.
+    bool phases = false; ///< Counters for the grid's own phase timings.
+    uint32_t trace_events = 0;
+};
+
+Options g_options;
+hashgrid::Trace* g_trace = nullptr; ///< --trace: the trace every grid records into, or null.
+
 // ---------------------------------------------------------------------------
-// Pinned randomness (support/'s splitmix64 and our own distributions: the same
-// scene with every standard library).
+// Scenes.
 
 /// Standard normal (Box-Muller, double inside; libm's log and cos, so only the
 /// benchmark's own scenes use it).
@@ -111,97 +116,6 @@ float normal(SplitMix64& rng) {
     const double u2 = static_cast<double>(rng.next_u64() >> 11) * 0x1.0p-53;
     return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2));
 }
-
-/// Order-independent checksum of an unordered pair of point identities.
-uint64_t pair_hash(uint32_t i, uint32_t j) {
-    const uint32_t lo = std::min(i, j);
-    const uint32_t hi = std::max(i, j);
-    return mix64((static_cast<uint64_t>(lo) << 32 | hi) + kSplitMixGamma);
-}
-
-// ---------------------------------------------------------------------------
-// Options.
-
-struct Options {
-    uint32_t n = 1000000;
-    std::vector<std::string> scenes{"P3", "P2", "C3"};
-    std::vector<std::string> modes{"bounded", "unbounded"};
-    std::vector<std::string> orders{"random", "sorted"};
-    std::vector<uint32_t> threads{1, 2};
-    uint32_t frames = 9;
-    uint32_t warmup = 2;
-    float sigma = kClusterSigma;
-    uint32_t nanoflann_runs = 3; ///< Per thread count; 0: skip nanoflann.
-    /// A series during which other processes used more than quiet_load cores is rerun up
-    /// to `retries` times (after 5 s); the one with the least other load is kept.
-    double quiet_load = 0.15;
-    uint32_t retries = 4;
-    uint32_t trace_events = 0; ///< --trace E: a trace ring of E events on every grid (0: none).
-};
-
-/// The trace every grid records into (--trace), or null.
-hashgrid::Trace* g_trace = nullptr;
-
-bool parse_options(int argc, char** argv, Options& o) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        const bool has_value = i + 1 < argc;
-        bool ok = true;
-        if (arg == "--no-nanoflann") {
-            o.nanoflann_runs = 0;
-            continue;
-        }
-        if (!has_value) {
-            ok = false;
-        } else if (arg == "--n") {
-            ok = parse_u32(argv[++i], o.n) && o.n >= 1000;
-        } else if (arg == "--frames") {
-            ok = parse_u32(argv[++i], o.frames) && o.frames >= 1;
-        } else if (arg == "--warmup") {
-            ok = parse_u32(argv[++i], o.warmup);
-        } else if (arg == "--retries") {
-            ok = parse_u32(argv[++i], o.retries);
-        } else if (arg == "--quiet-load") {
-            // Not parse_double(): inf (never rerun) has always been accepted here.
-            char* end = nullptr;
-            o.quiet_load = std::strtod(argv[++i], &end);
-            ok = *end == '\0' && o.quiet_load >= 0.0;
-        } else if (arg == "--nanoflann-runs") {
-            ok = parse_u32(argv[++i], o.nanoflann_runs);
-        } else if (arg == "--sigma") {
-            ok = parse_float(argv[++i], o.sigma) && o.sigma > 0.0f && o.sigma < 1.0f;
-        } else if (arg == "--scenes") {
-            o.scenes = split_list(argv[++i]);
-            ok = all_in(o.scenes, {"P3", "P2", "C3"});
-        } else if (arg == "--modes") {
-            o.modes = split_list(argv[++i]);
-            ok = all_in(o.modes, {"bounded", "unbounded"});
-        } else if (arg == "--orders") {
-            o.orders = split_list(argv[++i]);
-            ok = all_in(o.orders, {"random", "sorted", "static"});
-        } else if (arg == "--threads") {
-            ok = parse_u32_list(argv[++i], 1, 64, o.threads);
-        } else if (arg == "--trace") {
-            ok = parse_u32(argv[++i], o.trace_events) && o.trace_events >= 1;
-        } else {
-            ok = false;
-        }
-        if (!ok) {
-            std::fprintf(stderr,
-                         "usage: %s [--n N>=1000] [--scenes P3,P2,C3] [--modes bounded,unbounded]\n"
-                         "          [--orders random,sorted,static] [--threads 1,2] [--frames F] [--warmup W]"
-                         " [--sigma S]\n"
-                         "          [--nanoflann-runs R] [--no-nanoflann] [--retries R] [--quiet-load L]"
-                         " [--trace E]\n",
-                         argv[0]);
-            return false;
-        }
-    }
-    return true;
-}
-
-// ---------------------------------------------------------------------------
-// Scenes.
 
 struct Scene {
     std::string name;
@@ -212,14 +126,15 @@ struct Scene {
     std::vector<float> base[3];       ///< Frame-0 positions, in identity (= random) order.
     float lo[3] = {0.0f, 0.0f, 0.0f}; ///< Bounding box of the frame-0 positions; points stay inside.
     float hi[3] = {0.0f, 0.0f, 0.0f};
-    std::string description;
+    uint64_t max_pairs = 0;              ///< Grids' pair capacity; raised when a frame needs more.
+    std::optional<PairDigest> reference; ///< Frame 0's pairs (single-threaded bounded grid).
+    std::map<uint32_t, PairDigest> seen; ///< First pair set seen at each later frame.
+    std::optional<double> stencils[2];   ///< Candidate pairs, bounded and unbounded lattice (stencil_candidates).
 };
 
-float radius_3d(uint32_t n, double neighbours) {
-    return static_cast<float>(std::cbrt(neighbours * 3.0 / (4.0 * kPi * static_cast<double>(n))));
-}
-float radius_2d(uint32_t n, double neighbours) {
-    return static_cast<float>(std::sqrt(neighbours / (kPi * static_cast<double>(n))));
+float radius(uint32_t dimensions, uint32_t n, double neighbours) {
+    return dimensions == 2 ? static_cast<float>(std::sqrt(neighbours / (kPi * static_cast<double>(n))))
+                           : static_cast<float>(std::cbrt(neighbours * 3.0 / (4.0 * kPi * static_cast<double>(n))));
 }
 
 Scene make_scene(const std::string& name, uint32_t n, float sigma) {
@@ -227,15 +142,9 @@ Scene make_scene(const std::string& name, uint32_t n, float sigma) {
     s.name = name;
     s.n = n;
     SplitMix64 rng(0xbe9c4000u + static_cast<uint64_t>(name[0]) * 256u + static_cast<uint64_t>(name[1]));
-    char text[256];
-    if (name == "P2") {
-        s.dimensions = 2;
-        s.r = radius_2d(n, kNeighboursP2);
-        s.expected_neighbours = kNeighboursP2;
-    } else {
-        s.r = radius_3d(n, kNeighboursP3);
-        s.expected_neighbours = kNeighboursP3;
-    }
+    s.dimensions = name == "P2" ? 2 : 3;
+    s.expected_neighbours = name == "P2" ? kNeighboursP2 : kNeighboursP3;
+    s.r = radius(s.dimensions, n, s.expected_neighbours);
     for (uint32_t a = 0; a < s.dimensions; ++a)
         s.base[a].resize(n);
     if (name == "C3") {
@@ -268,25 +177,30 @@ Scene make_scene(const std::string& name, uint32_t n, float sigma) {
             }
         }
         s.expected_neighbours = ball * sum / static_cast<double>(n);
-        std::snprintf(text, sizeof(text), "%u Gaussian clusters, sigma %.3g, centres in [%.2f, %.2f]^3", kClusters,
-                      static_cast<double>(sigma), static_cast<double>(kClusterLo), static_cast<double>(kClusterHi));
     } else {
         for (uint32_t a = 0; a < s.dimensions; ++a) {
             for (float& v : s.base[a])
                 v = rng.unit();
         }
-        std::snprintf(text, sizeof(text), "uniform in the unit %s", s.dimensions == 2 ? "square" : "cube");
     }
-    s.description = text;
     for (uint32_t a = 0; a < s.dimensions; ++a) {
         const auto [mn, mx] = std::minmax_element(s.base[a].begin(), s.base[a].end());
         s.lo[a] = *mn;
         s.hi[a] = *mx;
     }
+    s.max_pairs = static_cast<uint64_t>(s.expected_neighbours * n / 2.0 * 1.5) + 4096;
     return s;
 }
 
-GridConfig grid_config(const Scene& s, World world, uint64_t max_pairs) {
+/// The scene, generated on first use (a filtered run builds only what it measures).
+Scene& scene(const std::string& name) {
+    static std::map<std::string, std::unique_ptr<Scene>> scenes;
+    std::unique_ptr<Scene>& s = scenes[name];
+    if (s == nullptr) s = std::make_unique<Scene>(make_scene(name, g_options.n, g_options.sigma));
+    return *s;
+}
+
+GridConfig grid_config(const Scene& s, World world) {
     GridConfig c;
     c.dimensions = s.dimensions;
     c.cell_size = s.r;
@@ -294,7 +208,7 @@ GridConfig grid_config(const Scene& s, World world, uint64_t max_pairs) {
     c.world = world;
     c.max_particles = s.n;
     c.max_cells = s.n;
-    c.max_pairs = max_pairs;
+    c.max_pairs = s.max_pairs;
     if (world == World::bounded) {
         for (uint32_t a = 0; a < 3; ++a) {
             c.origin[a] = a < s.dimensions ? s.lo[a] : 0.0f;
@@ -308,25 +222,76 @@ GridConfig grid_config(const Scene& s, World world, uint64_t max_pairs) {
     return c;
 }
 
-// ---------------------------------------------------------------------------
-// Per-run state: positions and point identities in the current input order.
+/// Candidate pairs of frame 0: point pairs in the same cell or in neighbouring
+/// cells (the 3^d stencil) of the lattice of edge r from `origin`, the pairs a
+/// cell-list sweep must look at. Counted once per scene and world.
+double stencil_candidates(Scene& s, const GridConfig& config) {
+    std::optional<double>& cached = s.stencils[config.world == World::bounded ? 0 : 1];
+    if (cached) return *cached;
+    const float* origin = config.origin;
+    constexpr int64_t kBias = int64_t{1} << 20;
+    std::vector<uint64_t> keys(s.n);
+    for (uint32_t i = 0; i < s.n; ++i) {
+        uint64_t key = 0;
+        for (uint32_t a = 0; a < s.dimensions; ++a) {
+            const double t = (static_cast<double>(s.base[a][i]) - static_cast<double>(origin[a])) / s.r;
+            key |= static_cast<uint64_t>(static_cast<int64_t>(std::floor(t)) + kBias) << (21 * a);
+        }
+        keys[i] = key;
+    }
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::pair<uint64_t, double>> cells;
+    for (uint64_t key : keys) {
+        if (cells.empty() || cells.back().first != key) cells.emplace_back(key, 0.0);
+        cells.back().second += 1.0;
+    }
+    // The forward half of the stencil: offsets lexicographically after (0, 0, 0).
+    std::vector<int64_t> offsets;
+    const int dz_max = s.dimensions == 3 ? 1 : 0;
+    for (int dz = -dz_max; dz <= dz_max; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx)
+                if (dz > 0 || (dz == 0 && (dy > 0 || (dy == 0 && dx > 0))))
+                    offsets.push_back(dx + dy * (int64_t{1} << 21) + dz * (int64_t{1} << 42));
+    double total = 0.0;
+    for (const auto& [key, count] : cells) {
+        total += count * (count - 1.0) / 2.0;
+        for (int64_t offset : offsets) {
+            const uint64_t other = static_cast<uint64_t>(static_cast<int64_t>(key) + offset);
+            const auto it = std::lower_bound(cells.begin(), cells.end(), std::make_pair(other, 0.0));
+            if (it != cells.end() && it->first == other) total += count * it->second;
+        }
+    }
+    cached = total;
+    return total;
+}
 
-struct State {
+// Memory floors (bench_harness.h: bytes as memcpy size). Rebuild: read every
+// point, write it in cell order with its index. Pairs: read the sorted
+// points once, write every pair (8 bytes).
+double rebuild_floor(const Scene& s) {
+    const double n = s.n;
+    return copy_equivalent_bytes(n * 4.0 * s.dimensions, n * (4.0 * s.dimensions + 4.0));
+}
+double pairs_floor(const Scene& s, uint64_t pairs) {
+    return copy_equivalent_bytes(static_cast<double>(s.n) * 4.0 * s.dimensions, static_cast<double>(pairs) * 8.0);
+}
+
+// ---------------------------------------------------------------------------
+// Points in the current input order, and their grid.
+
+struct Points {
     uint32_t dimensions = 3;
     std::vector<float> pos[3];
     std::vector<uint32_t> id;
     std::vector<float> scratch;
     std::vector<uint32_t> scratch_id;
 
-    void reset(const Scene& s) {
-        dimensions = s.dimensions;
+    explicit Points(const Scene& s) : dimensions(s.dimensions), id(s.n), scratch(s.n), scratch_id(s.n) {
         for (uint32_t a = 0; a < dimensions; ++a)
             pos[a] = s.base[a];
-        id.resize(s.n);
         for (uint32_t i = 0; i < s.n; ++i)
             id[i] = i;
-        scratch.resize(s.n);
-        scratch_id.resize(s.n);
     }
 
     /// Input order becomes last frame's sorted order: p_new[k] = p_old[order[k]].
@@ -345,9 +310,8 @@ struct State {
     /// Moves every point by a step that depends on its identity and the frame only.
     void move(const Scene& s, uint32_t frame) {
         const float step = kStep * s.r;
-        const size_t n = id.size();
-        for (size_t k = 0; k < n; ++k) {
-            const uint64_t h = mix64((static_cast<uint64_t>(frame) << 32 | id[k]) * kSplitMixGamma + 1);
+        for (size_t k = 0; k < id.size(); ++k) {
+            const uint64_t h = hashgrid_support::frame_hash(frame, id[k], 1);
             for (uint32_t a = 0; a < dimensions; ++a) {
                 const float u = static_cast<float>((h >> (21 * a)) & 0x1fffff) * 0x1.0p-21f; // [0, 1)
                 pos[a][k] = std::clamp(pos[a][k] + step * (2.0f * u - 1.0f), s.lo[a], s.hi[a]);
@@ -360,133 +324,140 @@ struct State {
                                        static_cast<uint32_t>(id.size())};
     }
 
-    [[nodiscard]] uint64_t checksum(const Pair* pairs, uint64_t count) const {
-        uint64_t sum = 0;
+    [[nodiscard]] PairDigest digest(const Pair* pairs, uint64_t count) const {
+        PairDigest d;
         for (uint64_t p = 0; p < count; ++p)
-            sum += pair_hash(id[pairs[p].a], id[pairs[p].b]);
-        return sum;
+            d.add(id[pairs[p].a], id[pairs[p].b]);
+        return d;
     }
 };
 
-// ---------------------------------------------------------------------------
-// One series of frames.
-
-/// Phases the grid reports: rebuild (keys, table, scan, scatter, finalize), pairs (sweep, publish).
-constexpr size_t kPhaseCount = 7;
-constexpr const char* kPhaseNames[kPhaseCount] = {"keys", "table", "scan", "scatter", "finalize", "sweep", "publish"};
-
-void phase_times(const Grid& grid, double* ms) {
-    const hashgrid::RebuildTimings& r = grid.last_rebuild_timings();
-    const hashgrid::PairTimings& p = grid.last_pair_timings();
-    const uint64_t ns[kPhaseCount] = {r.keys, r.table, r.scan, r.scatter, r.finalize, p.sweep, p.publish};
-    for (size_t i = 0; i < kPhaseCount; ++i)
-        ms[i] = static_cast<double>(ns[i]) * 1e-6;
-}
-
-struct Row {
-    std::string scene;
-    std::string mode;
-    std::string order;
-    uint32_t threads = 0;
-    Spread rebuild;
-    Spread pairs;
-    Spread total;
-    uint64_t pair_count = 0;   ///< Last frame.
-    uint64_t checksum = 0;     ///< Last frame's pair set.
-    uint64_t frame0_count = 0; ///< Frame 0 (the scene's base positions).
-    uint64_t frame0_checksum = 0;
-    double other_load = 0.0; ///< Cores other processes used during the series (see OtherLoad).
-    /// Medians of the grid's own phase timings (last_rebuild_timings / last_pair_timings), ms.
-    double phase[kPhaseCount] = {};
-};
-
-/// The grid of one scene and world, regrown when a frame needs more pairs.
-struct GridSlot {
+/// A scene's grid in one world, re-initialised with more pair capacity when a frame needs it.
+struct PointGrid {
     std::unique_ptr<Grid> grid;
     GridConfig config;
-    uint64_t memory_bytes = 0;
+    std::vector<Pair> out;
+    PairResult result;
+    std::string error;
 
     bool init(const GridConfig& c) {
-        const hashgrid::MemoryRequirements req = hashgrid::memory_requirements(c);
-        if (!req.status.ok()) {
-            std::printf("memory_requirements: %s (%s)\n", hashgrid::to_string(req.status.code), req.status.message);
-            return false;
-        }
         grid = std::make_unique<Grid>();
         const Status s = grid->init_allocate(c);
         if (!s.ok()) {
-            std::printf("init: %s (%s)\n", hashgrid::to_string(s.code), s.message);
+            error = std::string("init: ") + hashgrid::to_string(s.code) + " (" + s.message + ")";
             return false;
         }
         grid->set_trace(g_trace);
         config = c;
-        memory_bytes = req.bytes;
+        out.resize(static_cast<size_t>(c.max_pairs));
         return true;
+    }
+
+    bool rebuild(const Points& points, const hashgrid::ThreadBackend& backend) {
+        const Status st = grid->rebuild(points.spans(), backend);
+        if (!st.ok()) error = std::string("rebuild: ") + hashgrid::to_string(st.code) + " (" + st.message + ")";
+        return st.ok();
+    }
+
+    /// find_pairs(); when the pairs do not fit, raises the scene's capacity,
+    /// regrows, rebuilds and runs again.
+    bool pairs(Scene& s, const Points& points, const hashgrid::ThreadBackend& backend) {
+        return hashgrid_support::find_pairs_growing(
+            result, error, [&] { return grid->find_pairs(out.data(), out.size(), backend); },
+            [&](uint64_t total) {
+                s.max_pairs = std::max(s.max_pairs, total + total / 10 + 4096);
+                GridConfig c = config;
+                c.max_pairs = s.max_pairs;
+                return init(c) && rebuild(points, backend);
+            });
     }
 };
 
-enum class RunResult { ok, regrow, failed };
-
-RunResult run_series(const Scene& s, GridSlot& slot, std::vector<Pair>& out, State& state, bool sorted_order,
-                     bool moving, const hashgrid::ThreadBackend& backend, const Options& o, Row& row,
-                     uint64_t& needed) {
-    std::vector<double> rebuild_ms, pairs_ms, total_ms;
-    std::vector<double> phase_ms[kPhaseCount];
-    const OtherLoad other_load;
-    state.reset(s);
-    const uint32_t frames = o.warmup + o.frames;
-    for (uint32_t f = 0; f < frames; ++f) {
-        if (f > 0) {
-            if (sorted_order) state.permute(slot.grid->sorted_to_original());
-            if (moving) state.move(s, f);
+/// Frame 0's pair set by a single-threaded bounded grid, computed on first use.
+const PairDigest* reference(Scene& s, std::string& error) {
+    if (!s.reference) {
+        PointGrid g;
+        const Points points(s);
+        const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
+        if (!g.init(grid_config(s, World::bounded)) || !g.rebuild(points, serial) || !g.pairs(s, points, serial)) {
+            error = "reference grid: " + g.error;
+            return nullptr;
         }
-        uint64_t start = now_ns();
-        const Status st = slot.grid->rebuild(state.spans(), backend);
-        const double t_rebuild = elapsed_ms(start);
-        if (!st.ok()) {
-            std::printf("rebuild failed: %s (%s), needed %llu\n", hashgrid::to_string(st.code), st.message,
-                        static_cast<unsigned long long>(st.needed));
-            return RunResult::failed;
-        }
-        start = now_ns();
-        const PairResult pr = slot.grid->find_pairs(out.data(), out.size(), backend);
-        const double t_pairs = elapsed_ms(start);
-        if (pr.status.code == StatusCode::pair_capacity || pr.status.code == StatusCode::output_too_small) {
-            needed = pr.total;
-            return RunResult::regrow;
-        }
-        if (!pr.status.ok()) {
-            std::printf("find_pairs failed: %s (%s)\n", hashgrid::to_string(pr.status.code), pr.status.message);
-            return RunResult::failed;
-        }
-        if (f == 0) {
-            row.frame0_count = pr.total;
-            row.frame0_checksum = state.checksum(out.data(), pr.written);
-        }
-        if (f >= o.warmup) {
-            rebuild_ms.push_back(t_rebuild);
-            pairs_ms.push_back(t_pairs);
-            total_ms.push_back(t_rebuild + t_pairs);
-            double ms[kPhaseCount];
-            phase_times(*slot.grid, ms);
-            for (size_t i = 0; i < kPhaseCount; ++i)
-                phase_ms[i].push_back(ms[i]);
-        }
-        if (f + 1 == frames) {
-            row.pair_count = pr.total;
-            row.checksum = state.checksum(out.data(), pr.written);
-        }
+        s.reference = points.digest(g.out.data(), g.result.written);
     }
-    row.rebuild = spread(rebuild_ms);
-    row.pairs = spread(pairs_ms);
-    row.total = spread(total_ms);
-    row.other_load = other_load.cores();
-    for (size_t i = 0; i < kPhaseCount; ++i)
-        row.phase[i] = spread(phase_ms[i]).median;
-    return RunResult::ok;
+    return &*s.reference;
 }
 
 // ---------------------------------------------------------------------------
+// The benchmarks.
+
+constexpr size_t kPhaseCount = 7;
+constexpr const char* kPhaseNames[kPhaseCount] = {"keys_ms",     "table_ms", "scan_ms",   "scatter_ms",
+                                                  "finalize_ms", "sweep_ms", "publish_ms"};
+
+void bench_hashgrid(benchmark::State& state, const std::string& name, Scene& s, World world, const std::string& order,
+                    const TbbBackend& tbb) {
+    const Options& o = g_options;
+    const hashgrid::ThreadBackend backend = tbb.backend();
+    std::string error;
+    const PairDigest* want = reference(s, error);
+    PointGrid g;
+    Points points(s);
+    if (want == nullptr || !g.init(grid_config(s, world)) || !g.rebuild(points, backend) ||
+        !g.pairs(s, points, backend)) {
+        state.SkipWithError((error + g.error).c_str());
+        return;
+    }
+    if (const PairDigest got = points.digest(g.out.data(), g.result.written); got != *want) {
+        hashgrid_support::check_failed(state, name, "frame 0: " + got.describe() + ", reference " + want->describe());
+        return;
+    }
+    const bool sorted = order != "random";
+    const bool moving = order != "static";
+    PhaseTime rebuild, pairs;
+    double phase_ns[kPhaseCount] = {};
+    uint32_t current = 0;
+    const uint32_t frame = hashgrid_support::run_frames(
+        state, o.warmup, rebuild, pairs, g.error,
+        [&](uint32_t f) {
+            current = f;
+            if (sorted) points.permute(g.grid->sorted_to_original());
+            if (moving) points.move(s, f);
+            return true;
+        },
+        [&](uint32_t) { return g.rebuild(points, backend); },
+        [&] {
+            if (!g.pairs(s, points, backend)) return false;
+            if (current > o.warmup) {
+                const hashgrid::RebuildTimings& r = g.grid->last_rebuild_timings();
+                const hashgrid::PairTimings& p = g.grid->last_pair_timings();
+                const uint64_t ns[kPhaseCount] = {r.keys, r.table, r.scan, r.scatter, r.finalize, p.sweep, p.publish};
+                for (size_t i = 0; i < kPhaseCount; ++i)
+                    phase_ns[i] += static_cast<double>(ns[i]);
+            }
+            return true;
+        });
+    if (frame == 0) return;
+    // Every benchmark of the scene that reaches this frame sees the same points (static: frame 0's).
+    const PairDigest last = points.digest(g.out.data(), g.result.written);
+    const auto [seen, first] = s.seen.emplace(moving ? frame : 0, moving ? last : *want);
+    if (!first && seen->second != last) {
+        hashgrid_support::check_failed(state, name,
+                                       "frame " + std::to_string(frame) + ": " + last.describe() + ", other runs " +
+                                           seen->second.describe());
+        return;
+    }
+    const unsigned threads = tbb.threads();
+    state.counters["pairs"] = static_cast<double>(g.result.total);
+    hashgrid_support::set_frame_counters(
+        state, {{"rebuild", rebuild, rebuild_floor(s)}, {"pairs", pairs, pairs_floor(s, g.result.total)}}, threads);
+    hashgrid_support::set_candidate_rate(state, stencil_candidates(s, g.config), pairs);
+    if (o.phases) {
+        for (size_t i = 0; i < kPhaseCount; ++i)
+            state.counters[kPhaseNames[i]] = phase_ns[i] * 1e-6 / static_cast<double>(state.iterations());
+    }
+}
+
 // nanoflann (KD-tree, radius search per point).
 
 struct Cloud {
@@ -502,364 +473,127 @@ struct Cloud {
 
 using KdTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, Cloud>, Cloud, 3, uint32_t>;
 
-struct NanoflannRun {
-    double build_ms = 0.0;
-    double query_ms = 0.0;
-    uint64_t pair_count = 0;
-    uint64_t checksum = 0;
-};
-
-struct NanoflannRow {
-    uint32_t threads = 0;
-    Spread build;
-    Spread query;
-    Spread total;
-    uint64_t pair_count = 0;
-    uint64_t checksum = 0;
-    bool runs_agree = true;
-    double other_load = 0.0;
-};
-
 /// Builds the tree (nanoflann 1.4 builds on one thread), then queries every
 /// point with radius r (nanoflann takes the squared radius for L2 and keeps
 /// d2 < r*r, with d2 summed in the same order as Hashgrid's), queries split
-/// into contiguous ranges over `threads` std::threads. Counts neighbours j > i.
-NanoflannRun run_nanoflann(const Scene& s, uint32_t threads) {
-    NanoflannRun row;
+/// into contiguous ranges over `threads` std::threads; keeps neighbours j > i.
+void bench_nanoflann(benchmark::State& state, const std::string& name, Scene& s, uint32_t threads) {
+    std::string error;
+    const PairDigest* want = reference(s, error);
+    if (want == nullptr) {
+        state.SkipWithError(error.c_str());
+        return;
+    }
     const Cloud cloud{{s.base[0].data(), s.base[1].data(), s.base[2].data()}, s.n};
-    uint64_t start = now_ns();
-    KdTree tree(
-        3, cloud,
-        nanoflann::KDTreeSingleIndexAdaptorParams(10, nanoflann::KDTreeSingleIndexAdaptorFlags::SkipInitialBuildIndex));
-    tree.buildIndex();
-    row.build_ms = elapsed_ms(start);
-
     const float r2 = s.r * s.r;
-    std::vector<uint64_t> counts(threads, 0);
-    std::vector<uint64_t> sums(threads, 0);
-    auto work = [&](uint32_t t) {
-        const uint32_t begin = static_cast<uint32_t>(static_cast<uint64_t>(s.n) * t / threads);
-        const uint32_t end = static_cast<uint32_t>(static_cast<uint64_t>(s.n) * (t + 1) / threads);
-        std::vector<std::pair<uint32_t, float>> matches;
-        matches.reserve(256);
-        const nanoflann::SearchParams params(32, 0.0f, false);
-        uint64_t count = 0;
-        uint64_t sum = 0;
-        for (uint32_t i = begin; i < end; ++i) {
-            const float q[3] = {s.base[0][i], s.base[1][i], s.base[2][i]};
-            tree.radiusSearch(q, r2, matches, params);
-            for (const auto& m : matches) {
-                if (m.first > i) {
-                    ++count;
-                    sum += pair_hash(i, m.first);
+    PhaseTime build, query;
+    PairDigest found;
+    {
+        const hashgrid_support::OtherLoadCounter load(state);
+        for (auto _ : state) {
+            uint64_t start = now_ns();
+            KdTree tree(3, cloud,
+                        nanoflann::KDTreeSingleIndexAdaptorParams(
+                            10, nanoflann::KDTreeSingleIndexAdaptorFlags::SkipInitialBuildIndex));
+            tree.buildIndex();
+            const uint64_t build_ns = now_ns() - start;
+            std::vector<PairDigest> part(threads);
+            const auto work = [&](uint32_t t) {
+                const auto begin = static_cast<uint32_t>(static_cast<uint64_t>(s.n) * t / threads);
+                const auto end = static_cast<uint32_t>(static_cast<uint64_t>(s.n) * (t + 1) / threads);
+                std::vector<std::pair<uint32_t, float>> matches;
+                matches.reserve(256);
+                const nanoflann::SearchParams params(32, 0.0f, false);
+                for (uint32_t i = begin; i < end; ++i) {
+                    const float q[3] = {s.base[0][i], s.base[1][i], s.base[2][i]};
+                    tree.radiusSearch(q, r2, matches, params);
+                    for (const auto& m : matches)
+                        if (m.first > i) part[t].add(i, m.first);
                 }
+            };
+            start = now_ns();
+            std::vector<std::thread> pool;
+            for (uint32_t t = 1; t < threads; ++t)
+                pool.emplace_back(work, t);
+            work(0);
+            for (std::thread& th : pool)
+                th.join();
+            const uint64_t query_ns = now_ns() - start;
+            state.SetIterationTime(static_cast<double>(build_ns + query_ns) * 1e-9);
+            build.add(build_ns);
+            query.add(query_ns);
+            found = {};
+            for (const PairDigest& d : part) {
+                found.count += d.count;
+                found.sum += d.sum;
             }
         }
-        counts[t] = count;
-        sums[t] = sum;
-    };
-    start = now_ns();
-    std::vector<std::thread> pool;
-    for (uint32_t t = 1; t < threads; ++t)
-        pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool)
-        th.join();
-    row.query_ms = elapsed_ms(start);
-    for (uint32_t t = 0; t < threads; ++t) {
-        row.pair_count += counts[t];
-        row.checksum += sums[t];
     }
-    return row;
+    if (found != *want) {
+        hashgrid_support::check_failed(state, name, found.describe() + ", Hashgrid's frame 0 " + want->describe());
+        return;
+    }
+    state.counters["pairs"] = static_cast<double>(found.count);
+    hashgrid_support::set_frame_counters(
+        state, {{"rebuild", build, rebuild_floor(s)}, {"pairs", query, pairs_floor(s, found.count)}}, threads);
 }
 
-// ---------------------------------------------------------------------------
-// Reporting.
+constexpr const char* kUsage =
+    "[--n N>=1000] [--threads 1,2] [--orders random,sorted,static] [--frames F] [--warmup W] [--sigma S] "
+    "[--phases] [--trace E]";
 
-std::string fmt_spread(const Spread& s) { return format_spread(s, 2); }
-
-const Row* find_row(const std::vector<Row>& rows, const std::string& scene, const std::string& mode,
-                    const std::string& order, uint32_t threads) {
-    for (const Row& r : rows) {
-        if (r.scene == scene && r.mode == mode && r.order == order && r.threads == threads) return &r;
+bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
+    using namespace hashgrid_support;
+    std::string v;
+    bool ok = take_frame_options(args, o);
+    if (args.take("--orders", v)) {
+        o.orders = split_list(v.c_str());
+        ok = ok && all_in(o.orders, {"random", "sorted", "static"});
     }
-    return nullptr;
+    if (args.take("--sigma", v)) ok = ok && parse_float(v.c_str(), o.sigma) && o.sigma > 0.0f && o.sigma < 1.0f;
+    if (args.take("--trace", v)) ok = ok && parse_u32(v.c_str(), o.trace_events) && o.trace_events >= 1;
+    o.phases = args.take_flag("--phases");
+    return ok;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-    Options o;
-    if (!parse_options(argc, argv, o)) return 2;
+    hashgrid_support::BenchArgs args(argc, argv);
+    Options& o = g_options;
+    if (!args.initialize(kUsage, parse_options(args, o))) return 2;
     hashgrid::Trace trace;
     if (o.trace_events != 0) {
         if (!trace.init_allocate(o.trace_events).ok()) return 2;
         g_trace = &trace;
-        std::printf("tracing every grid into a ring of %u events\n", o.trace_events);
+        benchmark::AddCustomContext("trace_events", std::to_string(o.trace_events));
     }
+    benchmark::AddCustomContext("points", std::to_string(o.n));
+    benchmark::AddCustomContext("frames", std::to_string(o.warmup) + " untimed after frame 0, then " +
+                                              std::to_string(o.frames) + " timed per repetition");
 
-    std::printf("bench_pairs: n = %u, %u warm-up + %u measured frames per series, CPU: %s, %u hardware threads\n", o.n,
-                o.warmup, o.frames, cpu_model().c_str(), std::thread::hardware_concurrency());
-    std::printf("load average at start: %s\n", load_average().c_str());
-    std::vector<std::unique_ptr<TbbBackend>> backends;
+    std::map<uint32_t, std::unique_ptr<TbbBackend>> backends;
     for (uint32_t t : o.threads)
-        backends.push_back(std::make_unique<TbbBackend>(t));
-
-    std::vector<Row> rows;
-    std::vector<NanoflannRow> nano_rows;
-    bool consistent = true;
-    std::vector<Pair> out;
-    State state;
-
-    for (const std::string& scene_name : o.scenes) {
-        const Scene scene = make_scene(scene_name, o.n, o.sigma);
-        const double expected_pairs = scene.expected_neighbours * scene.n / 2.0;
-        std::printf("\n%s: %u points, %s, r = cell = %.6g, model ~%.1f neighbours (~%.3gM pairs)\n", scene.name.c_str(),
-                    scene.n, scene.description.c_str(), static_cast<double>(scene.r), scene.expected_neighbours,
-                    expected_pairs * 1e-6);
-        uint64_t max_pairs = static_cast<uint64_t>(expected_pairs * 1.5) + 4096;
-        const size_t first_row = rows.size();
-
-        for (const std::string& mode : o.modes) {
-            const World world = mode == "bounded" ? World::bounded : World::unbounded;
-            GridSlot slot;
-            if (!slot.init(grid_config(scene, world, max_pairs))) return 1;
-            out.resize(static_cast<size_t>(max_pairs));
-            if (world == World::bounded) {
-                std::printf("  bounded: %u x %u x %u cells; ", slot.config.cell_counts[0], slot.config.cell_counts[1],
-                            slot.config.cell_counts[2]);
-            } else {
-                std::printf("  unbounded: max_cells %u; ", slot.config.max_cells);
-            }
-            std::printf("grid memory %.1f MiB (max_pairs %llu), pair buffer %.1f MiB\n",
-                        static_cast<double>(slot.memory_bytes) / 1048576.0,
-                        static_cast<unsigned long long>(slot.config.max_pairs),
-                        static_cast<double>(out.size() * sizeof(Pair)) / 1048576.0);
+        backends[t] = std::make_unique<TbbBackend>(t);
+    for (const char* scene_name : {"P3", "P2", "C3"}) {
+        for (const World world : {World::bounded, World::unbounded}) {
             for (const std::string& order : o.orders) {
-                for (size_t b = 0; b < backends.size(); ++b) {
-                    Row best;
-                    for (uint32_t attempt = 0;; ++attempt) {
-                        Row row;
-                        row.scene = scene.name;
-                        row.mode = mode;
-                        row.order = order;
-                        row.threads = backends[b]->threads();
-                        for (;;) {
-                            uint64_t needed = 0;
-                            const RunResult result =
-                                run_series(scene, slot, out, state, order != "random", order != "static",
-                                           backends[b]->backend(), o, row, needed);
-                            if (result == RunResult::failed) return 1;
-                            if (result == RunResult::ok) break;
-                            // pair_capacity / output_too_small: the exact count is known; regrow and rerun.
-                            max_pairs = needed + needed / 10 + 4096;
-                            std::printf("  max_pairs raised to %llu (a frame needed %llu)\n",
-                                        static_cast<unsigned long long>(max_pairs),
-                                        static_cast<unsigned long long>(needed));
-                            GridConfig c = slot.config;
-                            c.max_pairs = max_pairs;
-                            slot = GridSlot{};
-                            if (!slot.init(c)) return 1;
-                            out.resize(static_cast<size_t>(max_pairs));
-                        }
-                        if (attempt == 0 || row.other_load < best.other_load) best = row;
-                        if (row.other_load <= o.quiet_load || attempt >= o.retries) break;
-                        // Other processes took a core: their load, not ours. Wait a little and rerun;
-                        // the series with the least other load is kept (the table shows its load).
-                        std::printf("  %-9s %-6s %2u thr: other load %.2f cores, rerunning\n", mode.c_str(),
-                                    order.c_str(), row.threads, row.other_load);
-                        std::fflush(stdout);
-                        std::this_thread::sleep_for(std::chrono::seconds(5));
-                    }
-                    const Row& row = best;
-                    std::printf("  %-9s %-6s %2u thr: rebuild %s ms, pairs %s ms, %llu pairs (%.2f neighbours), "
-                                "other load %.2f cores\n",
-                                mode.c_str(), order.c_str(), row.threads, fmt_spread(row.rebuild).c_str(),
-                                fmt_spread(row.pairs).c_str(), static_cast<unsigned long long>(row.pair_count),
-                                2.0 * static_cast<double>(row.pair_count) / scene.n, row.other_load);
-                    std::fflush(stdout);
-                    rows.push_back(row);
-                }
-            }
-        }
-        // Every run of a scene sees the same point sets: same pairs (the
-        // static order's last frame is frame 0's points, the others' moved).
-        for (size_t i = first_row + 1; i < rows.size(); ++i) {
-            const Row& a = rows[first_row];
-            const Row& b = rows[i];
-            const bool same_last = (a.order == "static") == (b.order == "static");
-            if ((same_last && (a.pair_count != b.pair_count || a.checksum != b.checksum)) ||
-                a.frame0_count != b.frame0_count || a.frame0_checksum != b.frame0_checksum) {
-                consistent = false;
-                std::printf("  MISMATCH: %s %s %u thr differs from %s %s %u thr\n", b.mode.c_str(), b.order.c_str(),
-                            b.threads, a.mode.c_str(), a.order.c_str(), a.threads);
-            }
-        }
-        if (rows.size() > first_row + 1 && consistent) {
-            std::printf("  all %zu series agree on the pair sets (frame 0 and last frame, count and checksum)\n",
-                        rows.size() - first_row);
-        }
-
-        if (scene.name == "P3" && o.nanoflann_runs > 0 && rows.size() > first_row) {
-            const Row& ref = rows[first_row];
-            for (uint32_t t : o.threads) {
-                NanoflannRow nr;
-                nr.threads = t;
-                std::vector<double> build_ms, query_ms, total_ms;
-                const OtherLoad other_load;
-                for (uint32_t run = 0; run < o.nanoflann_runs; ++run) {
-                    const NanoflannRun one = run_nanoflann(scene, t);
-                    build_ms.push_back(one.build_ms);
-                    query_ms.push_back(one.query_ms);
-                    total_ms.push_back(one.build_ms + one.query_ms);
-                    if (run > 0)
-                        nr.runs_agree = nr.runs_agree && one.pair_count == nr.pair_count && one.checksum == nr.checksum;
-                    nr.pair_count = one.pair_count;
-                    nr.checksum = one.checksum;
-                }
-                nr.build = spread(build_ms);
-                nr.query = spread(query_ms);
-                nr.total = spread(total_ms);
-                nr.other_load = other_load.cores();
-                const bool match =
-                    nr.runs_agree && nr.pair_count == ref.frame0_count && nr.checksum == ref.frame0_checksum;
-                consistent = consistent && match;
-                std::printf("  nanoflann %u thr, %u runs: build %s ms, queries %s ms, %llu pairs, other load %.2f "
-                            "cores: %s\n",
-                            t, o.nanoflann_runs, fmt_spread(nr.build).c_str(), fmt_spread(nr.query).c_str(),
-                            static_cast<unsigned long long>(nr.pair_count), nr.other_load,
-                            match ? "same pair set as Hashgrid's frame 0 (count and checksum)"
-                                  : "MISMATCH with Hashgrid's frame-0 pairs");
-                if (!match) {
-                    std::printf("    Hashgrid frame 0: %llu pairs\n",
-                                static_cast<unsigned long long>(ref.frame0_count));
-                }
-                std::fflush(stdout);
-                nano_rows.push_back(nr);
-            }
-        }
-    }
-
-    // Table.
-    std::printf("\n| scene | mode | order | threads | rebuild ms median [min..max] | pairs ms median [min..max] | "
-                "total ms median [min..max] | pairs | other load |\n|---|---|---|---|---|---|---|---|---|\n");
-    for (const Row& r : rows) {
-        std::printf("| %s | %s | %s | %u | %s | %s | %s | %llu | %.2f |\n", r.scene.c_str(), r.mode.c_str(),
-                    r.order.c_str(), r.threads, fmt_spread(r.rebuild).c_str(), fmt_spread(r.pairs).c_str(),
-                    fmt_spread(r.total).c_str(), static_cast<unsigned long long>(r.pair_count), r.other_load);
-    }
-    std::printf("\nPhases as the grid times them (medians, ms):\n\n| scene | mode | order | threads |");
-    for (const char* name : kPhaseNames)
-        std::printf(" %s |", name);
-    std::printf("\n|---|---|---|---|");
-    for (size_t i = 0; i < kPhaseCount; ++i)
-        std::printf("---|");
-    std::printf("\n");
-    for (const Row& r : rows) {
-        std::printf("| %s | %s | %s | %u |", r.scene.c_str(), r.mode.c_str(), r.order.c_str(), r.threads);
-        for (double ms : r.phase)
-            std::printf(" %.2f |", ms);
-        std::printf("\n");
-    }
-    if (!nano_rows.empty()) {
-        std::printf(
-            "\n| nanoflann P3 | threads | build ms median [min..max] | queries ms median [min..max] | total ms median "
-            "[min..max] | pairs | other load |\n|---|---|---|---|---|---|---|\n");
-        for (const NanoflannRow& nr : nano_rows) {
-            std::printf("| KD-tree, radius search | %u | %s | %s | %s | %llu | %.2f |\n", nr.threads,
-                        fmt_spread(nr.build).c_str(), fmt_spread(nr.query).c_str(), fmt_spread(nr.total).c_str(),
-                        static_cast<unsigned long long>(nr.pair_count), nr.other_load);
-        }
-    }
-
-    // Derived figures.
-    std::printf("\nDerived figures (medians):\n");
-    for (const NanoflannRow& nr : nano_rows) {
-        for (const std::string& mode : o.modes) {
-            for (const std::string& order : o.orders) {
-                const Row* r = find_row(rows, "P3", mode, order, nr.threads);
-                if (r == nullptr) continue;
-                std::printf("  P3 end-to-end vs nanoflann, %u thr, %s, %s order: %.1f ms vs %.1f ms = %.0fx\n",
-                            nr.threads, mode.c_str(), order.c_str(), r->total.median, nr.total.median,
-                            nr.total.median / r->total.median);
-            }
-        }
-    }
-    const bool has1 = std::find(o.threads.begin(), o.threads.end(), 1u) != o.threads.end();
-    const bool has2 = std::find(o.threads.begin(), o.threads.end(), 2u) != o.threads.end();
-    for (const std::string& scene : o.scenes) {
-        for (const std::string& mode : o.modes) {
-            for (const std::string& order : o.orders) {
-                const Row* r1 = has1 ? find_row(rows, scene, mode, order, 1) : nullptr;
-                const Row* r2 = has2 ? find_row(rows, scene, mode, order, 2) : nullptr;
-                if (r1 == nullptr || r2 == nullptr) continue;
-                std::printf("  %s %s %s: 1 -> 2 threads: pairs %.2fx, rebuild %.2fx, total %.2fx\n", scene.c_str(),
-                            mode.c_str(), order.c_str(), r1->pairs.median / r2->pairs.median,
-                            r1->rebuild.median / r2->rebuild.median, r1->total.median / r2->total.median);
-            }
-        }
-    }
-    for (const std::string& scene : o.scenes) {
-        for (const std::string& order : o.orders) {
-            for (uint32_t t : o.threads) {
-                const Row* b = find_row(rows, scene, "bounded", order, t);
-                const Row* u = find_row(rows, scene, "unbounded", order, t);
-                if (b == nullptr || u == nullptr) continue;
-                std::printf("  %s %s %u thr: unbounded / bounded: rebuild %.2fx, pairs %.2fx, total %.2fx\n",
-                            scene.c_str(), order.c_str(), t, u->rebuild.median / b->rebuild.median,
-                            u->pairs.median / b->pairs.median, u->total.median / b->total.median);
-            }
-        }
-    }
-
-    // Targets (medians at 2 threads).
-    if (has2) {
-        std::printf("\n| target (2 threads, medians) | mode | order | measured | met |\n|---|---|---|---|---|\n");
-        auto line = [](const char* what, const std::string& mode, const std::string& order, double value,
-                       const char* unit, bool met) {
-            std::printf("| %s | %s | %s | %.2f%s | %s |\n", what, mode.c_str(), order.c_str(), value, unit,
-                        met ? "yes" : "NO");
-        };
-        for (const std::string& mode : o.modes) {
-            for (const std::string& order : o.orders) {
-                if (const Row* r = find_row(rows, "P3", mode, order, 2)) {
-                    if (order == "random")
-                        line("P3 rebuild <= 10 ms (random order)", mode, order, r->rebuild.median, " ms",
-                             r->rebuild.median <= 10.0);
-                    if (order == "sorted")
-                        line("P3 rebuild <= 4 ms (last frame's order)", mode, order, r->rebuild.median, " ms",
-                             r->rebuild.median <= 4.0);
-                    line("P3 pairs <= 30 ms", mode, order, r->pairs.median, " ms", r->pairs.median <= 30.0);
-                    for (const NanoflannRow& nr : nano_rows) {
-                        if (nr.threads != 2) continue;
-                        const double speedup = nr.total.median / r->total.median;
-                        line("P3 end-to-end >= 60x nanoflann", mode, order, speedup, "x", speedup >= 60.0);
-                    }
-                    if (has1) {
-                        if (const Row* r1 = find_row(rows, "P3", mode, order, 1)) {
-                            const double speedup = r1->pairs.median / r->pairs.median;
-                            line("P3 pair phase 1 -> 2 threads >= 1.8x", mode, order, speedup, "x", speedup >= 1.8);
-                        }
-                    }
-                }
-                if (mode == "unbounded") {
-                    const Row* b = find_row(rows, "P3", "bounded", order, 2);
-                    const Row* u = find_row(rows, "P3", "unbounded", order, 2);
-                    if (b != nullptr && u != nullptr) {
-                        const double ratio = u->total.median / b->total.median;
-                        line("P3 unbounded <= 1.3x bounded (total)", "both", order, ratio, "x", ratio <= 1.3);
-                    }
-                }
-                if (const Row* r = find_row(rows, "P2", mode, order, 2)) {
-                    line("P2 total <= 30 ms", mode, order, r->total.median, " ms", r->total.median <= 30.0);
-                }
-                if (const Row* r = find_row(rows, "C3", mode, order, 2)) {
-                    line("C3 total <= 180 ms", mode, order, r->total.median, " ms", r->total.median <= 180.0);
+                for (uint32_t t : o.threads) {
+                    const std::string name = std::string(scene_name) + "/hashgrid/" +
+                                             (world == World::bounded ? "bounded/" : "unbounded/") + order +
+                                             "/threads:" + std::to_string(t);
+                    const TbbBackend* tbb = backends[t].get();
+                    hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+                        bench_hashgrid(state, name, scene(scene_name), world, order, *tbb);
+                    });
                 }
             }
         }
     }
-    std::printf("\nload average at end: %s\n", load_average().c_str());
-    std::printf("%s\n", consistent ? "pair sets consistent across all runs" : "PAIR SET MISMATCH (see above)");
-    return consistent ? 0 : 1;
+    for (uint32_t t : o.threads) {
+        const std::string name = "P3/nanoflann/kdtree/static/threads:" + std::to_string(t);
+        hashgrid_support::register_frames(
+            name, 1, [=](benchmark::State& state) { bench_nanoflann(state, name, scene("P3"), t); });
+    }
+    return hashgrid_support::run_benchmarks();
 }

@@ -3,7 +3,7 @@
 # Hashgrid and to build its API reference (doxygen), as root. Does nothing when
 # everything is already there.
 set -eu
-packages="cmake ninja-build g++ libtbb-dev doctest-dev libnanoflann-dev pkg-config doxygen"
+packages="cmake ninja-build g++ libtbb-dev doctest-dev libnanoflann-dev libbenchmark-dev pkg-config doxygen"
 missing=""
 for p in $packages; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -87,4 +87,15 @@ inline void set_floor_counters(benchmark::State& state, double bytes_per_iterati
     state.counters["floor_share"] = benchmark::Counter(floor_s, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// set_floor_counters() for a program that times its iterations itself and
+/// knows the mean time per iteration: "floor_share" is then a plain ratio
+/// (the console shows no "/s" rate suffix on it).
+inline void set_floor_counters(benchmark::State& state, double bytes_per_iteration, unsigned threads,
+                               double measured_ns_per_iteration) {
+    state.counters["floor_bytes"] = benchmark::Counter(bytes_per_iteration);
+    if (measured_ns_per_iteration > 0.0)
+        state.counters["floor_share"] =
+            benchmark::Counter(bytes_per_iteration / copy_bandwidth_gbs(threads) / measured_ns_per_iteration);
+}
+
 } // namespace hashgrid_support
