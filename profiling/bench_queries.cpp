@@ -28,6 +28,7 @@
 #include "hashgrid/grid.h"
 #include "hashgrid/particle_queries.h"
 #include "hashgrid/platform/tbb_backend.h"
+#include "hashgrid/platform/timer.h"
 #include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
 #include "hashgrid_support/gbench.h"
@@ -158,13 +159,14 @@ std::string compare(const ResultSets& got) {
     return {};
 }
 
-void set_query_counters(benchmark::State& state, uint64_t results, uint64_t candidates) {
+/// results and candidates per iteration; ns_per_candidate: the wall time of
+/// the timing loop (`loop_ns`, all threads together) per candidate tested.
+void set_query_counters(benchmark::State& state, uint64_t results, uint64_t candidates, uint64_t loop_ns) {
     state.counters["results"] = benchmark::Counter(static_cast<double>(results));
-    if (candidates != 0) {
+    if (candidates != 0 && state.iterations() != 0) {
         state.counters["candidates"] = benchmark::Counter(static_cast<double>(candidates));
-        state.counters["ns_per_candidate"] =
-            benchmark::Counter(static_cast<double>(candidates) * 1e-9,
-                               benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+        state.counters["ns_per_candidate"] = benchmark::Counter(
+            static_cast<double>(loop_ns) / (static_cast<double>(state.iterations()) * static_cast<double>(candidates)));
     }
 }
 
@@ -251,14 +253,17 @@ void BM_hashgrid_queries(benchmark::State& state) {
         return;
     }
     uint64_t results = 0;
+    uint64_t loop_ns = 0;
     {
         const hashgrid_support::OtherLoadCounter load(state);
+        const uint64_t start = hashgrid::platform::now_ns();
         for (auto _ : state) {
             results = h.run();
             benchmark::DoNotOptimize(h.out.data());
         }
+        loop_ns = hashgrid::platform::now_ns() - start;
     }
-    set_query_counters(state, results, stats.tested);
+    set_query_counters(state, results, stats.tested, loop_ns);
     state.counters["cells"] = benchmark::Counter(static_cast<double>(stats.cells));
 }
 
@@ -459,14 +464,17 @@ void BM_dense_grid_queries(benchmark::State& state) {
         state.SkipWithError(diff.c_str());
         return;
     }
+    uint64_t loop_ns = 0;
     {
         const hashgrid_support::OtherLoadCounter load(state);
+        const uint64_t start = hashgrid::platform::now_ns();
         for (auto _ : state) {
             run();
             benchmark::DoNotOptimize(r.index.data());
         }
+        loop_ns = hashgrid::platform::now_ns() - start;
     }
-    set_query_counters(state, r.results(), candidates);
+    set_query_counters(state, r.results(), candidates, loop_ns);
 }
 
 void BM_dense_grid_reindex(benchmark::State& state) {

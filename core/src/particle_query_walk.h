@@ -362,23 +362,52 @@ inline void note_range(Sink& sink, uint32_t b, uint32_t e, uint32_t cells = 1) {
 }
 
 /// Sinks that write original indices to a buffer (IndexSink and its counting
-/// form) take a run's results from a run kernel in one call.
+/// form) take a query's runs from a run kernel, many runs per call.
 template <typename Sink>
 inline constexpr bool kRunSink = std::is_base_of_v<IndexSink, Sink>;
 
-/// The run kernel's results of [b, e) appended to an index sink when its
-/// buffer has room for every candidate of the run (true), else nothing
-/// (false: the caller tests one by one, counting past the capacity).
-template <typename Sink, typename Kernel>
-inline bool run_kernel(Sink& sink, uint32_t b, uint32_t e, Kernel&& kernel) {
-    if constexpr (kRunSink<Sink>) {
-        if (sink.total <= sink.capacity && sink.capacity - sink.total >= e - b) {
-            sink.total += kernel(sink.out + sink.total);
-            return true;
+/// A query's runs on their way to a run kernel (query_kernels.h): a run is
+/// held while the sink's buffer has room for every candidate held, so the
+/// kernel's results always fit; `call(out, runs)` runs the kernel.
+template <typename Sink, typename Call>
+struct RunCollector {
+    Sink& sink;
+    Call call;
+    query_kernels::Runs runs{};
+
+    /// Takes the run [b, e) (true), or hands the held runs to the kernel and
+    /// declines (false: the caller tests [b, e) one by one, counting past
+    /// the capacity).
+    bool take(uint32_t b, uint32_t e) {
+        if constexpr (kRunSink<Sink>) {
+            const uint64_t held = runs.candidates + (e - b);
+            if (sink.total <= sink.capacity && sink.capacity - sink.total >= held) {
+                runs.begin[runs.count] = b;
+                runs.end[runs.count] = e;
+                runs.candidates = held;
+                if (++runs.count == query_kernels::Runs::kCapacity) finish();
+                return true;
+            }
+            finish();
+        }
+        (void)b;
+        (void)e;
+        return false;
+    }
+    /// Hands the held runs to the kernel (the walk's end, or before a run it
+    /// declines).
+    void finish() {
+        if constexpr (kRunSink<Sink>) {
+            if (runs.count == 0) return;
+            sink.total += call(sink.out + sink.total, runs);
+            runs.count = 0;
+            runs.candidates = 0;
         }
     }
-    return false;
-}
+};
+
+template <typename Sink, typename Call>
+RunCollector(Sink&, Call) -> RunCollector<Sink, Call>;
 
 /// Hands original indices to a visitor until it says stop; counts the calls.
 struct VisitorSink {
@@ -397,10 +426,12 @@ template <typename Sink>
 inline void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
     const double tr = static_cast<double>(radius) * v.lat.scale;
     const float r2 = radius * radius;
+    RunCollector runs{sink, [&](uint32_t* out, const query_kernels::Runs& held) {
+                          return v.kernels.radius(v.run, c, r2, held, out);
+                      }};
     auto test = [&](uint32_t b, uint32_t e, uint32_t cells) {
         note_range(sink, b, e, cells);
-        if (run_kernel(sink, b, e, [&](uint32_t* out) { return v.kernels.radius(v.run, c, r2, b, e, out); }))
-            return true;
+        if (runs.take(b, e)) return true;
         for (uint32_t k = b; k < e; ++k)
             if (distance2(v, k, c) < r2 && !sink(k)) return false;
         return true;
@@ -419,6 +450,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
             span[d] = wrapped_span(v, wrap_cell(centre - back, v.lat.dims), 2.0 * reach + 1.0);
         }
         visit_spans(v, span, test);
+        runs.finish();
         return;
     }
     int64_t lo[3], hi[3];
@@ -430,6 +462,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
     }
     if (!clip_range(v, lo, hi)) return;
     visit_box(v, lo, hi, test);
+    runs.finish();
 }
 
 inline uint64_t radius_collect(const View& v, const float* c, float radius, uint32_t* out, uint64_t capacity) {
@@ -461,12 +494,13 @@ inline bool box_contains(const View& v, const QueryBox& box, uint32_t k) {
 /// test), index sinks take whole runs from the box run kernel.
 template <bool box_kernel = false, typename Accept, typename Sink>
 inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept, Sink& sink) {
+    RunCollector runs{sink, [&](uint32_t* out, const query_kernels::Runs& held) {
+                          return v.kernels.box(v.run, box.min, box.max, held, out);
+                      }};
     auto test = [&](uint32_t b, uint32_t e, uint32_t cells) {
         note_range(sink, b, e, cells);
         if constexpr (box_kernel) {
-            if (run_kernel(sink, b, e,
-                           [&](uint32_t* out) { return v.kernels.box(v.run, box.min, box.max, b, e, out); }))
-                return true;
+            if (runs.take(b, e)) return true;
         }
         for (uint32_t k = b; k < e; ++k)
             if (accept(k) && !sink(k)) return false;
@@ -492,6 +526,7 @@ inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept,
                                    length < static_cast<double>(period) ? static_cast<double>(cells) : INFINITY);
         }
         visit_spans(v, span, test);
+        runs.finish();
         return;
     }
     int64_t lo[3], hi[3];
@@ -502,6 +537,7 @@ inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept,
     }
     if (!clip_range(v, lo, hi)) return;
     visit_box(v, lo, hi, test);
+    runs.finish();
 }
 
 /// Particles inside the closed (valid) box, in sorted order.

@@ -1,12 +1,13 @@
 // The particle queries' run kernels (query_kernels.h): scalar everywhere,
 // SSE2 and AVX2 (through a target attribute, chosen at run time) on x86-64.
 //
-// Each kernel tests a run in pieces of up to kPiece candidates and collects
-// a piece's hits in a stack buffer first: the SIMD kernels store a whole
-// vector of compressed indices at once and the scalar one stores every
-// candidate's index and advances by its test result (no branch per
-// candidate), so both write past the last hit. Only the hits are then
-// copied to the caller's buffer, which thus gets exactly the results.
+// A kernel call tests a list of runs (a query's rows) and collects the hits
+// in a stack buffer first: the SIMD kernels store a whole vector of
+// compressed indices at once and the scalar one stores every candidate's
+// index and advances by its test result (no branch per candidate), so both
+// write past the last hit. Only the hits are copied to the caller's buffer
+// (whenever the stack buffer is nearly full, and at the end), which thus gets
+// exactly the results.
 #include "query_kernels.h"
 
 #include <cstring>
@@ -20,68 +21,155 @@ namespace hashgrid::detail::query_kernels {
 
 namespace {
 
-/// Candidates tested into the stack buffer before its hits are copied out.
+/// Hits collected in the stack buffer before they are copied out.
 constexpr uint32_t kPiece = 256;
 /// Stack buffer entries: a piece plus the widest vector store past its end.
 constexpr uint32_t kBuffer = kPiece + 8;
 
+/// The sorted coordinates, copied into each test by value: the kernels'
+/// vector stores may alias anything, and a copy the stores cannot reach
+/// keeps the pointers in registers.
+struct Coordinates {
+    const float* a[3];
+    const float* operator[](uint32_t axis) const { return a[axis]; }
+};
+
+inline Coordinates coordinates(const RunData& d) { return {{d.p[0], d.p[1], d.p[2]}}; }
+
+#if HASHGRID_QUERY_X86
+/// Copies n hits from the stack buffer to out + written; returns the new
+/// count. Vector copies of exactly n entries rather than memcpy: a query's
+/// hits are a few hundred entries, and a library call costs more than the copy.
+inline uint32_t flush(const uint32_t* buffer, uint32_t n, uint32_t* out, uint32_t written) {
+    uint32_t* to = out + written;
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(buffer + i)));
+    if ((n - i) & 2u) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(to + i),
+                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(buffer + i)));
+        i += 2;
+    }
+    if ((n - i) & 1u) to[i] = buffer[i];
+    return written + n;
+}
+#else
 /// Copies n hits from the stack buffer to out + written; returns the new count.
 inline uint32_t flush(const uint32_t* buffer, uint32_t n, uint32_t* out, uint32_t written) {
     std::memcpy(out + written, buffer, static_cast<size_t>(n) * sizeof(uint32_t));
     return written + n;
 }
+#endif
 
 // ---------------------------------------------------------------------------
-// Scalar: the query's own test, one candidate at a time, branch-free stores.
+// The tests, one candidate at a time (scalar): the query's own expressions.
 
 template <uint32_t D>
-uint32_t box_scalar(const RunData& d, const float* lo, const float* hi, uint32_t b, uint32_t e, uint32_t* out) {
+struct BoxTest {
+    Coordinates p;
+    const float* lo;
+    const float* hi;
+    [[nodiscard]] bool operator()(uint32_t k) const {
+        bool inside = true;
+        for (uint32_t a = 0; a < D; ++a) {
+            const float x = p[a][k];
+            inside = inside && x >= lo[a] && x <= hi[a];
+        }
+        return inside;
+    }
+};
+
+template <uint32_t D>
+struct RadiusTest {
+    Coordinates p;
+    const float* c;
+    float r2;
+    [[nodiscard]] bool operator()(uint32_t k) const {
+        const float dx = p[0][k] - c[0];
+        const float dy = p[1][k] - c[1];
+        float d2 = dx * dx + dy * dy;
+        if constexpr (D == 3) {
+            const float dz = p[2][k] - c[2];
+            d2 = d2 + dz * dz;
+        }
+        return d2 < r2;
+    }
+};
+
+template <typename Test>
+uint32_t runs_scalar(const Test test, const uint32_t* const order, const Runs& runs, uint32_t* out) {
     uint32_t buffer[kBuffer];
     uint32_t written = 0;
-    for (uint32_t p0 = b; p0 < e; p0 += kPiece) {
-        const uint32_t p1 = e - p0 < kPiece ? e : p0 + kPiece;
-        uint32_t n = 0;
-        for (uint32_t k = p0; k < p1; ++k) {
-            bool inside = true;
-            for (uint32_t a = 0; a < D; ++a) {
-                const float p = d.p[a][k];
-                inside = inside && p >= lo[a] && p <= hi[a];
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < runs.count; ++r)
+        for (uint32_t k = runs.begin[r]; k < runs.end[r]; ++k) {
+            if (n == kPiece) {
+                written = flush(buffer, n, out, written);
+                n = 0;
             }
-            buffer[n] = d.order[k];
-            n += inside ? 1u : 0u;
+            buffer[n] = order[k];
+            n += test(k) ? 1u : 0u;
         }
-        written = flush(buffer, n, out, written);
-    }
-    return written;
+    return flush(buffer, n, out, written);
 }
 
 template <uint32_t D>
-uint32_t radius_scalar(const RunData& d, const float* c, float r2, uint32_t b, uint32_t e, uint32_t* out) {
-    uint32_t buffer[kBuffer];
-    uint32_t written = 0;
-    for (uint32_t p0 = b; p0 < e; p0 += kPiece) {
-        const uint32_t p1 = e - p0 < kPiece ? e : p0 + kPiece;
-        uint32_t n = 0;
-        for (uint32_t k = p0; k < p1; ++k) {
-            const float dx = d.p[0][k] - c[0];
-            const float dy = d.p[1][k] - c[1];
-            float d2 = dx * dx + dy * dy;
-            if constexpr (D == 3) {
-                const float dz = d.p[2][k] - c[2];
-                d2 = d2 + dz * dz;
-            }
-            buffer[n] = d.order[k];
-            n += d2 < r2 ? 1u : 0u;
-        }
-        written = flush(buffer, n, out, written);
-    }
-    return written;
+uint32_t box_scalar(const RunData& d, const float* lo, const float* hi, const Runs& runs, uint32_t* out) {
+    return runs_scalar(BoxTest<D>{coordinates(d), lo, hi}, d.order, runs, out);
+}
+
+template <uint32_t D>
+uint32_t radius_scalar(const RunData& d, const float* c, float r2, const Runs& runs, uint32_t* out) {
+    return runs_scalar(RadiusTest<D>{coordinates(d), c, r2}, d.order, runs, out);
 }
 
 #if HASHGRID_QUERY_X86
 // ---------------------------------------------------------------------------
 // SSE2: 4 lanes tested at once; the hit lanes' indices stored one by one
 // without branches (SSE2 has no variable shuffle).
+
+template <uint32_t D>
+struct BoxTest4 {
+    Coordinates p;
+    __m128 lo[3], hi[3];
+    BoxTest4(const RunData& d, const float* l, const float* h) : p(coordinates(d)) {
+        for (uint32_t a = 0; a < D; ++a) {
+            lo[a] = _mm_set1_ps(l[a]);
+            hi[a] = _mm_set1_ps(h[a]);
+        }
+    }
+    /// Lane mask of the particles at [q, q + 4) inside the closed box.
+    [[nodiscard]] uint32_t operator()(uint32_t q) const {
+        __m128 inside = _mm_castsi128_ps(_mm_set1_epi32(-1));
+        for (uint32_t a = 0; a < D; ++a) {
+            const __m128 x = _mm_loadu_ps(p[a] + q);
+            inside = _mm_and_ps(inside, _mm_and_ps(_mm_cmpge_ps(x, lo[a]), _mm_cmple_ps(x, hi[a])));
+        }
+        return static_cast<uint32_t>(_mm_movemask_ps(inside));
+    }
+};
+
+template <uint32_t D>
+struct RadiusTest4 {
+    Coordinates p;
+    __m128 c[3], r2;
+    RadiusTest4(const RunData& d, const float* centre, float radius2) : p(coordinates(d)), r2(_mm_set1_ps(radius2)) {
+        for (uint32_t a = 0; a < D; ++a)
+            c[a] = _mm_set1_ps(centre[a]);
+    }
+    /// Lane mask of the particles at [q, q + 4) with d2 < r2.
+    [[nodiscard]] uint32_t operator()(uint32_t q) const {
+        const __m128 dx = _mm_sub_ps(_mm_loadu_ps(p[0] + q), c[0]);
+        const __m128 dy = _mm_sub_ps(_mm_loadu_ps(p[1] + q), c[1]);
+        __m128 d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
+        if constexpr (D == 3) {
+            const __m128 dz = _mm_sub_ps(_mm_loadu_ps(p[2] + q), c[2]);
+            d2 = _mm_add_ps(d2, _mm_mul_ps(dz, dz));
+        }
+        return static_cast<uint32_t>(_mm_movemask_ps(_mm_cmplt_ps(d2, r2)));
+    }
+};
 
 /// The lanes of mask m (bits 0-3) appended to buffer + n; returns the new n.
 inline uint32_t append4(uint32_t m, const uint32_t* order, uint32_t* buffer, uint32_t n) {
@@ -96,62 +184,34 @@ inline uint32_t append4(uint32_t m, const uint32_t* order, uint32_t* buffer, uin
     return n;
 }
 
-/// Lanes of the last, partial vector of a piece: the first `left` (< 4, or
-/// all when left >= 4).
-inline uint32_t lane_mask4(uint32_t left) { return left >= 4 ? 0xfu : (1u << left) - 1u; }
-
-template <uint32_t D>
-uint32_t box_sse2(const RunData& d, const float* lo, const float* hi, uint32_t b, uint32_t e, uint32_t* out) {
-    __m128 vlo[3], vhi[3];
-    for (uint32_t a = 0; a < D; ++a) {
-        vlo[a] = _mm_set1_ps(lo[a]);
-        vhi[a] = _mm_set1_ps(hi[a]);
-    }
+template <typename Test>
+uint32_t runs_sse2(const Test test, const uint32_t* const order, const Runs& runs, uint32_t* out) {
     uint32_t buffer[kBuffer];
     uint32_t written = 0;
-    for (uint32_t p0 = b; p0 < e; p0 += kPiece) {
-        const uint32_t p1 = e - p0 < kPiece ? e : p0 + kPiece;
-        uint32_t n = 0;
-        for (uint32_t q = p0; q < p1; q += 4) {
-            __m128 inside = _mm_castsi128_ps(_mm_set1_epi32(-1));
-            for (uint32_t a = 0; a < D; ++a) {
-                const __m128 x = _mm_loadu_ps(d.p[a] + q);
-                inside = _mm_and_ps(inside, _mm_and_ps(_mm_cmpge_ps(x, vlo[a]), _mm_cmple_ps(x, vhi[a])));
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < runs.count; ++r) {
+        const uint32_t e = runs.end[r];
+        for (uint32_t q = runs.begin[r]; q < e; q += 4) {
+            if (n > kPiece - 4) {
+                written = flush(buffer, n, out, written);
+                n = 0;
             }
-            const uint32_t m = static_cast<uint32_t>(_mm_movemask_ps(inside)) & lane_mask4(p1 - q);
-            n = append4(m, d.order + q, buffer, n);
+            uint32_t m = test(q);
+            if (e - q < 4) m &= (1u << (e - q)) - 1u;
+            n = append4(m, order + q, buffer, n);
         }
-        written = flush(buffer, n, out, written);
     }
-    return written;
+    return flush(buffer, n, out, written);
 }
 
 template <uint32_t D>
-uint32_t radius_sse2(const RunData& d, const float* c, float r2, uint32_t b, uint32_t e, uint32_t* out) {
-    const __m128 cx = _mm_set1_ps(c[0]);
-    const __m128 cy = _mm_set1_ps(c[1]);
-    const __m128 cz = _mm_set1_ps(D == 3 ? c[2] : 0.0f);
-    const __m128 vr2 = _mm_set1_ps(r2);
-    uint32_t buffer[kBuffer];
-    uint32_t written = 0;
-    for (uint32_t p0 = b; p0 < e; p0 += kPiece) {
-        const uint32_t p1 = e - p0 < kPiece ? e : p0 + kPiece;
-        uint32_t n = 0;
-        for (uint32_t q = p0; q < p1; q += 4) {
-            const __m128 dx = _mm_sub_ps(_mm_loadu_ps(d.p[0] + q), cx);
-            const __m128 dy = _mm_sub_ps(_mm_loadu_ps(d.p[1] + q), cy);
-            __m128 d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
-            if constexpr (D == 3) {
-                const __m128 dz = _mm_sub_ps(_mm_loadu_ps(d.p[2] + q), cz);
-                d2 = _mm_add_ps(d2, _mm_mul_ps(dz, dz));
-            }
-            const uint32_t m = static_cast<uint32_t>(_mm_movemask_ps(_mm_cmplt_ps(d2, vr2))) & lane_mask4(p1 - q);
-            n = append4(m, d.order + q, buffer, n);
-        }
-        written = flush(buffer, n, out, written);
-    }
-    (void)cz;
-    return written;
+uint32_t box_sse2(const RunData& d, const float* lo, const float* hi, const Runs& runs, uint32_t* out) {
+    return runs_sse2(BoxTest4<D>(d, lo, hi), d.order, runs, out);
+}
+
+template <uint32_t D>
+uint32_t radius_sse2(const RunData& d, const float* c, float r2, const Runs& runs, uint32_t* out) {
+    return runs_sse2(RadiusTest4<D>(d, c, r2), d.order, runs, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -173,6 +233,50 @@ constexpr CompressTable kCompressTable{};
 
 #define HASHGRID_AVX2 __attribute__((target("avx2")))
 
+template <uint32_t D>
+struct BoxTest8 {
+    Coordinates p;
+    __m256 lo[3], hi[3];
+    HASHGRID_AVX2 BoxTest8(const RunData& d, const float* l, const float* h) : p(coordinates(d)) {
+        for (uint32_t a = 0; a < D; ++a) {
+            lo[a] = _mm256_set1_ps(l[a]);
+            hi[a] = _mm256_set1_ps(h[a]);
+        }
+    }
+    /// Lane mask of the particles at [q, q + 8) inside the closed box.
+    [[nodiscard]] HASHGRID_AVX2 uint32_t operator()(uint32_t q) const {
+        __m256 inside = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (uint32_t a = 0; a < D; ++a) {
+            const __m256 x = _mm256_loadu_ps(p[a] + q);
+            inside = _mm256_and_ps(
+                inside, _mm256_and_ps(_mm256_cmp_ps(x, lo[a], _CMP_GE_OQ), _mm256_cmp_ps(x, hi[a], _CMP_LE_OQ)));
+        }
+        return static_cast<uint32_t>(_mm256_movemask_ps(inside));
+    }
+};
+
+template <uint32_t D>
+struct RadiusTest8 {
+    Coordinates p;
+    __m256 c[3], r2;
+    HASHGRID_AVX2 RadiusTest8(const RunData& d, const float* centre, float radius2)
+        : p(coordinates(d)), r2(_mm256_set1_ps(radius2)) {
+        for (uint32_t a = 0; a < D; ++a)
+            c[a] = _mm256_set1_ps(centre[a]);
+    }
+    /// Lane mask of the particles at [q, q + 8) with d2 < r2.
+    [[nodiscard]] HASHGRID_AVX2 uint32_t operator()(uint32_t q) const {
+        const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(p[0] + q), c[0]);
+        const __m256 dy = _mm256_sub_ps(_mm256_loadu_ps(p[1] + q), c[1]);
+        __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+        if constexpr (D == 3) {
+            const __m256 dz = _mm256_sub_ps(_mm256_loadu_ps(p[2] + q), c[2]);
+            d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
+        }
+        return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d2, r2, _CMP_LT_OQ)));
+    }
+};
+
 HASHGRID_AVX2 inline uint32_t append8(uint32_t m, const uint32_t* order, uint32_t* buffer, uint32_t n) {
     const __m256i pick =
         _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kCompressTable.lanes[m])));
@@ -181,63 +285,40 @@ HASHGRID_AVX2 inline uint32_t append8(uint32_t m, const uint32_t* order, uint32_
     return n + static_cast<uint32_t>(__builtin_popcount(m));
 }
 
-inline uint32_t lane_mask8(uint32_t left) { return left >= 8 ? 0xffu : (1u << left) - 1u; }
-
-template <uint32_t D>
-HASHGRID_AVX2 uint32_t box_avx2(const RunData& d, const float* lo, const float* hi, uint32_t b, uint32_t e,
-                                uint32_t* out) {
-    __m256 vlo[3], vhi[3];
-    for (uint32_t a = 0; a < D; ++a) {
-        vlo[a] = _mm256_set1_ps(lo[a]);
-        vhi[a] = _mm256_set1_ps(hi[a]);
-    }
+template <typename Test>
+HASHGRID_AVX2 uint32_t runs_avx2(const Test test, const uint32_t* const order, const Runs& runs, uint32_t* out) {
     alignas(32) uint32_t buffer[kBuffer];
     uint32_t written = 0;
-    for (uint32_t p0 = b; p0 < e; p0 += kPiece) {
-        const uint32_t p1 = e - p0 < kPiece ? e : p0 + kPiece;
-        uint32_t n = 0;
-        for (uint32_t q = p0; q < p1; q += 8) {
-            __m256 inside = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-            for (uint32_t a = 0; a < D; ++a) {
-                const __m256 x = _mm256_loadu_ps(d.p[a] + q);
-                inside = _mm256_and_ps(
-                    inside, _mm256_and_ps(_mm256_cmp_ps(x, vlo[a], _CMP_GE_OQ), _mm256_cmp_ps(x, vhi[a], _CMP_LE_OQ)));
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < runs.count; ++r) {
+        const uint32_t e = runs.end[r];
+        uint32_t q = runs.begin[r];
+        for (; e - q >= 8; q += 8) {
+            if (n > kPiece - 8) {
+                written = flush(buffer, n, out, written);
+                n = 0;
             }
-            const uint32_t m = static_cast<uint32_t>(_mm256_movemask_ps(inside)) & lane_mask8(p1 - q);
-            n = append8(m, d.order + q, buffer, n);
+            n = append8(test(q), order + q, buffer, n);
         }
-        written = flush(buffer, n, out, written);
+        if (q < e) {
+            if (n > kPiece - 8) {
+                written = flush(buffer, n, out, written);
+                n = 0;
+            }
+            n = append8(test(q) & ((1u << (e - q)) - 1u), order + q, buffer, n);
+        }
     }
-    return written;
+    return flush(buffer, n, out, written);
 }
 
 template <uint32_t D>
-HASHGRID_AVX2 uint32_t radius_avx2(const RunData& d, const float* c, float r2, uint32_t b, uint32_t e, uint32_t* out) {
-    const __m256 cx = _mm256_set1_ps(c[0]);
-    const __m256 cy = _mm256_set1_ps(c[1]);
-    const __m256 cz = _mm256_set1_ps(D == 3 ? c[2] : 0.0f);
-    const __m256 vr2 = _mm256_set1_ps(r2);
-    alignas(32) uint32_t buffer[kBuffer];
-    uint32_t written = 0;
-    for (uint32_t p0 = b; p0 < e; p0 += kPiece) {
-        const uint32_t p1 = e - p0 < kPiece ? e : p0 + kPiece;
-        uint32_t n = 0;
-        for (uint32_t q = p0; q < p1; q += 8) {
-            const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(d.p[0] + q), cx);
-            const __m256 dy = _mm256_sub_ps(_mm256_loadu_ps(d.p[1] + q), cy);
-            __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-            if constexpr (D == 3) {
-                const __m256 dz = _mm256_sub_ps(_mm256_loadu_ps(d.p[2] + q), cz);
-                d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
-            }
-            const uint32_t m =
-                static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(d2, vr2, _CMP_LT_OQ))) & lane_mask8(p1 - q);
-            n = append8(m, d.order + q, buffer, n);
-        }
-        written = flush(buffer, n, out, written);
-    }
-    (void)cz;
-    return written;
+HASHGRID_AVX2 uint32_t box_avx2(const RunData& d, const float* lo, const float* hi, const Runs& runs, uint32_t* out) {
+    return runs_avx2(BoxTest8<D>(d, lo, hi), d.order, runs, out);
+}
+
+template <uint32_t D>
+HASHGRID_AVX2 uint32_t radius_avx2(const RunData& d, const float* c, float r2, const Runs& runs, uint32_t* out) {
+    return runs_avx2(RadiusTest8<D>(d, c, r2), d.order, runs, out);
 }
 
 #undef HASHGRID_AVX2
