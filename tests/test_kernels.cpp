@@ -11,6 +11,8 @@
 #include "pair_filter_rule.h"
 #include "test_support.h"
 
+#include "hashgrid/particle_queries.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -428,5 +430,135 @@ TEST_CASE("a result past 4 MiB (copied out with streaming stores on x86-64) is e
                 REQUIRE(r.status.ok());
                 CHECK(diff_pairs(expected, buffer.data() + shift, r.written) == "");
             }
+    }
+}
+
+namespace {
+
+/// Brute force for a particle box or radius query: the particles that pass
+/// `hit`, in the grid's sorted order (the documented result order).
+template <typename Hit>
+std::vector<uint32_t> query_oracle(const Scene& s, const std::vector<uint32_t>& rank, Hit&& hit) {
+    std::vector<uint32_t> found;
+    for (uint32_t i = 0; i < s.size(); ++i)
+        if (hit(i)) found.push_back(i);
+    std::sort(found.begin(), found.end(), [&](uint32_t a, uint32_t b) { return rank[a] < rank[b]; });
+    return found;
+}
+
+/// The single query's buffer form at capacity total + 3 (every result, and
+/// nothing written past them) and total - 1 (the prefix), against `expected`.
+template <typename Run>
+std::string check_single(const std::vector<uint32_t>& expected, Run&& run) {
+    constexpr uint32_t kUnwritten = 0xdeadbeefu;
+    for (const uint64_t capacity :
+         {uint64_t{expected.size()} + 3, expected.empty() ? 0 : uint64_t{expected.size()} - 1}) {
+        std::vector<uint32_t> out(static_cast<size_t>(capacity) + 4, kUnwritten);
+        const hashgrid::QueryResult r = run(out.data(), capacity);
+        const std::string at = " (capacity " + std::to_string(capacity) + ")";
+        if (r.total != expected.size())
+            return "total " + std::to_string(r.total) + " expected " + std::to_string(expected.size()) + at;
+        for (uint64_t k = 0; k < out.size(); ++k) {
+            const uint32_t want = k < r.written ? expected[static_cast<size_t>(k)] : kUnwritten;
+            if (out[static_cast<size_t>(k)] != want) return "entry " + std::to_string(k) + " differs" + at;
+        }
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("particle box and radius queries: every kernel finds brute force's particles in sorted order") {
+    // Runs of every length around the kernels' vector widths and their
+    // 256-candidate pieces (a dense clump puts ~600 particles in one cell);
+    // query bounds and radii taken from particle coordinates, so the closed
+    // box test and the strict distance test are decided at equality.
+    KernelGuard guard;
+    ParallelBackend p2(2);
+    Rng rng(4242);
+    for (int variant = 0; variant < 8; ++variant) {
+        const uint32_t dims = 2 + variant % 2;
+        const bool bounded = (variant / 2) % 2 == 1;
+        const bool clump = variant / 4 == 1;
+        Scene s = uniform_scene(rng, dims, 3000, 0.0f, 40.0f);
+        if (clump)
+            for (uint32_t i = 0; i < 700; ++i)
+                s.add(rng.uniform(20.0f, 23.5f), rng.uniform(20.0f, 23.5f),
+                      dims == 3 ? rng.uniform(20.0f, 23.5f) : 0.0f);
+        hashgrid::GridConfig config = unbounded_config(dims, 4.0f, 4.0f, s.size(), 1);
+        if (bounded) config = bounded_config(s, config, 1);
+        auto grid = make_grid(config);
+        REQUIRE((**grid).rebuild(s.spans(), hashgrid::serial_backend()).ok());
+        std::vector<uint32_t> rank(s.size());
+        for (uint32_t k = 0; k < s.size(); ++k)
+            rank[(**grid).sorted_to_original()[k]] = k;
+        std::vector<hashgrid::QueryBox> boxes;
+        std::vector<hashgrid::QuerySphere> spheres;
+        std::vector<std::vector<uint32_t>> box_expected, sphere_expected;
+        for (int q = 0; q < 40; ++q) {
+            const uint32_t i = rng.below(s.size());
+            const uint32_t j = rng.below(s.size());
+            const float c[3] = {s.x[i], s.y[i], dims == 3 ? s.z[i] : 0.0f};
+            hashgrid::QueryBox b;
+            for (uint32_t a = 0; a < dims; ++a) {
+                const float half = rng.uniform(0.5f, q % 4 == 0 ? 20.0f : 6.0f);
+                b.min[a] = c[a] - half;
+                b.max[a] = c[a] + half;
+            }
+            b.max[0] = std::max(b.min[0], s.x[j]); // a particle on the max face (x)
+            boxes.push_back(b);
+            box_expected.push_back(query_oracle(s, rank, [&](uint32_t k) {
+                bool inside = true;
+                for (uint32_t a = 0; a < dims; ++a)
+                    inside = inside && s.coord(a, k) >= b.min[a] && s.coord(a, k) <= b.max[a];
+                return inside;
+            }));
+            // Radius: exactly particle j's distance (j is not a result: strict).
+            hashgrid::QuerySphere sphere{{c[0], c[1], c[2]}, 0.0f};
+            const float dx = s.x[j] - c[0], dy = s.y[j] - c[1], dz = dims == 3 ? s.z[j] - c[2] : 0.0f;
+            const float d2 = dims == 3 ? (rounded_mul(dx, dx) + rounded_mul(dy, dy)) + rounded_mul(dz, dz)
+                                       : rounded_mul(dx, dx) + rounded_mul(dy, dy);
+            sphere.radius = q % 3 == 0 ? std::sqrt(d2) : rng.uniform(0.0f, 9.0f);
+            spheres.push_back(sphere);
+            const float r2 = rounded_mul(sphere.radius, sphere.radius);
+            sphere_expected.push_back(query_oracle(s, rank, [&](uint32_t k) {
+                const float ex = s.x[k] - c[0], ey = s.y[k] - c[1];
+                float e2 = rounded_mul(ex, ex) + rounded_mul(ey, ey);
+                if (dims == 3) {
+                    const float ez = s.z[k] - c[2];
+                    e2 = e2 + rounded_mul(ez, ez);
+                }
+                return e2 < r2;
+            }));
+        }
+        std::vector<uint32_t> box_concat, sphere_concat;
+        for (const auto& e : box_expected)
+            box_concat.insert(box_concat.end(), e.begin(), e.end());
+        for (const auto& e : sphere_expected)
+            sphere_concat.insert(sphere_concat.end(), e.begin(), e.end());
+        const auto count = static_cast<uint32_t>(boxes.size());
+        for (PairKernel k : available_kernels()) {
+            REQUIRE(hashgrid::set_pair_kernel(k));
+            INFO("variant " << variant << " kernel " << std::string(name(k)));
+            for (uint32_t q = 0; q < count; ++q) {
+                INFO("query " << q);
+                CHECK(check_single(box_expected[q], [&](uint32_t* out, uint64_t capacity) {
+                          return hashgrid::query_box(**grid, boxes[q], capacity == 0 ? nullptr : out, capacity);
+                      }) == "");
+                CHECK(check_single(sphere_expected[q], [&](uint32_t* out, uint64_t capacity) {
+                          return hashgrid::query_radius(**grid, spheres[q], capacity == 0 ? nullptr : out, capacity);
+                      }) == "");
+            }
+            std::vector<uint64_t> offsets(count + 1);
+            std::vector<uint32_t> out(box_concat.size() + sphere_concat.size());
+            hashgrid::QueryResult r = hashgrid::query_box_batch(**grid, boxes.data(), count, offsets.data(),
+                                                                offsets.size(), out.data(), out.size(), p2.backend());
+            REQUIRE(r.status.ok());
+            CHECK(std::equal(box_concat.begin(), box_concat.end(), out.begin()));
+            r = hashgrid::query_radius_batch(**grid, spheres.data(), count, offsets.data(), offsets.size(), out.data(),
+                                             out.size(), p2.backend());
+            REQUIRE(r.status.ok());
+            CHECK(std::equal(sphere_concat.begin(), sphere_concat.end(), out.begin()));
+        }
     }
 }

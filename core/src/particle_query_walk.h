@@ -7,6 +7,7 @@
 #include "lattice/cell_index.h"
 #include "lattice/wrapped_cells.h"
 #include "query_batch.h"
+#include "query_kernels.h"
 #include "trace_scope.h"
 
 #include "hashgrid/assert.h"
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace hashgrid::particle_query {
 
@@ -30,6 +32,9 @@ struct View : CellIndex {
     const uint32_t* order = nullptr;
     uint32_t count = 0;
     float interaction_distance = 1.0f;
+    /// The box and radius tests over runs of sorted positions (query_kernels.h).
+    query_kernels::RunData run;
+    query_kernels::RunKernels kernels;
 };
 
 /// False when the grid has no successful rebuild.
@@ -44,6 +49,11 @@ inline bool make_view(const Grid& g, View& v) {
     v.order = g.sorted_to_original();
     v.count = g.particle_count();
     v.interaction_distance = c.interaction_distance;
+    v.run.p[0] = v.p[0];
+    v.run.p[1] = v.p[1];
+    v.run.p[2] = v.p[2];
+    v.run.order = v.order;
+    v.kernels = query_kernels::run_kernels(v.lat.dims);
     return true;
 }
 
@@ -223,11 +233,16 @@ inline AxisSpan wrapped_span(const View& v, int64_t first, double length) {
     return AxisSpan{{lo, first}, {last - period, hi}, 2}; // ascending: the wrapped part first
 }
 
-/// Unbounded: calls range(begin, end) for every non-empty cell whose wrapped
-/// coordinates lie in the spans, in sorted (key) order, until it returns
-/// false (a visitor stopped the query): rows of the spans,
-/// each by hashing its cells when short or a binary search when long, or one
-/// walk over the distinct cells when that is cheaper.
+/// Unbounded: calls range(begin, end, cells) for the non-empty cells whose
+/// wrapped coordinates lie in the spans, in sorted (key) order, until it
+/// returns false (a visitor stopped the query). A row's occupied cells are
+/// consecutive in key order, so each row is one run [begin, end) of sorted
+/// positions: its first occupied cell is found by hashing the row's cells
+/// from its start (a short row, <= about log2(cells) cells: `cells` is then
+/// the number of occupied cells in the run) or by a binary search (a long
+/// row: cells = 1), and its last by reading the keys that follow. When that
+/// costs more than one walk over the distinct cells, the walk (one run per
+/// cell).
 template <typename Range>
 inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
     if (v.cell_count == 0) return;
@@ -240,7 +255,7 @@ inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
             int64_t k[3];
             coordinates(v, c, k);
             if (span[0].contains(k[0]) && span[1].contains(k[1]) && span[2].contains(k[2]) &&
-                !range(v.start[c], v.start[c + 1]))
+                !range(v.start[c], v.start[c + 1], 1u))
                 return;
         }
         return;
@@ -251,30 +266,30 @@ inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
                 for (int64_t y = span[1].lo[yi]; y <= span[1].hi[yi]; ++y)
                     for (uint32_t xi = 0; xi < span[0].count; ++xi) {
                         const int64_t x0 = span[0].lo[xi], x1 = span[0].hi[xi];
-                        if (x1 - x0 + 1 <= search) {
-                            for (int64_t x = x0; x <= x1; ++x) {
-                                const uint32_t c = v.find(x, y, z);
-                                if (c != kNone && !range(v.start[c], v.start[c + 1])) return;
-                            }
-                            continue;
-                        }
-                        // A row's cells are consecutive in key order.
                         const uint64_t last = pack(v, x1, y, z);
-                        const uint32_t first = v.lower_bound(pack(v, x0, y, z));
+                        const bool short_row = x1 - x0 + 1 <= search;
+                        uint32_t first = kNone;
+                        if (short_row) {
+                            for (int64_t x = x0; x <= x1 && first == kNone; ++x)
+                                first = v.find(x, y, z);
+                            if (first == kNone) continue;
+                        } else {
+                            first = v.lower_bound(pack(v, x0, y, z));
+                        }
                         uint32_t end = first;
                         while (end < v.cell_count && v.key[end] <= last)
                             ++end;
-                        if (end != first && !range(v.start[first], v.start[end])) return;
+                        if (end != first && !range(v.start[first], v.start[end], short_row ? end - first : 1u)) return;
                     }
 }
 
-/// Calls range(begin, end) with the sorted-position ranges of every non-empty
-/// cell in the inclusive (already clipped) cell box, in sorted order, until
-/// it returns false. Picks
-/// the cheaper of row lookups (bounded: two start reads per row; unbounded: a
-/// hash per cell for short rows, a binary search per long row) and one walk
-/// over the occupied cells, so the cost is O(min(rows of the box, occupied
-/// cells * log(cells))) whatever the box's size.
+/// Calls range(begin, end, cells) with the sorted-position ranges of the
+/// non-empty cells in the inclusive (already clipped) cell box, in sorted
+/// order, until it returns false (`cells`: what QueryStats::cells counts for
+/// the run). Picks the cheaper of row lookups (bounded: two start reads per
+/// row, one run per row; unbounded: visit_spans) and one walk over the
+/// occupied cells, so the cost is O(min(rows of the box, occupied cells *
+/// log(cells))) whatever the box's size.
 template <typename Range>
 inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], Range&& range) {
     const int64_t row_length = hi[0] - lo[0] + 1;
@@ -284,7 +299,7 @@ inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], R
             for_each_occupied(v, [&](const int64_t k[3], uint32_t c) {
                 const bool inside =
                     k[0] >= lo[0] && k[0] <= hi[0] && k[1] >= lo[1] && k[1] <= hi[1] && k[2] >= lo[2] && k[2] <= hi[2];
-                return !inside || range(v.start[c], v.start[c + 1]);
+                return !inside || range(v.start[c], v.start[c + 1], 1u);
             });
             return;
         }
@@ -293,7 +308,7 @@ inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], R
                 const uint32_t c0 = v.lat.linear(lo[0], y, z);
                 const uint32_t b = v.start[c0];
                 const uint32_t e = v.start[c0 + static_cast<uint32_t>(row_length)];
-                if (b != e && !range(b, e)) return;
+                if (b != e && !range(b, e, 1u)) return;
             }
         return;
     }
@@ -336,14 +351,63 @@ struct CountingIndexSink : IndexSink {
     QueryStats stats{};
 };
 
-/// A walk read the particles [b, e) of one run of cells and tests each.
+/// A walk read the particles [b, e) of one run (`cells` cell reads) and tests each.
 template <typename Sink>
-inline void note_range(Sink& sink, uint32_t b, uint32_t e) {
+inline void note_range(Sink& sink, uint32_t b, uint32_t e, uint32_t cells = 1) {
     if constexpr (requires { sink.stats; }) {
-        ++sink.stats.cells;
+        sink.stats.cells += cells;
         sink.stats.tested += e - b;
     }
+    (void)cells;
 }
+
+/// Sinks that write original indices to a buffer (IndexSink and its counting
+/// form) take a query's runs from a run kernel, many runs per call.
+template <typename Sink>
+inline constexpr bool kRunSink = std::is_base_of_v<IndexSink, Sink>;
+
+/// A query's runs on their way to a run kernel (query_kernels.h): a run is
+/// held while the sink's buffer has room for every candidate held, so the
+/// kernel's results always fit; `call(out, runs)` runs the kernel.
+template <typename Sink, typename Call>
+struct RunCollector {
+    Sink& sink;
+    Call call;
+    query_kernels::Runs runs{};
+
+    /// Takes the run [b, e) (true), or hands the held runs to the kernel and
+    /// declines (false: the caller tests [b, e) one by one, counting past
+    /// the capacity).
+    bool take(uint32_t b, uint32_t e) {
+        if constexpr (kRunSink<Sink>) {
+            const uint64_t held = runs.candidates + (e - b);
+            if (sink.total <= sink.capacity && sink.capacity - sink.total >= held) {
+                runs.begin[runs.count] = b;
+                runs.end[runs.count] = e;
+                runs.candidates = held;
+                if (++runs.count == query_kernels::Runs::kCapacity) finish();
+                return true;
+            }
+            finish();
+        }
+        (void)b;
+        (void)e;
+        return false;
+    }
+    /// Hands the held runs to the kernel (the walk's end, or before a run it
+    /// declines).
+    void finish() {
+        if constexpr (kRunSink<Sink>) {
+            if (runs.count == 0) return;
+            sink.total += call(sink.out + sink.total, runs);
+            runs.count = 0;
+            runs.candidates = 0;
+        }
+    }
+};
+
+template <typename Sink, typename Call>
+RunCollector(Sink&, Call) -> RunCollector<Sink, Call>;
 
 /// Hands original indices to a visitor until it says stop; counts the calls.
 struct VisitorSink {
@@ -362,8 +426,12 @@ template <typename Sink>
 inline void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
     const double tr = static_cast<double>(radius) * v.lat.scale;
     const float r2 = radius * radius;
-    auto test = [&](uint32_t b, uint32_t e) {
-        note_range(sink, b, e);
+    RunCollector runs{sink, [&](uint32_t* out, const query_kernels::Runs& held) {
+                          return v.kernels.radius(v.run, c, r2, held, out);
+                      }};
+    auto test = [&](uint32_t b, uint32_t e, uint32_t cells) {
+        note_range(sink, b, e, cells);
+        if (runs.take(b, e)) return true;
         for (uint32_t k = b; k < e; ++k)
             if (distance2(v, k, c) < r2 && !sink(k)) return false;
         return true;
@@ -382,6 +450,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
             span[d] = wrapped_span(v, wrap_cell(centre - back, v.lat.dims), 2.0 * reach + 1.0);
         }
         visit_spans(v, span, test);
+        runs.finish();
         return;
     }
     int64_t lo[3], hi[3];
@@ -393,6 +462,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
     }
     if (!clip_range(v, lo, hi)) return;
     visit_box(v, lo, hi, test);
+    runs.finish();
 }
 
 inline uint64_t radius_collect(const View& v, const float* c, float radius, uint32_t* out, uint64_t capacity) {
@@ -420,11 +490,18 @@ inline bool box_contains(const View& v, const QueryBox& box, uint32_t k) {
 /// Hands the particles of the cells that cover the closed (valid) box `box`
 /// that pass accept(sorted position) to the sink, in sorted order. Every
 /// particle inside `box` lies in those cells, so `accept` may be any test
-/// that implies being inside it.
-template <typename Accept, typename Sink>
+/// that implies being inside it. With box_kernel (accept is exactly the box
+/// test), index sinks take whole runs from the box run kernel.
+template <bool box_kernel = false, typename Accept, typename Sink>
 inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept, Sink& sink) {
-    auto test = [&](uint32_t b, uint32_t e) {
-        note_range(sink, b, e);
+    RunCollector runs{sink, [&](uint32_t* out, const query_kernels::Runs& held) {
+                          return v.kernels.box(v.run, box.min, box.max, held, out);
+                      }};
+    auto test = [&](uint32_t b, uint32_t e, uint32_t cells) {
+        note_range(sink, b, e, cells);
+        if constexpr (box_kernel) {
+            if (runs.take(b, e)) return true;
+        }
         for (uint32_t k = b; k < e; ++k)
             if (accept(k) && !sink(k)) return false;
         return true;
@@ -449,6 +526,7 @@ inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept,
                                    length < static_cast<double>(period) ? static_cast<double>(cells) : INFINITY);
         }
         visit_spans(v, span, test);
+        runs.finish();
         return;
     }
     int64_t lo[3], hi[3];
@@ -459,12 +537,13 @@ inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept,
     }
     if (!clip_range(v, lo, hi)) return;
     visit_box(v, lo, hi, test);
+    runs.finish();
 }
 
 /// Particles inside the closed (valid) box, in sorted order.
 template <typename Sink>
 inline void box_visit(const View& v, const QueryBox& box, Sink& sink) {
-    box_cells_visit(
+    box_cells_visit<true>(
         v, box, [&](uint32_t k) { return box_contains(v, box, k); }, sink);
 }
 

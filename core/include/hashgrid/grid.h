@@ -245,8 +245,11 @@ private:
 ///     neon    4 lanes, little-endian aarch64 builds.
 ///
 /// The SIMD kernels test each vector of candidates against four home
-/// particles at a time and write the hits home by home. Values keep their
-/// numbers; new kernels are added at the end.
+/// particles at a time and write the hits home by home. The same setting
+/// picks the instruction set of the particle box and radius queries' tests
+/// (particle_queries.h; neon: their scalar test for now), with the same
+/// results for every choice. Values keep their numbers; new kernels are
+/// added at the end.
 enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2, neon };
 
 /// Selects the kernel process-wide (tests, benchmarks). Returns false and
