@@ -23,7 +23,9 @@
 // Frame 0 is the initial build (peers insert every box; counter build_ms,
 // not timed); in every later frame each box moves by a step that depends on
 // its identity and the frame only (uniform in [-step, step] per axis around
-// its frame-0 place, step = 0.05 median edges for B3/B2, 0.5 for Q). After
+// its frame-0 place, step = 0.05 median edges for B3/B2, 0.5 for Q); with
+// --moved-percent P only about P% of the boxes move in a frame, the others
+// keep their last box bit for bit (names get /moved:P%). After
 // frame 0 and the warm-up frames, an iteration is one frame, its phases timed
 // by the program (manual time: their sum): "update" (Hashgrid: rebuild; peers:
 // moving every proxy) and "pairs" (find_pairs; peers: collecting the pairs
@@ -56,6 +58,7 @@
 //   bench_boxes [--n N] [--threads 1,2] [--frames F] [--warmup W]
 //               [--peer-frames F] [--cells 2,3] [--q-cells 16,32] [--large 64]
 //               [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K]
+//               [--moved-percent P]
 //               [Google Benchmark flags: --benchmark_filter=REGEX, ...]
 
 #include "hashgrid/box_grid.h"
@@ -124,6 +127,9 @@ struct Options : hashgrid_support::FrameOptions {
     uint32_t queries = 1000;
     double sigma = 0.7;
     double overlaps = 6.0; ///< Model mean overlaps per box (B3/B2), sets the world size.
+    /// Share of the boxes that move in a frame (the others keep last frame's
+    /// box bit for bit): 100 is every box every frame.
+    uint32_t moved_percent = 100;
 };
 
 Options g_options;
@@ -324,11 +330,16 @@ void frame_boxes(const Scene& s, uint32_t frame, Boxes& out) {
         out.lo[a].resize(out.n);
         out.hi[a].resize(out.n);
     }
+    const uint32_t moved = g_options.moved_percent;
     for (uint32_t i = 0; i < out.n; ++i) {
-        const uint64_t h = frame == 0 ? 0 : hashgrid_support::frame_hash(frame, i, 7);
+        // The last frame <= `frame` in which box i moved (--moved-percent).
+        uint32_t last = frame;
+        while (moved < 100 && last > 0 && hashgrid_support::frame_hash(last, i, 11) % 100 >= moved)
+            --last;
+        const uint64_t h = last == 0 ? 0 : hashgrid_support::frame_hash(last, i, 7);
         for (uint32_t a = 0; a < out.dimensions; ++a) {
             const double u = static_cast<double>((h >> (21 * a)) & 0x1fffff) * 0x1.0p-21; // [0, 1)
-            const double d = frame == 0 ? 0.0 : quantize((2.0 * u - 1.0) * s.step, s.quantum);
+            const double d = last == 0 ? 0.0 : quantize((2.0 * u - 1.0) * s.step, s.quantum);
             out.lo[a][i] = static_cast<float>(static_cast<double>(s.base.lo[a][i]) + d);
             out.hi[a][i] = static_cast<float>(static_cast<double>(s.base.hi[a][i]) + d);
         }
@@ -1105,7 +1116,7 @@ void bench_box2d_queries(benchmark::State& state, const std::string& name) {
 
 constexpr const char* kUsage =
     "[--n N>=1000] [--threads 1,2] [--frames F] [--warmup W] [--peer-frames F] [--cells 2,3] [--q-cells 16,32] "
-    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K]";
+    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K] [--moved-percent P]";
 
 bool parse_doubles(const std::string& text, std::vector<double>& values) {
     values.clear();
@@ -1129,6 +1140,8 @@ bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
     if (args.take("--queries", v)) ok = ok && parse_u32(v.c_str(), o.queries) && o.queries >= 2;
     if (args.take("--sigma", v)) ok = ok && parse_double(v.c_str(), o.sigma) && o.sigma > 0.0 && o.sigma < 2.0;
     if (args.take("--overlaps", v)) ok = ok && parse_double(v.c_str(), o.overlaps) && o.overlaps > 0.0;
+    if (args.take("--moved-percent", v))
+        ok = ok && parse_u32(v.c_str(), o.moved_percent) && o.moved_percent >= 1 && o.moved_percent <= 100;
     return ok;
 }
 
@@ -1164,6 +1177,8 @@ int main(int argc, char** argv) {
 #endif
     benchmark::AddCustomContext("systems", peers);
 
+    // Runs where only some boxes move say so in their names.
+    const std::string moved_tag = o.moved_percent < 100 ? "/moved:" + std::to_string(o.moved_percent) + "%" : "";
     std::map<uint32_t, std::unique_ptr<TbbBackend>> backends;
     for (uint32_t t : o.threads)
         backends[t] = std::make_unique<TbbBackend>(t);
@@ -1178,7 +1193,7 @@ int main(int argc, char** argv) {
             for (const double cell : o.cells) {
                 for (const uint32_t large : o.large) {
                     const std::string setting = scene_name + (world == World::bounded ? "/bounded" : "/unbounded") +
-                                                "/cell:" + number(cell) + "/large:" + std::to_string(large);
+                                                "/cell:" + number(cell) + "/large:" + std::to_string(large) + moved_tag;
                     for (uint32_t t : o.threads) {
                         const std::string name =
                             scene_name + "/hashgrid/" + setting.substr(3) + "/threads:" + std::to_string(t);
@@ -1229,7 +1244,7 @@ int main(int argc, char** argv) {
             for (uint32_t t : o.threads) {
                 const std::string name = std::string("Q/hashgrid/") +
                                          (world == World::bounded ? "bounded" : "unbounded") + "/cell:" + number(cell) +
-                                         "/threads:" + std::to_string(t);
+                                         moved_tag + "/threads:" + std::to_string(t);
                 const TbbBackend* tbb = backends[t].get();
                 hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
                     bench_box_queries(state, name, cell, world, *tbb);

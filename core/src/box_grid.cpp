@@ -57,7 +57,8 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
     s.sort_key[0] = l.take<uint64_t>(e);
     s.sort_key[1] = l.take<uint64_t>(e);
     s.object = l.take<ObjectScratch>(n);
-    s.object_state = l.take<uint8_t>(n);
+    s.change.moved = l.take<uint64_t>((n + 63) / 64);
+    s.change.leaving = l.take<uint64_t>((n + 63) / 64);
     s.object_chunk = l.take<ObjectChunk>(kMaxObjectChunks);
     s.radix_hist = l.take<uint32_t>(uint64_t{kMaxEntryChunks} << kMaxDigitBits);
     s.entry_chunk = l.take<uint64_t>(kMaxEntryChunks + 1);

@@ -86,7 +86,7 @@ struct ObjectChunk {
     float box_lo[3]; // union of the chunk's small boxes (valid when entries > 0)
     float box_hi[3];
     int32_t span[3]; // widest cell span of its small objects
-    // Against the previous frame (when compared, see BoxState::object_state):
+    // Against the previous frame (when compared, see BoxState::change):
     uint64_t removed;       // entries of the objects whose cell range changed, in the previous frame
     uint64_t added;         // their entries in this frame
     uint32_t moved;         // objects whose cell range changed
@@ -108,6 +108,18 @@ struct PairChunk {
     uint64_t offset;
     uint32_t first_block;
     uint32_t overflow;
+};
+
+/// How each object changed since the previous frame, as two bitmaps (12.5 KB
+/// each for 100k objects: the update's passes over every entry look them up
+/// from L1). moved: its box differs from the last frame's; leaving: its cell
+/// range differs, so its entries are removed and inserted again (implies
+/// moved). Neither: same box, same cells.
+struct ChangeBits {
+    uint64_t* moved = nullptr; // (max_objects + 63) / 64 words each
+    uint64_t* leaving = nullptr;
+    [[nodiscard]] bool is_moved(uint32_t i) const { return ((moved[i >> 6] >> (i & 63)) & 1u) != 0; }
+    [[nodiscard]] bool is_leaving(uint32_t i) const { return ((leaving[i >> 6] >> (i & 63)) & 1u) != 0; }
 };
 
 /// Everything BoxGrid points to; lives at the start of the block.
@@ -155,7 +167,7 @@ struct BoxState {
     uint32_t* payload[2] = {};  // radix-sort ping-pong of object indices (frame: entry_object)
     uint64_t* sort_key[2] = {}; // radix-sort ping-pong of keys (used as uint32 when they fit)
     ObjectScratch* object = nullptr;
-    uint8_t* object_state = nullptr;     // per object when compared: ObjectChange
+    ChangeBits change{};                 // per object when compared (scratch)
     ObjectChunk* object_chunk = nullptr; // kMaxObjectChunks
     uint32_t* radix_hist = nullptr;      // kMaxEntryChunks << kMaxDigitBits
     uint64_t* entry_chunk = nullptr;     // kMaxEntryChunks + 1
@@ -165,13 +177,6 @@ struct BoxState {
     Pair* pool = nullptr;                // pool_blocks * kBoxPairBlock
     uint32_t* block_next = nullptr;      // pool_blocks
     uint32_t blocks_used = 0;            // claimed atomically during a pair search
-};
-
-/// How an object changed since the previous frame (BoxState::object_state).
-enum ObjectChange : uint8_t {
-    same_box = 0,   ///< bit-identical box
-    same_cells = 1, ///< another box over the same cell range (entries keep their places)
-    new_cells = 2,  ///< another cell range: its entries are removed and inserted again
 };
 
 /// An update merges when the entries it removes and inserts are at most this

@@ -111,7 +111,7 @@ inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
 /// offending object. With Compare (s.object holds the previous frame, same
 /// object count), a box bit-identical to the previous frame's (s.min/s.max)
 /// keeps its range without recomputing it, every object's change is recorded
-/// in s.object_state and the chunk counts what an update would move. Writes
+/// in s.change and the chunk counts what an update would move. Writes
 /// scratch only (s.object may no longer hold the previous frame afterwards).
 template <uint32_t D, bool Compare>
 void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
@@ -129,7 +129,13 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             chunk.cell_hi[d] = INT32_MIN;
         }
         ObjectScratch* __restrict objects = s.object;
-        uint8_t* __restrict change = s.object_state;
+        // Chunks start at multiples of 64 objects: each owns its bitmap words.
+        uint64_t* __restrict moved_bits = s.change.moved;
+        uint64_t* __restrict leaving_bits = s.change.leaving;
+        if constexpr (Compare) {
+            for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w)
+                moved_bits[w] = leaving_bits[w] = 0;
+        }
         // A small object's entries and its share of the chunk's bounds.
         const auto add_small = [&](const ObjectScratch& o, uint64_t covered) {
             const bool first = chunk.entries == 0;
@@ -155,7 +161,6 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                               (float_bits(highs[d][i]) ^ float_bits(s.max[d][i]));
                 was_large = s.is_large[i] != 0;
                 if (differ == 0) { // validated last frame; o still holds it
-                    change[i] = same_box;
                     if (was_large)
                         ++chunk.large;
                     else
@@ -210,13 +215,12 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 bool same = true;
                 for (uint32_t d = 0; d < D; ++d)
                     same = same & (o.lo[d] == old_lo[d]) & (o.hi[d] == old_hi[d]);
+                const uint64_t bit = uint64_t{1} << (i & 63);
+                moved_bits[i >> 6] |= bit;
                 if (large != was_large) {
-                    ++chunk.large_changed;
-                    change[i] = new_cells;
-                } else if (large || same) {
-                    change[i] = same_cells;
-                } else {
-                    change[i] = new_cells;
+                    ++chunk.large_changed; // a full build follows
+                } else if (!large && !same) {
+                    leaving_bits[i >> 6] |= bit;
                     ++chunk.moved;
                     chunk.added += covered;
                     ObjectScratch old = o;
@@ -301,22 +305,37 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
 }
 
 /// The frame's copies of objects [begin, end): boxes (validated, so copied
-/// bit for bit) and layers (all bits for a null span).
-void copy_objects(BoxState& s, const BoxSpans& in, uint32_t dims, uint32_t begin, uint32_t end) {
+/// bit for bit; with only_moved, after a comparison, just the boxes that
+/// changed) and layers (all bits for a null span).
+void copy_objects(BoxState& s, const BoxSpans& in, uint32_t dims, uint32_t begin, uint32_t end, bool only_moved) {
     const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
     const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
     const size_t count = end - begin;
-    for (uint32_t d = 0; d < dims; ++d) {
-        std::memcpy(s.min[d] + begin, lows[d] + begin, count * sizeof(float));
-        std::memcpy(s.max[d] + begin, highs[d] + begin, count * sizeof(float));
+    if (only_moved) { // the others hold their box already, bit for bit
+        for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w) {
+            for (uint64_t bits = s.change.moved[w]; bits != 0; bits &= bits - 1) {
+                const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
+                for (uint32_t d = 0; d < dims; ++d) {
+                    s.min[d][i] = lows[d][i];
+                    s.max[d][i] = highs[d][i];
+                }
+            }
+        }
+    } else {
+        for (uint32_t d = 0; d < dims; ++d) {
+            std::memcpy(s.min[d] + begin, lows[d] + begin, count * sizeof(float));
+            std::memcpy(s.max[d] + begin, highs[d] + begin, count * sizeof(float));
+        }
     }
+    // Layers: copied, or all bits (already so when the last frame had no spans either).
+    const bool filled = only_moved && !s.layers;
     if (in.category != nullptr)
         std::memcpy(s.category + begin, in.category + begin, count * sizeof(uint32_t));
-    else
+    else if (!filled)
         std::fill(s.category + begin, s.category + end, ~0u);
     if (in.mask != nullptr)
         std::memcpy(s.mask + begin, in.mask + begin, count * sizeof(uint32_t));
-    else
+    else if (!filled)
         std::fill(s.mask + begin, s.mask + end, ~0u);
 }
 
@@ -329,7 +348,7 @@ void emit_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint3
     const uint64_t ex = box.extent[0];
     const uint64_t exy = box.extent[0] * box.extent[1];
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        copy_objects(s, in, D, begin, end);
+        copy_objects(s, in, D, begin, end, false);
         const ObjectChunk& chunk = s.object_chunk[begin / grain];
         uint64_t e = chunk.entry_offset;
         uint32_t l = chunk.large_offset;
@@ -430,7 +449,8 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     trace.begin(TracePhase::box_rebuild_validate);
 
     // 1. Validation, cell ranges and counts (scratch only).
-    const auto grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
+    // A multiple of 64 (kObjectGrain is one): every chunk owns whole words of s.change.
+    const auto grain = static_cast<uint32_t>((grain_for(n, kObjectGrain, kMaxObjectChunks) + 63) / 64 * 64);
     const uint32_t chunks = chunk_count(n, grain);
     // Compared with the previous frame when it is known and has as many objects.
     const bool compare = s.object_is_frame && built(g) && s.object_count == n && n > 0;
@@ -495,7 +515,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     const auto count = static_cast<uint32_t>(entries);
     if (update) {
         parallel_chunks(b, n, grain,
-                        [&](uint32_t begin, uint32_t end, uint32_t) { copy_objects(s, in, dims, begin, end); });
+                        [&](uint32_t begin, uint32_t end, uint32_t) { copy_objects(s, in, dims, begin, end, true); });
         update_entries(s, b, n, grain, added, count);
     } else if (bits <= 32) {
         build_entries<uint32_t>(s, in, b, n, grain, large_cells, box, bits, count);

@@ -97,7 +97,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
     const uint32_t cells = s.cell_count;
     const auto grain = static_cast<uint32_t>(grain_for(cells, kMergeGrain, kMaxEntryChunks));
     const uint32_t chunks = chunk_count(cells, grain);
-    const uint8_t* change = s.object_state;
+    const ChangeBits change = s.change;
     const ObjectScratch* objects = s.object;
     // The new entries of chunk k: keys in [first key of k, first key of k + 1).
     const auto new_range = [&](uint32_t begin, uint32_t end, uint64_t& n0, uint64_t& n1) {
@@ -117,7 +117,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             uint64_t kept = 0;
             if (from != kNone)
                 for (uint32_t e = old.cell_start[from]; e < old.cell_start[from + 1]; ++e)
-                    kept += change[old.object[e]] != new_cells ? 1 : 0;
+                    kept += change.is_leaving(old.object[e]) ? 0 : 1;
             m.entries += kept;
             m.cells += (kept + (j1 - j0)) > 0 ? 1 : 0;
         });
@@ -168,7 +168,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             for (uint32_t k = e0; k < e1; ++k) {
                 if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
                 const uint32_t object = old.object[k];
-                if (change[object] != same_box) put_box(oe + (k - e0), objects[object]);
+                if (change.is_moved(object)) put_box(oe + (k - e0), objects[object]);
             }
             oc += run_cells;
             oe += static_cast<uint32_t>(run);
@@ -182,7 +182,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                 // is copied in bulk.
                 bool leaves = false;
                 for (uint32_t k = e; k < e_end; ++k)
-                    leaves = leaves | (change[old.object[k]] == new_cells);
+                    leaves = leaves | change.is_leaving(old.object[k]);
                 if (!leaves) {
                     if (run_cells == 0) run_first = from;
                     ++run_cells;
@@ -195,7 +195,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             int32_t at[3] = {0, 0, 0};
             if (j0 < j1) Lattice::unpack(D, key, at[0], at[1], at[2]);
             while (e < e_end || j < j1) {
-                if (e < e_end && change[old.object[e]] == new_cells) { // moved out of this cell
+                if (e < e_end && change.is_leaving(old.object[e])) { // moved out of this cell
                     ++e;
                     continue;
                 }
@@ -205,7 +205,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                     if (e + kGatherAhead < entries_end) __builtin_prefetch(&objects[old.object[e + kGatherAhead]]);
                     const uint32_t object = old.object[e];
                     out.object[oe] = object;
-                    if (change[object] == same_box) {
+                    if (!change.is_moved(object)) {
                         for (uint32_t d = 0; d < D; ++d) {
                             out.min[d][oe] = old.min[d][e];
                             out.max[d][oe] = old.max[d][e];
@@ -253,7 +253,7 @@ void refresh_boxes(BoxState& s, const ThreadBackend& b, uint32_t entries) {
     parallel_chunks(b, entries, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t e = begin; e < end; ++e) {
             const uint32_t object = s.entry_object[e];
-            if (s.object_state[object] == same_box) continue;
+            if (!s.change.is_moved(object)) continue;
             const ObjectScratch& o = s.object[object];
             for (uint32_t d = 0; d < D; ++d) {
                 s.entry_min[d][e] = o.min[d];
@@ -280,7 +280,7 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
         if (chunk.moved == 0) return;
         uint64_t e = chunk.moved_offset;
         for (uint32_t i = begin; i < end; ++i)
-            if (s.object_state[i] == new_cells) e = emit_object<D>(s.object[i], i, e, key[0], owner[0]);
+            if (s.change.is_leaving(i)) e = emit_object<D>(s.object[i], i, e, key[0], owner[0]);
     });
     const auto count = static_cast<uint32_t>(added);
     const auto entry_grain = static_cast<uint32_t>(grain_for(count, kEntryGrain, kMaxEntryChunks));
