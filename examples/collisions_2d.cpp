@@ -133,17 +133,7 @@ void draw(const std::vector<float>& x, const std::vector<float>& y, const std::v
         const double cy = (1.0 - static_cast<double>(y[i])) * scale;
         uint8_t colour[3];
         neighbour_colour(counts[i], colour);
-        const int x0 = std::max(0, static_cast<int>(std::floor(cx - radius)));
-        const int x1 = std::min(static_cast<int>(size) - 1, static_cast<int>(std::floor(cx + radius)));
-        const int y0 = std::max(0, static_cast<int>(std::floor(cy - radius)));
-        const int y1 = std::min(static_cast<int>(size) - 1, static_cast<int>(std::floor(cy + radius)));
-        for (int py = y0; py <= y1; ++py)
-            for (int px = x0; px <= x1; ++px) {
-                const double dx = px + 0.5 - cx;
-                const double dy = py + 0.5 - cy;
-                if (dx * dx + dy * dy <= radius * radius)
-                    std::memcpy(&rgb[(static_cast<size_t>(py) * size + static_cast<size_t>(px)) * 3], colour, 3);
-            }
+        hashgrid_support::fill_disc(rgb, size, cx, cy, radius, colour);
     }
 }
 

@@ -18,10 +18,13 @@
 //   hashgrid_support::write_png_rgb("frame.png", rgb.data(), w, h);
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 namespace hashgrid_support {
@@ -148,6 +151,23 @@ inline bool write_png_rgb(const char* path, const uint8_t* rgb, uint32_t width, 
     if (f == nullptr) return false;
     const bool written = std::fwrite(file.data(), 1, file.size(), f) == file.size();
     return std::fclose(f) == 0 && written;
+}
+
+/// Fills the disc of `radius` pixels around (cx, cy) (pixel units, pixel
+/// centres at +0.5; clipped to the picture) in a size x size RGB picture.
+inline void fill_disc(std::vector<uint8_t>& rgb, uint32_t size, double cx, double cy, double radius,
+                      const uint8_t colour[3]) {
+    const int x0 = std::max(0, static_cast<int>(std::floor(cx - radius)));
+    const int x1 = std::min(static_cast<int>(size) - 1, static_cast<int>(std::floor(cx + radius)));
+    const int y0 = std::max(0, static_cast<int>(std::floor(cy - radius)));
+    const int y1 = std::min(static_cast<int>(size) - 1, static_cast<int>(std::floor(cy + radius)));
+    for (int py = y0; py <= y1; ++py)
+        for (int px = x0; px <= x1; ++px) {
+            const double dx = px + 0.5 - cx;
+            const double dy = py + 0.5 - cy;
+            if (dx * dx + dy * dy <= radius * radius)
+                std::memcpy(&rgb[(static_cast<size_t>(py) * size + static_cast<size_t>(px)) * 3], colour, 3);
+        }
 }
 
 } // namespace hashgrid_support
