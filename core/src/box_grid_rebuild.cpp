@@ -179,7 +179,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 const float hi = d < D ? highs[d][i] : 0.0f;
                 o.min[d] = lo;
                 o.max[d] = hi;
-                finite = finite & std::isfinite(lo) & std::isfinite(hi);
+                finite = finite && std::isfinite(lo) && std::isfinite(hi);
                 ordered = ordered & (lo <= hi);
             }
             StatusCode code = StatusCode::ok;
@@ -192,7 +192,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 o.lo[2] = o.hi[2] = 0;
                 bool in_range = true;
                 for (uint32_t d = 0; d < D; ++d)
-                    in_range = axis[d].cell(o.min[d], o.lo[d]) & axis[d].cell(o.max[d], o.hi[d]) & in_range;
+                    in_range = axis[d].cell(o.min[d], o.lo[d]) && axis[d].cell(o.max[d], o.hi[d]) && in_range;
                 if (!in_range) {
                     if (bounded) {
                         code = StatusCode::position_out_of_range;
