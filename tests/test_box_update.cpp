@@ -183,7 +183,7 @@ bool took_update(const hashgrid::Trace& trace) {
     return false;
 }
 
-enum class Churn { still, jitter, few_jump, many_jump, grow, far, bad, resize };
+enum class Churn { still, jitter, few_jump, many_jump, grow, out_of_keys, bad, resize };
 
 } // namespace
 
@@ -194,10 +194,10 @@ TEST_CASE("box rebuild: a frame merged into the last one equals the full build, 
         {2, hashgrid::World::bounded, hashgrid::OutOfBounds::clamp, 2.0f, true},
         {3, hashgrid::World::bounded, hashgrid::OutOfBounds::reject, 1.0f, false},
     };
-    const Churn plan[] = {Churn::still,    Churn::jitter,   Churn::jitter, Churn::few_jump, Churn::jitter,
-                          Churn::grow,     Churn::few_jump, Churn::bad,    Churn::jitter,   Churn::many_jump,
-                          Churn::few_jump, Churn::far,      Churn::jitter, Churn::resize,   Churn::jitter,
-                          Churn::few_jump, Churn::still,    Churn::jitter, Churn::bad,      Churn::few_jump};
+    const Churn plan[] = {Churn::still,    Churn::jitter,      Churn::jitter, Churn::few_jump, Churn::jitter,
+                          Churn::grow,     Churn::few_jump,    Churn::bad,    Churn::jitter,   Churn::many_jump,
+                          Churn::few_jump, Churn::out_of_keys, Churn::jitter, Churn::resize,   Churn::jitter,
+                          Churn::few_jump, Churn::still,       Churn::jitter, Churn::bad,      Churn::few_jump};
     const uint32_t n_max = hashgrid_test::scaled_count(3000) + 64;
     uint32_t updates = 0, full = 0;
     for (const Spec& spec : specs) {
@@ -246,7 +246,7 @@ TEST_CASE("box rebuild: a frame merged into the last one equals the full build, 
                         frame.hi[d][5] = spec.cell * 9.0f;
                     }
                     break;
-                case Churn::far: // unbounded: out of the key range (a large object); bounded: a jump
+                case Churn::out_of_keys: // unbounded: out of the key range (a large object); bounded: a jump
                     if (spec.world == hashgrid::World::unbounded)
                         frame.lo[0][7] = frame.hi[0][7] = 1e9f;
                     else

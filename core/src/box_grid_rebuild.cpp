@@ -183,7 +183,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 ordered = ordered & (lo <= hi);
             }
             StatusCode code = StatusCode::ok;
-            bool far = false;
+            bool beyond_keys = false;
             if (!finite) {
                 code = StatusCode::invalid_position;
             } else if (!ordered) {
@@ -198,7 +198,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                         code = StatusCode::position_out_of_range;
                     } else {
                         mark_far(o);
-                        far = true;
+                        beyond_keys = true;
                     }
                 }
             }
@@ -209,8 +209,8 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 }
                 continue;
             }
-            const uint64_t covered = far ? 0 : cells_covered(o);
-            const bool large = far || covered > large_cells;
+            const uint64_t covered = beyond_keys ? 0 : cells_covered(o);
+            const bool large = beyond_keys || covered > large_cells;
             if constexpr (Compare) {
                 bool same = true;
                 for (uint32_t d = 0; d < D; ++d)
