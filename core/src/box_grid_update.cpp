@@ -266,7 +266,6 @@ void refresh_boxes(BoxState& s, const ThreadBackend& b, uint32_t entries) {
 template <uint32_t D>
 void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added, uint32_t entries) {
     if (added == 0) { // every small object covers a cell: no object changed cells
-
         refresh_boxes<D>(s, b, entries);
         return;
     }
