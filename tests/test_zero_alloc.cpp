@@ -630,6 +630,10 @@ struct MovingBoxes : hashgrid_support::BoxScene {
     float world_lo = 0.0f;
     float world_hi = 0.0f;
     std::vector<float> velocity[3];
+    /// Only every move_one_in-th box moves in a step (a rotating subset), so
+    /// that BoxGrid::rebuild merges into the last frame (box_grid.h).
+    uint32_t move_one_in = 1;
+    uint32_t steps = 0;
 
     MovingBoxes(uint32_t dimensions, uint32_t n, float wlo, float whi, uint64_t seed, float max_edge,
                 uint32_t large_one_in, float large_edge)
@@ -658,8 +662,9 @@ struct MovingBoxes : hashgrid_support::BoxScene {
     }
 
     void step() { // no allocation: plain loops over existing storage
+        ++steps;
         for (uint32_t i = 0; i < size(); ++i)
-            for (uint32_t d = 0; d < dims; ++d) {
+            for (uint32_t d = 0; d < dims && (i + steps) % move_one_in == 0; ++d) {
                 const float a = lo[d][i] + velocity[d][i];
                 const float b = hi[d][i] + velocity[d][i];
                 if (a < world_lo || b >= world_hi) {
@@ -738,12 +743,13 @@ struct BoxWorkload {
     uint32_t frame = 0;
 
     BoxWorkload(const char* scene_name, uint32_t dims, World world, float wlo, float whi, uint32_t n, uint64_t seed,
-                float max_edge, float large_edge)
+                float max_edge, float large_edge, uint32_t move_one_in = 1)
         : name(scene_name), boxes(dims, n, wlo, whi, seed, max_edge, 97, large_edge),
           probes(dims, 200, wlo, whi, seed + 1, 4.0f, 0, 0.0f), pairs(200000), probe_pairs(100000),
           point_queries(kBatch), box_queries(kBatch), radius_queries(kBatch), ray_queries(kBatch),
           nearest_queries(kBatch), frusta(kBatch), out(n), ray_out(n), nearest_out(kNearest), offsets(kBatch + 1),
           batch_out(kBatch * 1024), batch_rays(kBatch * 256), first_hits(kBatch), batch_nearest(kBatch * kNearest) {
+        boxes.move_one_in = move_one_in;
         init_status = grid.init_allocate(moving_box_config(dims, world, wlo, whi, n));
     }
 
@@ -1494,6 +1500,8 @@ struct ObjectWorkload {
                                                       13, 2.0f, 9.0f));
         boxes.push_back(
             std::make_unique<BoxWorkload>("boxes 2D bounded", 2, World::bounded, 0.0f, 78.0f, 5000, 14, 2.0f, 9.0f));
+        boxes.push_back(std::make_unique<BoxWorkload>("boxes 3D unbounded, 1 in 20 moving (merged frames)", 3,
+                                                      World::unbounded, -10.0f, 11.0f, 5000, 15, 1.4f, 6.0f, 20));
         particles.push_back(
             std::make_unique<ParticleWorkload>("particles 3D unbounded", 3, World::unbounded, 10000, 22.0f, 21));
         particles.push_back(
