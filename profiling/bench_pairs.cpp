@@ -53,10 +53,10 @@
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/bench_harness.h"
 #include "hashgrid_support/gbench.h"
+#include "hashgrid_support/nanoflann_cloud.h"
 #include "hashgrid_support/random.h"
 
 #include <benchmark/benchmark.h>
-#include <nanoflann.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -460,18 +460,8 @@ void bench_hashgrid(benchmark::State& state, const std::string& name, Scene& s, 
 
 // nanoflann (KD-tree, radius search per point).
 
-struct Cloud {
-    const float* axis[3];
-    size_t n;
-    [[nodiscard]] size_t kdtree_get_point_count() const { return n; }
-    [[nodiscard]] float kdtree_get_pt(size_t index, size_t dim) const { return axis[dim][index]; }
-    template <class Box>
-    bool kdtree_get_bbox(Box&) const {
-        return false;
-    }
-};
-
-using KdTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, Cloud>, Cloud, 3, uint32_t>;
+using Cloud = hashgrid_support::NanoflannCloud<3>;
+using KdTree = hashgrid_support::NanoflannKdTree<3>;
 
 /// Builds the tree (nanoflann 1.4 builds on one thread), then queries every
 /// point with radius r (nanoflann takes the squared radius for L2 and keeps

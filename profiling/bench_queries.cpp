@@ -32,10 +32,10 @@
 #include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
 #include "hashgrid_support/gbench.h"
+#include "hashgrid_support/nanoflann_cloud.h"
 #include "hashgrid_support/random.h"
 
 #include <benchmark/benchmark.h>
-#include <nanoflann.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -159,6 +159,15 @@ std::string compare(const ResultSets& got) {
     return {};
 }
 
+/// Checks `got` (sorted per query here) against brute force; on a difference
+/// the benchmark is skipped with what differs and false is returned.
+bool matches_brute_force(benchmark::State& state, ResultSets got) {
+    got.canonicalize();
+    const std::string diff = compare(got);
+    if (!diff.empty()) state.SkipWithError(diff.c_str());
+    return diff.empty();
+}
+
 /// results and candidates per iteration; ns_per_candidate: the wall time of
 /// the timing loop (`loop_ns`, all threads together) per candidate tested.
 void set_query_counters(benchmark::State& state, uint64_t results, uint64_t candidates, uint64_t loop_ns) {
@@ -228,7 +237,6 @@ struct HashgridRun {
         for (uint32_t q = 0; q < kCircles; ++q)
             r.start.push_back(box_offsets[kBoxes] + circle_offsets[q + 1]);
         r.index.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(r.start.back()));
-        r.canonicalize();
         return r;
     }
 };
@@ -247,11 +255,7 @@ void BM_hashgrid_queries(benchmark::State& state) {
         state.SkipWithError("query batch failed");
         return;
     }
-    const std::string diff = compare(h.results());
-    if (!diff.empty()) {
-        state.SkipWithError(diff.c_str());
-        return;
-    }
+    if (!matches_brute_force(state, h.results())) return;
     uint64_t results = 0;
     uint64_t loop_ns = 0;
     {
@@ -295,18 +299,8 @@ void BM_hashgrid_reindex(benchmark::State& state) {
 // ---------------------------------------------------------------------------
 // nanoflann: a 2D kd-tree, radius search (squared radius, keeps d2 < r2).
 
-struct Cloud {
-    const float* axis[2];
-    size_t n;
-    [[nodiscard]] size_t kdtree_get_point_count() const { return n; }
-    [[nodiscard]] float kdtree_get_pt(size_t index, size_t dim) const { return axis[dim][index]; }
-    template <class Box>
-    bool kdtree_get_bbox(Box&) const {
-        return false;
-    }
-};
-
-using KdTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, Cloud>, Cloud, 2, uint32_t>;
+using Cloud = hashgrid_support::NanoflannCloud<2>;
+using KdTree = hashgrid_support::NanoflannKdTree<2>;
 
 void BM_nanoflann_queries(benchmark::State& state) {
     const Scene& s = scene();
@@ -345,13 +339,7 @@ void BM_nanoflann_queries(benchmark::State& state) {
         }
     };
     run();
-    ResultSets check = r;
-    check.canonicalize();
-    const std::string diff = compare(check);
-    if (!diff.empty()) {
-        state.SkipWithError(diff.c_str());
-        return;
-    }
+    if (!matches_brute_force(state, r)) return;
     {
         const hashgrid_support::OtherLoadCounter load(state);
         for (auto _ : state) {
@@ -457,13 +445,7 @@ void BM_dense_grid_queries(benchmark::State& state) {
         }
     };
     run();
-    ResultSets check = r;
-    check.canonicalize();
-    const std::string diff = compare(check);
-    if (!diff.empty()) {
-        state.SkipWithError(diff.c_str());
-        return;
-    }
+    if (!matches_brute_force(state, r)) return;
     uint64_t loop_ns = 0;
     {
         const hashgrid_support::OtherLoadCounter load(state);
