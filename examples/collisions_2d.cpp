@@ -35,7 +35,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -227,14 +226,7 @@ int main(int argc, char** argv) {
     }
     std::vector<Pair> pairs(static_cast<size_t>(config.max_pairs));
 
-    if (!options.png_dir.empty()) {
-        std::error_code error;
-        std::filesystem::create_directories(options.png_dir, error);
-        if (error) {
-            std::printf("cannot create %s: %s\nFAIL\n", options.png_dir.c_str(), error.message().c_str());
-            return 1;
-        }
-    }
+    if (!options.png_dir.empty() && !hashgrid_support::create_picture_directory(options.png_dir)) return 1;
     std::printf("collisions_2d: %u discs of diameter %.5g in the unit square (%.0f%% covered), %s backend with %u "
                 "threads\n",
                 n, static_cast<double>(d), 100.0 * kAreaFraction, backend_name, threads.threads());

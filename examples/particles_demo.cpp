@@ -53,7 +53,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -612,14 +611,7 @@ int main(int argc, char** argv) {
     std::printf("Hashgrid particles demo: serial backend (built without oneTBB), %u frames per scene\n",
                 options.frames);
 #endif
-    if (!options.png_dir.empty()) {
-        std::error_code error;
-        std::filesystem::create_directories(options.png_dir, error);
-        if (error) {
-            std::printf("cannot create %s: %s\nFAIL\n", options.png_dir.c_str(), error.message().c_str());
-            return 1;
-        }
-    }
+    if (!options.png_dir.empty() && !hashgrid_support::create_picture_directory(options.png_dir)) return 1;
     std::printf("Each frame: grid.rebuild (counting sort into cells) + grid.find_pairs (all pairs closer than r);\n"
                 "the pairs push particles apart, and particles are kept in the grid's sorted order.\n");
 

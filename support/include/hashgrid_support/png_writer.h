@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 namespace hashgrid_support {
@@ -168,6 +170,17 @@ inline void fill_disc(std::vector<uint8_t>& rgb, uint32_t size, double cx, doubl
             if (dx * dx + dy * dy <= radius * radius)
                 std::memcpy(&rgb[(static_cast<size_t>(py) * size + static_cast<size_t>(px)) * 3], colour, 3);
         }
+}
+
+/// Creates `dir` (and its parents) for the pictures an example writes; on
+/// failure prints "cannot create DIR: why" and FAIL (what the examples' CTests
+/// look for) and returns false.
+inline bool create_picture_directory(const std::string& dir) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (!error) return true;
+    std::printf("cannot create %s: %s\nFAIL\n", dir.c_str(), error.message().c_str());
+    return false;
 }
 
 } // namespace hashgrid_support
