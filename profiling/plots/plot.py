@@ -159,19 +159,24 @@ def title(fig, what, context, rows):
     )
 
 
+def frame_panel(ax, xs, rows):
+    """The frame time (median, min..max bars) with its rebuild and find_pairs parts."""
+    errorbars(ax, xs, rows, label="rebuild + find_pairs")
+    ax.plot(xs, [s.counter("rebuild_ms") for s in rows], "s--", markersize=3, label="rebuild")
+    ax.plot(xs, [s.counter("query_ms") for s in rows], "^--", markersize=3, label="find_pairs")
+    ax.set_ylabel("ms per frame")
+
+
 def plot_vs_n(context, series, out, summary):
     rows = sorted(group(series, "vs_n"), key=lambda s: s.counter("n"))
     if not rows:
         return
     n = [s.counter("n") for s in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    errorbars(a, n, rows, label="rebuild + find_pairs")
-    a.plot(n, [s.counter("rebuild_ms") for s in rows], "s--", markersize=3, label="rebuild")
-    a.plot(n, [s.counter("query_ms") for s in rows], "^--", markersize=3, label="find_pairs")
+    frame_panel(a, n, rows)
     a.set_xscale("log")
     a.set_yscale("log")
     a.set_xlabel("particles N (uniform unit cube, ~30 neighbours)")
-    a.set_ylabel("ms per frame")
     a.grid(True, which="both", alpha=0.3)
     a.legend(fontsize=8)
     b.plot(n, [s.counter("ns_per_particle") for s in rows], "o-", label="ns per particle")
@@ -198,11 +203,8 @@ def plot_vs_neighbours(context, series, out, summary):
         return
     k = [s.counter("neighbours") for s in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    errorbars(a, k, rows, label="rebuild + find_pairs")
-    a.plot(k, [s.counter("rebuild_ms") for s in rows], "s--", markersize=3, label="rebuild")
-    a.plot(k, [s.counter("query_ms") for s in rows], "^--", markersize=3, label="find_pairs")
+    frame_panel(a, k, rows)
     a.set_xlabel("mean neighbours per particle (measured)")
-    a.set_ylabel("ms per frame")
     a.set_ylim(bottom=0)
     a.grid(True, alpha=0.3)
     a.legend(fontsize=8)
@@ -235,11 +237,8 @@ def plot_vs_threads(context, series, out, summary):
         return
     t = [s.counter("threads") for s in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    errorbars(a, t, rows, label="rebuild + find_pairs")
-    a.plot(t, [s.counter("rebuild_ms") for s in rows], "s--", markersize=3, label="rebuild")
-    a.plot(t, [s.counter("query_ms") for s in rows], "^--", markersize=3, label="find_pairs")
+    frame_panel(a, t, rows)
     a.set_xlabel("threads (oneTBB)")
-    a.set_ylabel("ms per frame")
     a.set_xticks(t)
     a.set_ylim(bottom=0)
     a.grid(True, alpha=0.3)
