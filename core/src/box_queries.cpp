@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace hashgrid {
 namespace {
@@ -151,16 +152,27 @@ Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& 
         lo[d] = static_cast<double>(box.min[d]);
         hi[d] = static_cast<double>(box.max[d]);
     }
+    auto accept = [&](uint32_t object, uint32_t entry) {
+        note_tested(sink);
+        float olo[3], ohi[3];
+        entry_or_object_box(c, object, entry, olo, ohi);
+        if (boxes_overlap(box.min, box.max, olo, ohi, c.lat.dims) && c.in_layer(object, layer_mask)) sink.add(object);
+    };
+    if constexpr (std::is_same_v<Sink, IndexSink>) {
+        if (entry_kernels_apply(c)) {
+            const auto run = detail::box_query_kernels::entry_kernels(c.lat.dims).box;
+            const detail::box_query_kernels::EntryData entries = c.entry_data();
+            scan_box_entries(
+                c, lo, hi, layer_mask, sink,
+                [&](const detail::box_query_kernels::EntryRuns& runs, uint32_t* out) {
+                    return run(entries, box.min, box.max, runs, out);
+                },
+                accept);
+            return {};
+        }
+    }
     scan_box(
-        c, lo, hi,
-        [&](uint32_t object, uint32_t entry) {
-            note_tested(sink);
-            float olo[3], ohi[3];
-            entry_or_object_box(c, object, entry, olo, ohi);
-            if (boxes_overlap(box.min, box.max, olo, ohi, c.lat.dims) && c.in_layer(object, layer_mask))
-                sink.add(object);
-        },
-        [&] { return sink.done(); }, [&] { note_cell(sink); });
+        c, lo, hi, accept, [&] { return sink.done(); }, [&] { note_cell(sink); });
     return {};
 }
 
@@ -183,16 +195,28 @@ Status radius_walk(const Cells& c, const QuerySphere& sphere, uint32_t layer_mas
         lo[d] = static_cast<double>(sphere.center[d]) - half;
         hi[d] = static_cast<double>(sphere.center[d]) + half;
     }
+    auto accept = [&](uint32_t object, uint32_t entry) {
+        note_tested(sink);
+        float olo[3], ohi[3];
+        entry_or_object_box(c, object, entry, olo, ohi);
+        if (point_box_distance2(sphere.center, olo, ohi, c.lat.dims) <= r2 && c.in_layer(object, layer_mask))
+            sink.add(object);
+    };
+    if constexpr (std::is_same_v<Sink, IndexSink>) {
+        if (entry_kernels_apply(c)) {
+            const auto run = detail::box_query_kernels::entry_kernels(c.lat.dims).radius;
+            const detail::box_query_kernels::EntryData entries = c.entry_data();
+            scan_box_entries(
+                c, lo, hi, layer_mask, sink,
+                [&](const detail::box_query_kernels::EntryRuns& runs, uint32_t* out) {
+                    return run(entries, sphere.center, r2, runs, out);
+                },
+                accept);
+            return {};
+        }
+    }
     scan_box(
-        c, lo, hi,
-        [&](uint32_t object, uint32_t entry) {
-            note_tested(sink);
-            float olo[3], ohi[3];
-            entry_or_object_box(c, object, entry, olo, ohi);
-            if (point_box_distance2(sphere.center, olo, ohi, c.lat.dims) <= r2 && c.in_layer(object, layer_mask))
-                sink.add(object);
-        },
-        [&] { return sink.done(); }, [&] { note_cell(sink); });
+        c, lo, hi, accept, [&] { return sink.done(); }, [&] { note_cell(sink); });
     return {};
 }
 

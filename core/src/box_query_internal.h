@@ -20,6 +20,7 @@
 // the sink, so the visitor sees the buffer form's order.
 #pragma once
 
+#include "box_query_kernels.h"
 #include "hashgrid/assert.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/cell_key.h"
@@ -72,6 +73,17 @@ struct Cells : detail::CellIndex {
         static_cast<detail::CellIndex&>(*this) = detail::make_cell_index(l, view);
     }
 
+    /// The entry arrays as the entry kernels read them (box_query_kernels.h).
+    [[nodiscard]] detail::box_query_kernels::EntryData entry_data() const {
+        detail::box_query_kernels::EntryData d;
+        for (uint32_t a = 0; a < 3; ++a) {
+            d.lo[a] = view.entry_min[a];
+            d.hi[a] = view.entry_max[a];
+        }
+        d.flags = view.entry_flags;
+        d.object = view.entry_object;
+        return d;
+    }
     /// Clamped cell coordinate of a (double) coordinate; d < dims.
     [[nodiscard]] int32_t cell(uint32_t d, double p) const { return lat.clamped_cell(d, lat.scaled(d, p)); }
     /// World coordinate where cell k starts (approximately: ranges built from it are widened).
@@ -121,15 +133,16 @@ struct Cells : detail::CellIndex {
         return true;
     }
 
-    /// Calls cell_fn(cell index, x, y, z) for every occupied cell in `r`, in
-    /// ascending key order, skipping rows for which row_ok(y, z, x_lo, x_hi)
-    /// is false; row_ok may narrow [x_lo, x_hi] (starting as r's x range).
-    /// Empty rows and slabs are jumped over by binary search before row_ok is
-    /// asked, so the cost is O(occupied rows of r * log(cells)) plus the cells
-    /// visited, however many empty rows r spans. Returns as soon as stop() is
-    /// true after a cell.
-    template <typename RowOk, typename CellFn, typename Stop>
-    void walk(CellBox r, RowOk&& row_ok, CellFn&& cell_fn, Stop&& stop) const {
+    /// Calls row_fn(first, end, y, z) for every row of `r` with occupied
+    /// cells: cells [first, end) are that row's occupied cells in the x range,
+    /// in ascending key order, rows in ascending (z, y); rows for which
+    /// row_ok(y, z, x_lo, x_hi) is false are skipped (row_ok may narrow
+    /// [x_lo, x_hi], starting as r's x range). Empty rows and slabs are jumped
+    /// over by binary search before row_ok is asked, so the cost is
+    /// O(occupied rows of r * log(cells)) plus the cells visited, however many
+    /// empty rows r spans. Returns as soon as row_fn returns true (stop).
+    template <typename RowOk, typename RowFn>
+    void walk_rows(CellBox r, RowOk&& row_ok, RowFn&& row_fn) const {
         if (!clip(r)) return;
         uint32_t from = 0; // cells before it are behind the walk
         int32_t z = r.lo[2];
@@ -164,13 +177,28 @@ struct Cells : detail::CellIndex {
             }
             at = lower_bound(lat.pack(x_lo, y, z), from);
             const uint64_t last = lat.pack(x_hi, y, z);
-            for (; at < cell_count && key[at] <= last; ++at) {
-                coordinates(at, kx, ky, kz);
-                cell_fn(at, kx, ky, kz);
-                if (stop()) return;
-            }
+            uint32_t end = at;
+            while (end < cell_count && key[end] <= last)
+                ++end;
+            if (at != end && row_fn(at, end, y, z)) return;
             ++y;
         }
+    }
+
+    /// Calls cell_fn(cell index, x, y, z) for every occupied cell in `r`, in
+    /// ascending key order, skipping rows as walk_rows does. Returns as soon
+    /// as stop() is true after a cell.
+    template <typename RowOk, typename CellFn, typename Stop>
+    void walk(CellBox r, RowOk&& row_ok, CellFn&& cell_fn, Stop&& stop) const {
+        walk_rows(r, row_ok, [&](uint32_t first, uint32_t end, int32_t, int32_t) {
+            for (uint32_t at = first; at < end; ++at) {
+                int32_t kx = 0, ky = 0, kz = 0;
+                coordinates(at, kx, ky, kz);
+                cell_fn(at, kx, ky, kz);
+                if (stop()) return true;
+            }
+            return false;
+        });
     }
     template <typename RowOk, typename CellFn>
     void walk(CellBox r, RowOk&& row_ok, CellFn&& cell_fn) const {
@@ -473,6 +501,79 @@ void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& a
         },
         stop);
     for (uint32_t j = 0; j < c.view.large_count && !stop(); ++j)
+        accept(c.view.large_object[j], kNoEntry);
+}
+
+/// Whether scan_box_entries can serve a walk into a plain buffer sink
+/// (IndexSink: no early stop, no work counted) over this view: it needs
+/// per-entry first-cell bits and entry boxes (BoxGrid's views have them).
+inline bool entry_kernels_apply(const Cells& c) {
+    return c.view.entry_flags != nullptr && c.view.entry_min[0] != nullptr;
+}
+
+/// Keeps, in place and in order, the objects of out[0, n) in the layer mask;
+/// returns how many.
+inline uint32_t keep_in_layer(const Cells& c, uint32_t layer_mask, uint32_t* out, uint32_t n) {
+    if (c.view.category == nullptr) return n;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t object = out[i];
+        out[kept] = object;
+        kept += (c.view.category[object] & layer_mask) != 0 ? 1u : 0u;
+    }
+    return kept;
+}
+
+/// scan_box for a buffer sink with an entry kernel (entry_kernels_apply):
+/// the same results in the same order. Each row of the scan is one or two
+/// runs of entries (the row's first cell apart when it is the scan's first
+/// on x, which needs one flag less); runs are held while the sink has room
+/// for all their candidates and handed to kernel(runs, out) in groups, the
+/// hits then filtered by layer. A run without that room is tested one entry
+/// at a time through accept(object, entry), as are the large objects.
+template <typename Kernel, typename Accept>
+void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], uint32_t layer_mask, IndexSink& sink,
+                      Kernel&& kernel, Accept&& accept) {
+    using detail::box_query_kernels::EntryRuns;
+    const CellBox range = c.cells_of(lo, hi);
+    const uint32_t* flags = c.view.entry_flags;
+    EntryRuns runs;
+    auto finish = [&] {
+        if (runs.count == 0) return;
+        uint32_t* at = sink.out + sink.count;
+        sink.count += keep_in_layer(c, layer_mask, at, kernel(runs, at));
+        runs.count = 0;
+        runs.candidates = 0;
+    };
+    auto take = [&](uint32_t b, uint32_t e, uint32_t need) {
+        if (b == e) return;
+        const uint64_t held = runs.candidates + (e - b);
+        if (sink.count <= sink.capacity && sink.capacity - sink.count >= held) {
+            runs.begin[runs.count] = b;
+            runs.end[runs.count] = e;
+            runs.need[runs.count] = need;
+            runs.candidates = held;
+            if (++runs.count == EntryRuns::kCapacity) finish();
+            return;
+        }
+        finish();
+        for (uint32_t k = b; k < e; ++k)
+            if ((flags[k] & need) == need) accept(c.view.entry_object[k], k);
+    };
+    c.walk_rows(range, every_row, [&](uint32_t first, uint32_t end, int32_t y, int32_t z) {
+        const uint32_t need = (range.lo[1] == y ? 0u : 2u) | (range.lo[2] == z ? 0u : 4u);
+        int32_t x = 0, cy = 0, cz = 0;
+        c.coordinates(first, x, cy, cz);
+        uint32_t b = c.begin(first);
+        if (x == range.lo[0]) {
+            take(b, c.end(first), need);
+            b = c.end(first);
+        }
+        take(b, c.end(end - 1), need | 1u);
+        return false;
+    });
+    finish();
+    for (uint32_t j = 0; j < c.view.large_count; ++j)
         accept(c.view.large_object[j], kNoEntry);
 }
 
