@@ -5,6 +5,9 @@
 //   B3  3D boxes, every edge lognormal (median 1, sigma 0.7: a few edges reach
 //       ~20), centres uniform in a cube sized so a box overlaps ~6 others
 //   B2  the same in 2D (square sized for ~6 overlaps per box)
+//   G3  a 3D game level (200 x 200 x 10 m): 20,000 boxes of 0.5-1.5 m and 500
+//       buildings of 8-12 m (large objects at 2 m cells); U3 the same count of
+//       small boxes only (what G3 should cost)
 //   Q   2D, 100k clients in [-1000, 1000]^2, edges uniform in [5, 15]; 1000
 //       queries (half boxes, half circles, half-extent or radius uniform in
 //       [5, 20], centres uniform), then every object moves a little and the
@@ -16,6 +19,7 @@
 //
 // Benchmarks, one per (scene, implementation, setting, threads):
 //   B3|B2/hashgrid/<unbounded|bounded>/cell:<c>/large:<l>/threads:<t>
+//   G3|U3/hashgrid/<unbounded|bounded>/cell:2/large:64/threads:<t>
 //   B3|B2/sap/sort-x/threads:1          the bench's own sweep and prune (the oracle)
 //   B3/bullet/<default|deferred>/threads:1, B3/fcl/<tree|hash-cell:<c>>/threads:1,
 //   B2/box2d/tree/threads:1             peers (single-threaded libraries)
@@ -283,6 +287,40 @@ Scene make_box_scene(const std::string& name, uint32_t n, double sigma, double o
     return s;
 }
 
+/// G3 and U3: a game level of 200 x 200 x 10 m with 20,500 boxes. U3: every
+/// box small (edges uniform in [0.5, 1.5] m); G3: the same with the last 500
+/// replaced by buildings (edges uniform in [8, 12] m), which cover 125-343
+/// cells of 2 m, so the default large_object_cells (64) makes them large.
+Scene make_game_scene(const std::string& name) {
+    constexpr uint32_t kObjects = 20500;
+    constexpr uint32_t kBuildings = 500;
+    const double extent[3] = {200.0, 200.0, 10.0};
+    Scene s;
+    s.name = name;
+    s.base.dimensions = 3;
+    s.base.n = kObjects;
+    s.side = extent[0];
+    s.quantum = quantum_for(extent[0] + 64.0);
+    s.step = quantize(0.05, s.quantum);
+    SplitMix64 rng(name == "G3" ? 0x6a3e5u : 0x0a3e5u);
+    for (uint32_t a = 0; a < 3; ++a) {
+        s.base.lo[a].resize(kObjects);
+        s.base.hi[a].resize(kObjects);
+        s.world_lo[a] = static_cast<float>(-16.0);
+        s.world_hi[a] = static_cast<float>(extent[a] + 16.0);
+    }
+    for (uint32_t i = 0; i < kObjects; ++i) {
+        const bool building = name == "G3" && i >= kObjects - kBuildings;
+        for (uint32_t a = 0; a < 3; ++a) {
+            const double edge = quantize(building ? 8.0 + 4.0 * rng.unit_double() : 0.5 + rng.unit_double(), s.quantum);
+            const double lo = quantize(extent[a] * rng.unit_double() - 0.5 * edge, s.quantum);
+            s.base.lo[a][i] = static_cast<float>(lo);
+            s.base.hi[a][i] = static_cast<float>(lo + edge);
+        }
+    }
+    return s;
+}
+
 constexpr double kQHalfWorld = 1000.0;
 constexpr double kQEdgeLo = 5.0;
 constexpr double kQEdgeHi = 15.0;
@@ -411,8 +449,11 @@ PairScene& pair_scene(const std::string& name) {
     static std::map<std::string, std::unique_ptr<PairScene>> scenes;
     std::unique_ptr<PairScene>& s = scenes[name];
     if (s == nullptr)
-        s = std::make_unique<PairScene>(
-            PairScene{make_box_scene(name, g_options.n, g_options.sigma, g_options.overlaps), {}, {}});
+        s = std::make_unique<PairScene>(PairScene{
+            name == "G3" || name == "U3" ? make_game_scene(name)
+                                         : make_box_scene(name, g_options.n, g_options.sigma, g_options.overlaps),
+            {},
+            {}});
     return *s;
 }
 
@@ -1208,6 +1249,21 @@ int main(int argc, char** argv) {
         const std::string sap = scene_name + "/sap/sort-x/threads:1";
         peer(sap, [=](benchmark::State& state) { bench_sweep_and_prune(state, sap, pair_scene(scene_name)); });
     }
+    // G3 / U3: mixed object sizes against the same count of uniform boxes, at
+    // the level's 2 m cells and the default large_object_cells.
+    for (const std::string scene_name : {"G3", "U3"})
+        for (const World world : {World::unbounded, World::bounded}) {
+            const std::string setting =
+                scene_name + (world == World::bounded ? "/bounded" : "/unbounded") + "/cell:2/large:64" + moved_tag;
+            for (uint32_t t : o.threads) {
+                const std::string name =
+                    scene_name + "/hashgrid/" + setting.substr(3) + "/threads:" + std::to_string(t);
+                const TbbBackend* tbb = backends[t].get();
+                hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+                    bench_box_grid(state, name, setting, pair_scene(scene_name), 2.0, 64, world, *tbb);
+                });
+            }
+        }
 #if HASHGRID_BENCH_BULLET
     for (const bool deferred : {false, true}) {
         const std::string name = std::string("B3/bullet/") + (deferred ? "deferred" : "default") + "/threads:1";

@@ -955,6 +955,71 @@ TEST_CASE("large objects: every threshold gives the same pair set") {
     }
 }
 
+TEST_CASE("large objects among thousands of small ones: the documented order, crowded and sparse, with layers") {
+    // A large object's pairs come from a scan of the cells it covers, sorted
+    // by the other object, or (more than 2048 of them) from a test of every
+    // object in index order: both must give the oracle's order. Large boxes
+    // here: one spanning the scene (thousands of pairs), a row of them
+    // overlapping each other and a few hundred small boxes each, and layers
+    // on every object.
+    ParallelBackend b2(2);
+    for (uint32_t dims = 2; dims <= 3; ++dims) {
+        Rng rng(0x1a57e000u + dims);
+        BoxScene scene;
+        scene.dims = dims;
+        const float side = dims == 3 ? 16.0f : 60.0f;
+        const uint32_t small = dims == 3 ? 3000 : 3600;
+        auto layer = [&](uint32_t i) { return i % 7 == 0 ? 0x2u : 0x1u | (i % 3 == 0 ? 0x4u : 0u); };
+        auto mask = [&](uint32_t i) { return i % 11 == 0 ? 0x2u : ~0u; };
+        const uint32_t spanning = small + 12; // after the row: its large-large pairs are the row's
+        for (uint32_t i = 0; i <= spanning; ++i) {
+            float mn[3] = {0.0f, 0.0f, 0.0f}, mx[3] = {0.0f, 0.0f, 0.0f};
+            for (uint32_t d = 0; d < dims; ++d) {
+                if (i == spanning) { // spans the whole scene
+                    mn[d] = -1.0f;
+                    mx[d] = side + 1.0f;
+                } else if (i > small) { // a row of large boxes, neighbours overlapping
+                    const float at = static_cast<float>(i - small) * (side / 14.0f);
+                    mn[d] = d == 0 ? at : 2.0f;
+                    mx[d] = d == 0 ? at + side / 7.0f : 2.0f + side / 4.0f;
+                } else {
+                    mn[d] = rng.uniform(0.0f, side);
+                    mx[d] = mn[d] + rng.uniform(0.0f, 1.5f);
+                }
+            }
+            scene.add(mn, mx, layer(i), mask(i));
+        }
+        BoxGridConfig c;
+        c.dimensions = dims;
+        c.cell_size = 1.0f;
+        c.max_objects = scene.size();
+        c.large_object_cells = 64;
+        const Expected e = expected_pairs(scene, c);
+        c.max_cell_entries = static_cast<uint32_t>(std::max<uint64_t>(e.entries, 1));
+        c.max_pairs = e.pairs.size();
+        CAPTURE(dims);
+        REQUIRE(e.large.size() >= 10);
+        uint64_t spanning_pairs = 0;
+        for (const Pair& p : e.pairs)
+            spanning_pairs += p.a == spanning || p.b == spanning ? 1u : 0u;
+        CHECK(spanning_pairs > 2048); // the in-order path
+        auto g = make_box_grid(c);
+        REQUIRE(g->init_status.ok());
+        for (uint32_t threads = 1; threads <= 2; ++threads) {
+            const hashgrid::ThreadBackend b = threads == 1 ? hashgrid::serial_backend() : b2.backend();
+            REQUIRE((*g)->rebuild(scene.spans(), b).ok());
+            CHECK(check_run(run_pairs(**g, b, e.pairs.size()), e.pairs) == "");
+            // A third of the room: the exact count and the order's prefix.
+            const PairRun part = run_pairs(**g, b, e.pairs.size() / 3);
+            CHECK(part.result.total == e.pairs.size());
+            const std::vector<Pair> prefix(e.pairs.begin(),
+                                           e.pairs.begin() + static_cast<std::ptrdiff_t>(part.pairs.size()));
+            CHECK(part.pairs.size() == e.pairs.size() / 3);
+            CHECK(diff_pairs(prefix, part.pairs.data(), part.pairs.size()) == "");
+        }
+    }
+}
+
 TEST_CASE("unbounded: objects beyond the cell-key range are large; pairs exact at every thread count") {
     ParallelBackend b2(2), b3(3), b8(8);
     const hashgrid::ThreadBackend backends[] = {hashgrid::serial_backend(), b2.backend(), b3.backend(), b8.backend()};

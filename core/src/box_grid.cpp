@@ -4,6 +4,7 @@
 #include "hashgrid/assert.h"
 #include "hashgrid/objects.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -14,11 +15,18 @@ using namespace detail;
 namespace {
 
 /// Pool blocks: max_pairs always fits when every chunk leaves at most one
-/// block partly filled; small configs get less slack (a chunk that finds the
-/// pool exhausted is simply searched again while publishing).
-uint32_t pool_blocks_for(uint64_t max_pairs) {
-    const uint64_t full = (max_pairs + kBoxPairBlock - 1) / kBoxPairBlock;
-    const uint64_t slack = full + 4 < kMaxPairChunks ? full + 4 : kMaxPairChunks;
+/// block partly filled, so the slack is a block per chunk find_pairs can
+/// have with this config (cells <= entries, large objects <= objects), or,
+/// when max_pairs is larger, as many blocks as max_pairs fills. Queries of
+/// find_pairs_with in more chunks than that may find the pool exhausted: such
+/// a chunk is simply searched again while publishing.
+uint32_t pool_blocks_for(const BoxGridConfig& c) {
+    const uint64_t full = (c.max_pairs + kBoxPairBlock - 1) / kBoxPairBlock;
+    const uint64_t cell_chunks =
+        std::min<uint64_t>(kMaxCellChunks, (uint64_t{c.max_cell_entries} + kCellPairGrain - 1) / kCellPairGrain);
+    const uint64_t large_chunks =
+        std::min<uint64_t>(kMaxLargeChunks, (uint64_t{c.max_objects} + kLargePairGrain - 1) / kLargePairGrain);
+    const uint64_t slack = std::min<uint64_t>(kMaxPairChunks, std::max(full + 4, cell_chunks + large_chunks));
     return static_cast<uint32_t>(full + slack);
 }
 
@@ -65,7 +73,7 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
     s.merge_counts = l.take<MergeCounts>(kMaxEntryChunks);
     s.query_bad = l.take<BadParticle>(kMaxPairChunks);
     s.pair_chunk = l.take<PairChunk>(kMaxPairChunks);
-    s.pool_blocks = pool_blocks_for(c.max_pairs);
+    s.pool_blocks = pool_blocks_for(c);
     s.pool = l.take<Pair>(uint64_t{s.pool_blocks} * kBoxPairBlock);
     s.block_next = l.take<uint32_t>(s.pool_blocks);
     return l.bytes();

@@ -40,7 +40,10 @@ inline constexpr uint32_t kMaxDigitBits = 12;
 /// large-object tests, chunks of queries (find_pairs_with).
 inline constexpr uint32_t kCellPairGrain = 128;
 inline constexpr uint32_t kMaxCellChunks = 512;
-inline constexpr uint32_t kLargePairGrain = 16384; // (large, object) tests per chunk, at least
+inline constexpr uint32_t kLargePairGrain = 16; // large objects per chunk, at least
+/// Pairs of one large object sorted on the stack; beyond, it is tested
+/// against every object in index order.
+inline constexpr uint32_t kLargeHits = 2048;
 inline constexpr uint32_t kMaxLargeChunks = 256;
 inline constexpr uint32_t kQueryGrain = 16;
 inline constexpr uint32_t kMaxPairChunks = kMaxCellChunks + kMaxLargeChunks;

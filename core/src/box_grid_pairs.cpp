@@ -15,8 +15,10 @@
 //
 // Small-small pairs: within each cell, every entry pair (i < j) that passes
 // the minimum-corner rule (entry flags, box_grid_internal.h), the closed overlap test and
-// the layer filter. Large objects: each against every other object, a
-// large-large pair only from its lower-index large object.
+// the layer filter. Large objects: each against the small objects of the
+// occupied cells its box covers and the large objects after it (its pairs
+// sorted by the other object), a large-large pair only from its lower-index
+// large object.
 //
 // find_pairs_with: per query box, the occupied cells it covers are found in
 // the sorted cell keys by a galloping search that skips empty rows and
@@ -29,6 +31,7 @@
 
 #include "hashgrid/assert.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -192,35 +195,131 @@ void sweep_cells(const BoxState& s, uint32_t first_cell, uint32_t last_cell, Sin
     }
 }
 
-/// Large-object pairs for the flattened tests [t, t_end) of (large k, object o) = (t / n, t % n).
+/// The cell range [cell(box.min), cell(box.max)] of a box, clamped into the
+/// key range as the rebuild clamps objects' cells (z = 0 in 2D).
+template <uint32_t D>
+void box_cells(const BoxState& s, const TestBox& box, int32_t c_lo[3], int32_t c_hi[3]) {
+    for (uint32_t d = 0; d < 3; ++d)
+        c_lo[d] = c_hi[d] = 0;
+    for (uint32_t d = 0; d < D; ++d) {
+        c_lo[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.min[d]));
+        c_hi[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.max[d]));
+    }
+}
+
+/// Calls hit(object) for every small object whose box overlaps `box`
+/// (closed), once each: from the entry in the occupied cell of [c_lo, c_hi]
+/// (box's cells) that holds the minimum corner of the two boxes'
+/// intersection. Cells in key order, found by a galloping search that skips
+/// empty rows and columns (a box covering many cells costs its occupied
+/// cells, not its volume); entries of a cell in ascending object order.
+template <uint32_t D, typename Hit>
+void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
+                  const int32_t c_hi[3], Hit&& hit) {
+    const uint32_t dims = s.dims;
+    const uint64_t* keys = index.key;
+    const uint32_t cells = index.cell_count;
+    const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
+    const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
+    uint32_t hits[kBatch];
+    // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
+    const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
+    uint32_t pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
+    while (pos < cells && keys[pos] <= last_key) {
+        int32_t x, y, z;
+        index.coordinates(pos, x, y, z);
+        // z is within [c_lo[2], c_hi[2]] here (keys order z first); in 2D z = 0.
+        if (y < c_lo[1]) {
+            pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z), pos);
+            continue;
+        }
+        if (y > c_hi[1]) { // then z < c_hi[2], or the key would exceed last_key
+            pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z + 1), pos);
+            continue;
+        }
+        if (x < c_lo[0]) {
+            pos = index.lower_bound(Lattice::pack(dims, c_lo[0], y, z), pos);
+            continue;
+        }
+        if (x > c_hi[0]) { // next row: (y + 1, z) or (c_lo y, z + 1), both within the query
+            const uint64_t next =
+                y < c_hi[1] ? Lattice::pack(dims, c_lo[0], y + 1, z) : Lattice::pack(dims, c_lo[0], c_lo[1], z + 1);
+            pos = index.lower_bound(next, pos);
+            continue;
+        }
+        // The minimum-corner rule, with the query as one of the two boxes.
+        const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
+        const uint32_t need = 7u & ~q_flags;
+        const uint32_t end = index.end(pos);
+        for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
+            const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
+            const uint32_t count = collect_hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
+            for (uint32_t h = 0; h < count; ++h)
+                hit(s.entry_object[hits[h]]);
+        }
+        ++pos;
+    }
+}
+
+/// Large-object pairs of the large objects [k0, k1) (indices into the large
+/// list), in the documented order: per large object `big`, ascending by the
+/// other object o, each pair (min, max); a large-large pair only from its
+/// lower-index large object. The candidates are the small objects found by
+/// scanning big's cells (scan_entries) and the large objects after big in the
+/// list, sorted; when more than kLargeHits overlap big, every object is
+/// tested in index order instead (same pairs, same order).
 template <uint32_t D, typename Sink>
-void sweep_large(const BoxState& s, uint64_t t, uint64_t t_end, Sink& sink) {
-    const uint32_t n = s.object_count;
+void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, Sink& sink) {
+    const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
     const bool layers = s.layers;
-    while (t < t_end) {
-        const auto k = static_cast<uint32_t>(t / n);
-        const auto first = static_cast<uint32_t>(t % n);
-        const uint64_t span = t_end - t < n - first ? t_end - t : n - first;
-        const auto last = static_cast<uint32_t>(first + span);
-        t += span;
+    uint32_t found[kLargeHits];
+    uint32_t hits[kBatch];
+    for (uint32_t k = k0; k < k1; ++k) {
         const uint32_t big = s.large_object[k];
         TestBox a{};
         for (uint32_t d = 0; d < D; ++d) {
             a.min[d] = lo[d][big];
             a.max[d] = hi[d][big];
         }
-        uint32_t hits[kBatch];
-        for (uint32_t o0 = first; o0 < last; o0 += kBatch) {
-            const uint32_t o1 = last - o0 < kBatch ? last : o0 + kBatch;
+        auto emit = [&](uint32_t o) {
+            if (layers && !layers_match(s.category[big], s.mask[big], s.category[o], s.mask[o])) return;
+            sink.emit(o < big ? o : big, o < big ? big : o);
+        };
+        uint32_t n = 0;
+        bool crowded = false;
+        auto keep = [&](uint32_t o) {
+            if (n < kLargeHits)
+                found[n++] = o;
+            else
+                crowded = true;
+        };
+        int32_t c_lo[3], c_hi[3];
+        box_cells<D>(s, a, c_lo, c_hi);
+        scan_entries<D>(s, index, a, c_lo, c_hi, keep);
+        for (uint32_t j = k + 1; j < s.large_count && !crowded; ++j) {
+            const uint32_t o = s.large_object[j];
+            uint32_t overlap = 1;
+            for (uint32_t d = 0; d < D; ++d)
+                overlap &= static_cast<uint32_t>(lo[d][o] <= a.max[d]) & static_cast<uint32_t>(a.min[d] <= hi[d][o]);
+            if (overlap != 0) keep(o);
+        }
+        if (!crowded) {
+            std::sort(found, found + n);
+            for (uint32_t h = 0; h < n; ++h)
+                emit(found[h]);
+            continue;
+        }
+        const uint32_t objects = s.object_count;
+        for (uint32_t o0 = 0; o0 < objects; o0 += kBatch) {
+            const uint32_t o1 = objects - o0 < kBatch ? objects : o0 + kBatch;
             const uint32_t count = collect_hits<D, false>(lo, hi, nullptr, 0, a, o0, o1, hits);
             for (uint32_t h = 0; h < count; ++h) {
                 const uint32_t o = hits[h];
                 if (o == big) continue;
                 if (o < big && s.is_large[o] != 0) continue; // reported from o, the lower large object
-                if (layers && !layers_match(s.category[big], s.mask[big], s.category[o], s.mask[o])) continue;
-                sink.emit(o < big ? o : big, o < big ? big : o);
+                emit(o);
             }
         }
     }
@@ -237,71 +336,26 @@ struct QueryInput {
 /// Every (query, object) pair of queries [first, last), in the documented order.
 template <uint32_t D, typename Sink>
 void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
-    const uint32_t dims = s.dims;
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
-    const uint64_t* keys = index.key;
-    const uint32_t cells = index.cell_count;
-    const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
-    const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
     const bool query_layers = in.category != nullptr || in.mask != nullptr;
-    uint32_t hits[kBatch];
     for (uint32_t q = first; q < last; ++q) {
         TestBox box{};
-        int32_t c_lo[3] = {0, 0, 0};
-        int32_t c_hi[3] = {0, 0, 0};
         for (uint32_t d = 0; d < D; ++d) {
             box.min[d] = in.lo[d][q];
             box.max[d] = in.hi[d][q];
-            c_lo[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.min[d]));
-            c_hi[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.max[d]));
         }
+        int32_t c_lo[3], c_hi[3];
+        box_cells<D>(s, box, c_lo, c_hi);
         const uint32_t q_category = in.category != nullptr ? in.category[q] : ~0u;
         const uint32_t q_mask = in.mask != nullptr ? in.mask[q] : ~0u;
         const bool layers = s.layers || query_layers;
 
-        // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
-        const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
-        uint32_t pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
-        while (pos < cells && keys[pos] <= last_key) {
-            int32_t x, y, z;
-            index.coordinates(pos, x, y, z);
-            // z is within [c_lo[2], c_hi[2]] here (keys order z first); in 2D z = 0.
-            if (y < c_lo[1]) {
-                pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z), pos);
-                continue;
-            }
-            if (y > c_hi[1]) { // then z < c_hi[2], or the key would exceed last_key
-                pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z + 1), pos);
-                continue;
-            }
-            if (x < c_lo[0]) {
-                pos = index.lower_bound(Lattice::pack(dims, c_lo[0], y, z), pos);
-                continue;
-            }
-            if (x > c_hi[0]) { // next row: (y + 1, z) or (c_lo y, z + 1), both within the query
-                const uint64_t next =
-                    y < c_hi[1] ? Lattice::pack(dims, c_lo[0], y + 1, z) : Lattice::pack(dims, c_lo[0], c_lo[1], z + 1);
-                pos = index.lower_bound(next, pos);
-                continue;
-            }
-            // The minimum-corner rule, with the query as one of the two boxes.
-            const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
-            const uint32_t need = 7u & ~q_flags;
-            const uint32_t end = index.end(pos);
-            for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
-                const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
-                const uint32_t count =
-                    collect_hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
-                for (uint32_t h = 0; h < count; ++h) {
-                    const uint32_t o = s.entry_object[hits[h]];
-                    if (layers && !layers_match(q_category, q_mask, s.category[o], s.mask[o])) continue;
-                    sink.emit(q, o);
-                }
-            }
-            ++pos;
-        }
+        scan_entries<D>(s, index, box, c_lo, c_hi, [&](uint32_t o) {
+            if (layers && !layers_match(q_category, q_mask, s.category[o], s.mask[o])) return;
+            sink.emit(q, o);
+        });
 
         for (uint32_t k = 0; k < s.large_count; ++k) {
             const uint32_t o = s.large_object[k];
@@ -403,9 +457,8 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     const uint32_t cells = s.cell_count;
     const auto cell_grain = static_cast<uint32_t>(grain_for(cells, kCellPairGrain, kMaxCellChunks));
     const uint32_t cell_chunks = chunk_count(cells, cell_grain);
-    const uint64_t tests = uint64_t{s.large_count} * s.object_count;
-    const uint64_t large_grain = grain_for(tests, kLargePairGrain, kMaxLargeChunks);
-    const auto large_chunks = static_cast<uint32_t>((tests + large_grain - 1) / large_grain);
+    const auto large_grain = static_cast<uint32_t>(grain_for(s.large_count, kLargePairGrain, kMaxLargeChunks));
+    const uint32_t large_chunks = chunk_count(s.large_count, large_grain);
     auto search = [&](uint32_t ch, auto& sink) {
         if (ch < cell_chunks) {
             const uint32_t first = ch * cell_grain;
@@ -416,12 +469,12 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
                 sweep_cells<2>(s, first, last, sink);
             return;
         }
-        const uint64_t t = uint64_t{ch - cell_chunks} * large_grain;
-        const uint64_t t_end = tests - t < large_grain ? tests : t + large_grain;
+        const uint32_t first = (ch - cell_chunks) * large_grain;
+        const uint32_t last = s.large_count - first < large_grain ? s.large_count : first + large_grain;
         if (s.dims == 3)
-            sweep_large<3>(s, t, t_end, sink);
+            sweep_large<3>(s, first, last, sink);
         else
-            sweep_large<2>(s, t, t_end, sink);
+            sweep_large<2>(s, first, last, sink);
     };
     return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, filter, trace, search);
 }

@@ -27,9 +27,11 @@
 /// by both, and it is one cell.
 ///
 /// Large objects. An object covering more than BoxGridConfig::large_object_cells
-/// cells is not put into cells at all: it goes to a separate list and is tested
-/// against every object directly (a world-spanning terrain box costs N box
-/// tests, not N cells of entries).
+/// cells is not put into cells at all: it goes to a separate list. Its pairs
+/// are found by scanning the occupied cells its box covers (like a box query)
+/// and testing the other large objects, so it costs what its area holds, not
+/// one entry per cell it covers nor a test per object (a world-spanning
+/// terrain box reads every entry once).
 ///
 /// Far objects (unbounded worlds). Cells are keyed within +-kKeyLimit3 cells
 /// per axis of the origin in 3D (about +-10 km at 1 cm cells), +-kKeyLimit2 in
@@ -79,10 +81,12 @@
 /// cell entry (max_cell_entries) about 104 B in 3D (64 B of them the frame and
 /// sort scratch, 40 B the second half of the cell and entry arrays that a
 /// merge writes), per pair of max_pairs 8 B (a pool that keeps each chunk's
-/// pairs until they are published). rebuild() is O(N + entries) with a radix
-/// sort over the bits of the occupied cells' box, or O(N + entries) copies
-/// plus the sort of the moved objects' entries when it merges; find_pairs()
-/// is O(entry pairs within cells + large objects * N).
+/// pairs until they are published) plus up to 768 blocks of 2 KiB of slack
+/// (one per chunk that find_pairs can have with the config, at most 1.5 MiB).
+/// rebuild() is O(N + entries) with a radix sort over the bits of the
+/// occupied cells' box, or O(N + entries) copies plus the sort of the moved
+/// objects' entries when it merges; find_pairs() is O(entry pairs within
+/// cells + the entries in each large object's cells + large objects^2).
 #pragma once
 
 #include "hashgrid/config.h"
