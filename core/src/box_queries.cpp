@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 namespace hashgrid {
 namespace {
 
 using namespace box_query;
+using detail::box_query_kernels::entry_kernels;
+using detail::box_query_kernels::EntryData;
+using detail::box_query_kernels::EntryRuns;
 
 /// prepare_box_queries runs at most kParts chunks, so the partial results
 /// live on the stack.
@@ -158,21 +160,12 @@ Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& 
         entry_or_object_box(c, object, entry, olo, ohi);
         if (boxes_overlap(box.min, box.max, olo, ohi, c.lat.dims) && c.in_layer(object, layer_mask)) sink.add(object);
     };
-    if constexpr (std::is_same_v<Sink, IndexSink>) {
-        if (entry_kernels_apply(c)) {
-            const auto run = detail::box_query_kernels::entry_kernels(c.lat.dims).box;
-            const detail::box_query_kernels::EntryData entries = c.entry_data();
-            scan_box_entries(
-                c, lo, hi, layer_mask, sink,
-                [&](const detail::box_query_kernels::EntryRuns& runs, uint32_t* out) {
-                    return run(entries, box.min, box.max, runs, out);
-                },
-                accept);
-            return {};
-        }
-    }
-    scan_box(
-        c, lo, hi, accept, [&] { return sink.done(); }, [&] { note_cell(sink); });
+    scan_set_query(
+        c, lo, hi, layer_mask, sink,
+        [&](const EntryData& entries, const EntryRuns& runs, uint32_t* out) {
+            return entry_kernels(c.lat.dims).box(entries, box.min, box.max, runs, out);
+        },
+        accept);
     return {};
 }
 
@@ -202,21 +195,12 @@ Status radius_walk(const Cells& c, const QuerySphere& sphere, uint32_t layer_mas
         if (point_box_distance2(sphere.center, olo, ohi, c.lat.dims) <= r2 && c.in_layer(object, layer_mask))
             sink.add(object);
     };
-    if constexpr (std::is_same_v<Sink, IndexSink>) {
-        if (entry_kernels_apply(c)) {
-            const auto run = detail::box_query_kernels::entry_kernels(c.lat.dims).radius;
-            const detail::box_query_kernels::EntryData entries = c.entry_data();
-            scan_box_entries(
-                c, lo, hi, layer_mask, sink,
-                [&](const detail::box_query_kernels::EntryRuns& runs, uint32_t* out) {
-                    return run(entries, sphere.center, r2, runs, out);
-                },
-                accept);
-            return {};
-        }
-    }
-    scan_box(
-        c, lo, hi, accept, [&] { return sink.done(); }, [&] { note_cell(sink); });
+    scan_set_query(
+        c, lo, hi, layer_mask, sink,
+        [&](const EntryData& entries, const EntryRuns& runs, uint32_t* out) {
+            return entry_kernels(c.lat.dims).radius(entries, sphere.center, r2, runs, out);
+        },
+        accept);
     return {};
 }
 

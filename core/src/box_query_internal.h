@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace hashgrid::box_query {
 
@@ -528,8 +529,8 @@ inline uint32_t keep_in_layer(const Cells& c, uint32_t layer_mask, uint32_t* out
 /// the same results in the same order. Each row of the scan is one or two
 /// runs of entries (the row's first cell apart when it is the scan's first
 /// on x, which needs one flag less); runs are held while the sink has room
-/// for all their candidates and handed to kernel(runs, out) in groups, the
-/// hits then filtered by layer. A run without that room is tested one entry
+/// for all their candidates and handed to kernel(entries, runs, out) in
+/// groups, the hits then filtered by layer. A run without that room is tested one entry
 /// at a time through accept(object, entry), as are the large objects.
 template <typename Kernel, typename Accept>
 void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], uint32_t layer_mask, IndexSink& sink,
@@ -537,11 +538,12 @@ void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], ui
     using detail::box_query_kernels::EntryRuns;
     const CellBox range = c.cells_of(lo, hi);
     const uint32_t* flags = c.view.entry_flags;
+    const detail::box_query_kernels::EntryData entries = c.entry_data();
     EntryRuns runs;
     auto finish = [&] {
         if (runs.count == 0) return;
         uint32_t* at = sink.out + sink.count;
-        sink.count += keep_in_layer(c, layer_mask, at, kernel(runs, at));
+        sink.count += keep_in_layer(c, layer_mask, at, kernel(entries, runs, at));
         runs.count = 0;
         runs.candidates = 0;
     };
@@ -575,6 +577,23 @@ void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], ui
     finish();
     for (uint32_t j = 0; j < c.view.large_count; ++j)
         accept(c.view.large_object[j], kNoEntry);
+}
+
+/// The scan of a box or radius query into `sink`: scan_box_entries with
+/// `kernel` where it applies (a plain buffer sink over a view with entry
+/// boxes and first-cell bits), else scan_box with `accept`, which stops when
+/// the sink is done and counts cells for a counting sink. Same results.
+template <typename Sink, typename Kernel, typename Accept>
+void scan_set_query(const Cells& c, const double lo[3], const double hi[3], uint32_t layer_mask, Sink& sink,
+                    Kernel&& kernel, Accept&& accept) {
+    if constexpr (std::is_same_v<Sink, IndexSink>) {
+        if (entry_kernels_apply(c)) {
+            scan_box_entries(c, lo, hi, layer_mask, sink, kernel, accept);
+            return;
+        }
+    }
+    scan_box(
+        c, lo, hi, accept, [&] { return sink.done(); }, [&] { note_cell(sink); });
 }
 
 /// The box of `object`, from the entry's sequential copy when there is one.
