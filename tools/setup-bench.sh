@@ -11,9 +11,12 @@ set -eu
 here=$(dirname "$0")
 sh "$here/setup-debian.sh"
 packages="libbullet-dev libfcl-dev libbox2d-dev pkg-config python3-matplotlib"
+# With foreign architectures added, a package installed for several of them
+# needs the native qualifier for dpkg -s.
+native=$(dpkg --print-architecture)
 missing=""
 for p in $packages; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+    dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$native" >/dev/null 2>&1 || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
     echo "setup-bench: installing$missing"

@@ -22,10 +22,13 @@ done
 packages="qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-s390x-linux-gnu \
 g++-mingw-w64-x86-64-posix wine wine64 clang-16 \
 libtbb-dev:arm64 libtbb-dev:armhf libtbb-dev:s390x"
+# With foreign architectures added, a package installed for several of them
+# needs the native qualifier for dpkg -s.
+native=$(dpkg --print-architecture)
 missing=""
 for p in $packages; do
     # dpkg -s needs the architecture qualifier only for foreign packages.
-    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+    dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$native" >/dev/null 2>&1 || missing="$missing $p"
 done
 if [ -n "$missing" ] || [ -n "$added" ]; then
     echo "setup-cross: installing$missing"
