@@ -27,7 +27,6 @@ libtbb-dev:arm64 libtbb-dev:armhf libtbb-dev:s390x"
 native=$(dpkg --print-architecture)
 missing=""
 for p in $packages; do
-    # dpkg -s needs the architecture qualifier only for foreign packages.
     dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$native" >/dev/null 2>&1 || missing="$missing $p"
 done
 if [ -n "$missing" ] || [ -n "$added" ]; then
