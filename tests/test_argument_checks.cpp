@@ -3,7 +3,6 @@
 // core (asserts on: each check also fires the assert hook, which returns) and
 // against a copy of the core built without HASHGRID_ENABLE_ASSERTS (the
 // Release behaviour), where the same statuses must come back.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "continue_on_assert.h"

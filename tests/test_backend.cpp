@@ -4,7 +4,6 @@
 // done. Also: backends can be created and destroyed repeatedly, used or not,
 // and survive many back-to-back small jobs (lost wake-ups show up as hangs,
 // caught by the CTest timeout).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "test_support.h"

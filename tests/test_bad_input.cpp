@@ -2,7 +2,6 @@
 // status (code, needed, index of the lowest offender, number of offenders) and
 // leaves the previous frame intact; too-small caller buffers get an exact
 // prefix of the full result.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/assert.h"

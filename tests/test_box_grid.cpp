@@ -8,7 +8,6 @@
 // derives the documented order itself: small-small pairs by the packed key of
 // the cell holding max(a.min, b.min) then by (a, b) (entries of a cell ascend
 // by object index); then large pairs by (large object, other object).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "golden_hashes.h"

@@ -10,7 +10,6 @@
 //
 // HASHGRID_TEST_SCALE (test_support.h, default 1) scales the random scene and query counts;
 // HASHGRID_PRINT_GOLDEN=1 prints the golden hashes of query results.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "continue_on_assert.h"

@@ -5,7 +5,6 @@
 // fresh grid has no previous frame, so it always takes the full build; the
 // churned one merges whenever few objects changed cells (the trace shows
 // which path a frame took, and the test checks both were taken).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/box_grid.h"

@@ -2,7 +2,6 @@
 // edge of the unbounded key range, and pairs that straddle cell edges at large
 // offsets with cell_size == interaction_distance (the case the guarded cell
 // edge in cell_key.h exists for), against the brute-force oracle.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "test_support.h"

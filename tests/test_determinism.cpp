@@ -8,7 +8,6 @@
 // HASHGRID_PRINT_GOLDEN=1 and paste the printed table. The scenes and the
 // hashed frame are in golden_scenes.h (test_job_system.cpp checks the
 // job-system adapter against the same values).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "golden_hashes.h"

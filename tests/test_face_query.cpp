@@ -6,7 +6,6 @@
 // the halo guarantee against the brute-force pair oracle (every particle that
 // pairs across the face is found, on scenes built around the rounding edges);
 // the visitor and batch forms at 1, 2, 4 and 8 threads; bad input.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "continue_on_assert.h"

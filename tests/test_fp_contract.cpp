@@ -15,7 +15,6 @@
 // The scene uses only integer arithmetic, float adds/multiplies of the test's
 // own (compiled with -ffp-contract=off) and a correctly rounded sqrt, so it
 // is identical on every target.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "golden_hashes.h"

@@ -15,7 +15,6 @@
 //     harmless; an invalid config is a status;
 // (d) assert_hook.h (the counting hook and its log callback) and
 //     aligned_memory.h (aligned allocation, the move-only owner).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "golden_hashes.h"

@@ -5,7 +5,6 @@
 // against each packed candidate vector and keep the hits as lane masks: the
 // last test cases build cells whose home and candidate counts land on every
 // edge of that scheme.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "pair_filter_rule.h"

@@ -3,7 +3,6 @@
 // invalid_config, message included, from validate(LatticeConfig) and from
 // every grid kind's validate, memory_requirements and init; a lattice copied
 // from a particle-grid config into a box-grid config gives the same cells.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/box_grid.h"

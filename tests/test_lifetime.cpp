@@ -3,7 +3,6 @@
 // successful init is a status, and neighbor_lists' argument checks hold in
 // every build. Oracles: the object's own answers before the failed re-init
 // (which the first frame checks against brute force).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "../core/src/objects_internal.h"

@@ -5,7 +5,6 @@
 // hand-computed frames for every status, random churn frames against brute
 // force over the live objects, and stale_view after an add or remove without
 // a rebuild. Also the same mapping through a ProximityIndex.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "continue_on_assert.h"

@@ -7,7 +7,6 @@
 // find_near / find_near_radius / find_pairs after random churn equal brute
 // force, a hand-computed scenario with every status, bounded worlds, and the
 // same answers in the same order for any thread count.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "../core/src/objects_internal.h"

@@ -4,7 +4,6 @@
 // (output_too_small) of the canonical order, for every thread count. Oracle:
 // the same scene without overflow (its first `written` pairs), plus one golden
 // hash over every overflowing outcome (tests/golden_hashes.h).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "golden_hashes.h"

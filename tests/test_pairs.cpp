@@ -1,7 +1,6 @@
 // Property tests: the grid's pairs, sorted order, cell table and neighbour
 // lists against brute-force oracles on hundreds of random scenes (2D and 3D,
 // bounded and unbounded), plus small hand-made scenes for the edge cases.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "pair_filter_rule.h"

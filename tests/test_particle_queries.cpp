@@ -5,7 +5,6 @@
 // Every too-small buffer size on small cases, bad input, batched == single,
 // identical output for the serial backend and 1, 2, 4, 8 threads, and golden
 // hashes of fixed scenes (HASHGRID_PRINT_GOLDEN=1 prints them).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "continue_on_assert.h"

@@ -4,7 +4,6 @@
 // the counting sort itself: the same particles in random order give the
 // frame that the sorted input must reproduce byte for byte (order, sorted
 // copy, cells, table, pairs), and brute force checks both.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "test_support.h"

@@ -6,7 +6,6 @@
 // invalid_query (infinite radius, max_distance, max_t and box bounds are
 // allowed), overflowing batches write the same bytes on 1, 2, 3 and 8
 // threads, and null pointers / unusable grids are invalid_argument.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/assert.h"

@@ -7,7 +7,6 @@
 // against the normal core (asserts on: each check also reaches the hook) and,
 // as test_release_checks_release, against a core built without
 // HASHGRID_ENABLE_ASSERTS, where the same statuses must come back.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/assert.h"

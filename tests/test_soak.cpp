@@ -9,7 +9,6 @@
 // - one rolling hash over every frame's outputs, golden, and the same for the
 //   serial and the std::thread backend over the first frames.
 // Label `long` (not in the default run): `ctest --test-dir build/default -L long`.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/box_grid.h"

@@ -13,7 +13,6 @@
 // nested pairs. Query stats are checked against brute-force counts on
 // hand-made scenes whose cells are known. Zero allocations per frame with a
 // trace attached: test_zero_alloc.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/box_grid.h"

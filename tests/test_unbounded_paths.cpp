@@ -2,7 +2,6 @@
 // cells fit in about two cells per particle) or the hashed path (sparse
 // scenes). Both must give the same pairs, order and cell table, exact against
 // brute force, and the same statuses.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "test_support.h"

@@ -2,7 +2,6 @@
 // (3D) or 2^31 (2D) are keyed modulo the period, and cells beyond 2^31 come
 // from the exact far formula. Checked against an exact big-integer cell oracle
 // (exact_cells.h) and brute-force pairs, at several thread counts.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "far_scenes.h"

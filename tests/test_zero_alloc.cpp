@@ -31,7 +31,6 @@
 //   libtbb.so calls these entry points through its PLT, so the definitions
 //   below interpose them; they forward to the real ones found with
 //   dlsym(RTLD_NEXT).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "hashgrid/box_grid.h"
