@@ -971,6 +971,55 @@ TEST_CASE("box and radius queries: every entry kernel agrees with brute force, d
     CHECK(dense_results > (test_scale() == 1.0 ? 1000u : 100u));
 }
 
+TEST_CASE("layer masks: a bit every category has passes every object; others still filter, after every rebuild") {
+    // BoxGrid records the AND of the frame's categories (view().category_common);
+    // a query whose mask shares a bit with it skips the per-object category
+    // check. Categories here all hold bit 4 plus random bits, then one object
+    // loses bit 4 in a frame whose boxes did not move (the rebuild's merge
+    // path) and a query on bit 4 must leave exactly that object out; in the
+    // next frame it has the bit again.
+    for (size_t spec_index = 0; spec_index < std::size(kSpecs); ++spec_index) {
+        CAPTURE(spec_index);
+        const SceneSpec spec = kSpecs[spec_index];
+        Rng rng(0x1a7e0000u + static_cast<uint32_t>(spec_index));
+        const uint32_t n = 200;
+        const BoxGridConfig config = make_config(spec, n);
+        Boxes boxes = random_boxes(rng, spec, config, n);
+        for (uint32_t i = 0; i < n; ++i)
+            boxes.category[i] = (1u << 4) | (rng.next_u32() & 0x0f0fu);
+        const Queries queries = random_queries(rng, spec, config, std::max(6u, scaled_count(20)));
+        hashgrid::BoxGrid grid;
+        REQUIRE(grid.init_allocate(config).ok());
+        uint64_t reported = 0;
+        for (uint32_t frame = 0; frame < 3; ++frame) {
+            CAPTURE(frame);
+            // Boxes unchanged: the merge path. Frame 2 gives the bit back: the AND starts afresh.
+            if (frame == 1) boxes.category[n / 2] = 1u << 8;
+            if (frame == 2) boxes.category[n / 2] = (1u << 4) | (1u << 8);
+            REQUIRE(grid.rebuild(boxes.spans(), hashgrid::serial_backend()).ok());
+            uint32_t common = ~0u;
+            for (uint32_t i = 0; i < n; ++i)
+                common &= boxes.category[i];
+            CHECK(grid.view().category_common == common);
+            CHECK(common == (frame == 1 ? 0u : (1u << 4)));
+            const RefGrid ref(config, boxes); // a view built by hand: category_common 0, every object checked
+            const BoxQueryGrid qg = hashgrid::prepare_box_queries(grid.view(), hashgrid::serial_backend());
+            Fnv1a h;
+            for (size_t i = 0; i < queries.boxes.size(); ++i) {
+                CAPTURE(i);
+                for (const uint32_t mask : {1u << 4, (1u << 4) | 0x3u, 0x3u, 1u << 8, ~0u}) {
+                    CAPTURE(mask);
+                    const uint64_t before = g_coverage.box + g_coverage.radius;
+                    CHECK(check_box(qg, ref, queries.boxes[i], mask, h) == "");
+                    CHECK(check_radius(qg, ref, queries.spheres[i], mask, h) == "");
+                    reported += g_coverage.box + g_coverage.radius - before;
+                }
+            }
+        }
+        CHECK(reported > 0);
+    }
+}
+
 TEST_CASE("unbounded box grids take any finite coordinate: far objects are large, every query exact") {
     const float limit3 = static_cast<float>(hashgrid::kKeyLimit3);
     uint32_t checked = 0;

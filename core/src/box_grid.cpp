@@ -206,6 +206,7 @@ BoxGridView BoxGrid::view() const {
     }
     v.category = s.category;
     v.mask = s.mask;
+    v.category_common = s.category_common;
     v.cell_key = s.cell_key;
     v.cell_start = s.cell_start;
     v.entry_object = s.entry_object;

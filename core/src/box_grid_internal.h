@@ -146,6 +146,7 @@ struct BoxState {
     float* max[3] = {};
     uint32_t* category = nullptr;
     uint32_t* mask = nullptr;
+    uint32_t category_common = ~0u; // AND of the frame's categories (BoxGridView::category_common)
     uint8_t* is_large = nullptr;
     uint32_t* large_object = nullptr;
     uint64_t* cell_key = nullptr;     // max_entries (cells <= entries)

@@ -21,6 +21,7 @@
 
 #include "hashgrid/assert.h"
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -329,9 +330,14 @@ void copy_objects(BoxState& s, const BoxSpans& in, uint32_t dims, uint32_t begin
     }
     // Layers: copied, or all bits (already so when the last frame had no spans either).
     const bool filled = only_moved && !s.layers;
-    if (in.category != nullptr)
+    if (in.category != nullptr) {
         std::memcpy(s.category + begin, in.category + begin, count * sizeof(uint32_t));
-    else if (!filled)
+        // The bits every category of the chunk has, folded into the frame's (AND: any order gives the same).
+        uint32_t common = ~0u;
+        for (uint32_t i = begin; i < end; ++i)
+            common &= in.category[i];
+        if (common != ~0u) std::atomic_ref<uint32_t>(s.category_common).fetch_and(common, std::memory_order_relaxed);
+    } else if (!filled)
         std::fill(s.category + begin, s.category + end, ~0u);
     if (in.mask != nullptr)
         std::memcpy(s.mask + begin, in.mask + begin, count * sizeof(uint32_t));
@@ -513,6 +519,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     }
     const auto bits = static_cast<uint32_t>(std::bit_width(volume - 1));
     const auto count = static_cast<uint32_t>(entries);
+    s.category_common = ~0u; // copy_objects ANDs every chunk's categories into it
     if (update) {
         parallel_chunks(b, n, grain,
                         [&](uint32_t begin, uint32_t end, uint32_t) { copy_objects(s, in, dims, begin, end, true); });

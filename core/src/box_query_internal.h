@@ -92,7 +92,12 @@ struct Cells : detail::CellIndex {
         return lat.origin[d] + static_cast<double>(k) / lat.scale;
     }
 
+    /// Every object of the frame is in the layer mask (no category to read).
+    [[nodiscard]] bool all_in_layer(uint32_t layer_mask) const {
+        return view.category == nullptr || (view.category_common & layer_mask) != 0;
+    }
     [[nodiscard]] bool in_layer(uint32_t object, uint32_t layer_mask) const {
+        if (all_in_layer(layer_mask)) return true;
         const uint32_t category = view.category != nullptr ? view.category[object] : ~0u;
         return (category & layer_mask) != 0;
     }
@@ -515,7 +520,7 @@ inline bool entry_kernels_apply(const Cells& c) {
 /// Keeps, in place and in order, the objects of out[0, n) in the layer mask;
 /// returns how many.
 inline uint32_t keep_in_layer(const Cells& c, uint32_t layer_mask, uint32_t* out, uint32_t n) {
-    if (c.view.category == nullptr) return n;
+    if (c.all_in_layer(layer_mask)) return n; // a category load per hit, a cache miss each, saved
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n; ++i) {
         const uint32_t object = out[i];

@@ -190,6 +190,11 @@ struct BoxGridView {
     const uint32_t* category = nullptr;
     const uint32_t* mask = nullptr;
     /// @}
+    /// The bits every object's category has (AND over the frame's categories;
+    /// all bits when the span was null). A query whose layer mask shares a
+    /// bit with it reports every object it finds without reading categories.
+    /// 0 (check every object) in views built by hand unless the caller sets it.
+    uint32_t category_common = 0;
     /// Occupied cells (at least one entry), ascending packed key (pack_key3 /
     /// pack_key2 of cell_key.h, also in bounded worlds): (z, y, x) order.
     /// @{
