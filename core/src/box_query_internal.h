@@ -97,9 +97,7 @@ struct Cells : detail::CellIndex {
         return view.category == nullptr || (view.category_common & layer_mask) != 0;
     }
     [[nodiscard]] bool in_layer(uint32_t object, uint32_t layer_mask) const {
-        if (all_in_layer(layer_mask)) return true;
-        const uint32_t category = view.category != nullptr ? view.category[object] : ~0u;
-        return (category & layer_mask) != 0;
+        return all_in_layer(layer_mask) || (view.category[object] & layer_mask) != 0;
     }
     void object_box(uint32_t object, float lo[3], float hi[3]) const {
         for (uint32_t d = 0; d < 3; ++d) {
