@@ -18,12 +18,21 @@
 // count makes the exit status 1. (Builds where the counter cannot replace the
 // allocator, e.g. with a sanitizer, say "not counted".)
 //
+// What is not ours: after each frame, on the calling thread, two fixed
+// workloads of about a millisecond each run untimed by the frame: a chain of
+// dependent integer operations (compute) and a 16 MiB memcpy (memory). Their
+// p99/p50 is the spread this machine puts on any fixed work, the floor under
+// the frame's own (--reference 0 leaves them out). For each frame the program
+// also counts the process's involuntary context switches and page faults
+// (getrusage) and reports how many slow frames had one.
+//
 // --csv FILE writes every measured frame: threads, frame, rebuild_ms,
 // pairs_ms, total_ms, after "#" lines with the machine, the other load and
 // the allocation count of each thread count (profiling/plots/plot.py draws
 // its histogram).
 //
-//   bench_frames [--n N] [--frames F] [--warmup W] [--threads 1,2] [--spin-us S] [--unbounded 0|1] [--csv FILE]
+//   bench_frames [--n N] [--frames F] [--warmup W] [--threads 1,2] [--spin-us S] [--unbounded 0|1]
+//                [--reference 0|1] [--csv FILE]
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
@@ -37,6 +46,8 @@
 #if defined(HASHGRID_BENCH_COUNT_ALLOCATIONS)
 #include "hashgrid_support/alloc_counter.h"
 #endif
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +74,8 @@ struct Options {
     std::vector<uint32_t> threads{1, 2};
     uint32_t spin_us = hashgrid::platform::kDefaultWorkerSpinMicroseconds;
     uint32_t unbounded = 0;
-    std::string csv; ///< --csv FILE: every measured frame (empty: none).
+    uint32_t reference = 1; ///< --reference: time the fixed workloads after each frame.
+    std::string csv;        ///< --csv FILE: every measured frame (empty: none).
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -83,6 +95,8 @@ bool parse(int argc, char** argv, Options& o) {
             ok = hashgrid_support::parse_u32(value, o.spin_us);
         } else if (ok && std::strcmp(name, "--unbounded") == 0) {
             ok = hashgrid_support::parse_u32(value, o.unbounded) && o.unbounded <= 1;
+        } else if (ok && std::strcmp(name, "--reference") == 0) {
+            ok = hashgrid_support::parse_u32(value, o.reference) && o.reference <= 1;
         } else if (ok && std::strcmp(name, "--csv") == 0) {
             o.csv = value;
             ok = !o.csv.empty();
@@ -92,7 +106,7 @@ bool parse(int argc, char** argv, Options& o) {
         if (!ok) {
             std::fprintf(stderr,
                          "usage: %s [--n N>=1000] [--frames F>=10] [--warmup W] [--threads 1,2] [--spin-us S] "
-                         "[--unbounded 0|1] [--csv FILE]\n",
+                         "[--unbounded 0|1] [--reference 0|1] [--csv FILE]\n",
                          argv[0]);
             return false;
         }
@@ -171,6 +185,48 @@ int64_t allocations_so_far() {
 #endif
 }
 
+/// Fixed work on the calling thread, the same every frame: its spread is the machine's.
+class Reference {
+public:
+    Reference() : from_(kCopyBytes, 1), to_(kCopyBytes, 0) {}
+
+    /// A chain of dependent multiply-xorshift steps (no memory traffic); ~1 ms here.
+    double compute_ms() {
+        const uint64_t t0 = hashgrid::platform::now_ns();
+        uint64_t x = seed_;
+        for (uint32_t i = 0; i < kComputeSteps; ++i) {
+            x ^= x >> 29;
+            x *= 0xbf58476d1ce4e5b9ULL;
+        }
+        seed_ = x | 1u; // depends on the result: the loop cannot be dropped
+        return elapsed_ms(t0);
+    }
+    /// One 16 MiB memcpy between buffers touched at construction (no page faults).
+    double copy_ms() {
+        const uint64_t t0 = hashgrid::platform::now_ns();
+        std::memcpy(to_.data(), from_.data(), kCopyBytes);
+        const double ms = elapsed_ms(t0);
+        from_[seed_ % kCopyBytes] = to_[(seed_ >> 7) % kCopyBytes]; // keeps the copy observable
+        return ms;
+    }
+
+private:
+    static constexpr uint32_t kComputeSteps = 1u << 20;
+    static constexpr size_t kCopyBytes = size_t{16} << 20;
+    std::vector<unsigned char> from_, to_;
+    uint64_t seed_ = 0x9e3779b97f4a7c15ULL;
+};
+
+/// Involuntary context switches and page faults of the process so far.
+struct Interruptions {
+    long switches = 0, faults = 0;
+    static Interruptions now() {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        return {u.ru_nivcsw, u.ru_minflt + u.ru_majflt};
+    }
+};
+
 /// One thread count's measured frames, for the CSV.
 struct Series {
     uint32_t threads = 0;
@@ -243,6 +299,10 @@ int main(int argc, char** argv) {
     std::printf("| threads | ms | p50 | p90 | p99 | max | p99/p50 | max/p50 |\n|---|---|---|---|---|---|---|---|\n");
     bool ok = true;
     bool allocated = false;
+    Reference reference;
+    std::vector<double> ref_compute, ref_copy;
+    ref_compute.reserve(o.threads.size() * o.frames);
+    ref_copy.reserve(o.threads.size() * o.frames);
     for (uint32_t threads : o.threads) {
         hashgrid::platform::TbbBackend tbb(threads, o.spin_us);
         const hashgrid::ThreadBackend backend = tbb.backend();
@@ -253,20 +313,24 @@ int main(int argc, char** argv) {
         }
         Particles parts(o.n, 0.02f * r);
         std::vector<double> total, rebuild, find;
+        std::vector<Interruptions> interrupted; // per frame: what happened while it was timed
         // Room for every measured frame up front: the loop itself allocates nothing.
         total.reserve(o.frames);
         rebuild.reserve(o.frames);
         find.reserve(o.frames);
+        interrupted.reserve(o.frames);
         const hashgrid_support::OtherLoad other;
         int64_t allocations_before = 0;
         for (uint32_t f = 0; f < o.warmup + o.frames; ++f) {
             if (f == o.warmup) allocations_before = allocations_so_far();
+            const Interruptions before = Interruptions::now();
             const uint64_t t0 = now_ns();
             const hashgrid::Status st = grid.rebuild(parts.spans(), backend);
             const double t_rebuild = elapsed_ms(t0);
             const uint64_t t1 = now_ns();
             const hashgrid::PairResult pr = grid.find_pairs(pairs.data(), pairs.size(), backend);
             const double t_pairs = elapsed_ms(t1);
+            const Interruptions after = Interruptions::now();
             if (!st.ok() || !pr.status.ok()) {
                 std::printf("frame %u failed: rebuild %s, pairs %s\n", f, hashgrid::to_string(st.code),
                             hashgrid::to_string(pr.status.code));
@@ -277,6 +341,11 @@ int main(int argc, char** argv) {
                 rebuild.push_back(t_rebuild);
                 find.push_back(t_pairs);
                 total.push_back(t_rebuild + t_pairs);
+                interrupted.push_back({after.switches - before.switches, after.faults - before.faults});
+                if (o.reference != 0) {
+                    ref_compute.push_back(reference.compute_ms());
+                    ref_copy.push_back(reference.copy_ms());
+                }
             }
             parts.reorder(grid.sorted_to_original(), scratch);
             parts.move();
@@ -288,15 +357,21 @@ int main(int argc, char** argv) {
         print_row("rebuild", threads, sr);
         print_row("pairs", threads, sp);
         // The slow frames: over 1.15 x p50, and which phase was over its own p50 by more.
-        uint32_t slow = 0, in_rebuild = 0;
+        uint32_t slow = 0, in_rebuild = 0, slow_switched = 0, slow_faulted = 0, switched = 0, faulted = 0;
         for (size_t i = 0; i < total.size(); ++i) {
+            switched += interrupted[i].switches > 0 ? 1u : 0u;
+            faulted += interrupted[i].faults > 0 ? 1u : 0u;
             if (total[i] <= 1.15 * st.p50) continue;
             ++slow;
             if (rebuild[i] - sr.p50 > find[i] - sp.p50) ++in_rebuild;
+            slow_switched += interrupted[i].switches > 0 ? 1u : 0u;
+            slow_faulted += interrupted[i].faults > 0 ? 1u : 0u;
         }
-        std::printf("|  %u | slow frames (> 1.15 x p50): %u of %zu, %u of them mostly in the rebuild; other load "
+        std::printf("|  %u | slow frames (> 1.15 x p50): %u of %zu, %u of them mostly in the rebuild, %u with an "
+                    "involuntary context switch (all frames: %u), %u with a page fault (all frames: %u); other load "
                     "%.2f cores | | | | | | |\n",
-                    threads, slow, total.size(), in_rebuild, other.cores());
+                    threads, slow, total.size(), in_rebuild, slow_switched, switched, slow_faulted, faulted,
+                    other.cores());
         Series s;
         s.threads = threads;
         s.other_load = other.cores();
@@ -306,6 +381,11 @@ int main(int argc, char** argv) {
         s.pairs = std::move(find);
         allocated = allocated || s.allocations > 0;
         all.push_back(std::move(s));
+    }
+    if (o.reference != 0 && !ref_compute.empty()) {
+        // One row each over all thread counts' frames: the work is the same and runs on the calling thread.
+        print_row("reference: compute", 1, stats_of(ref_compute));
+        print_row("reference: 16 MiB copy", 1, stats_of(ref_copy));
     }
     std::printf("\n");
     for (const Series& s : all) {

@@ -99,14 +99,32 @@ MemoryRequirements block_requirements(const Status& valid, Measure&& measure) {
     return r;
 }
 
+/// Smallest page size of every supported target.
+inline constexpr size_t kPageBytes = 4096;
+
+/// Writes a zero byte into every page of the block's first `bytes`, so the
+/// operating system maps all of it now, at init, and no frame later stops
+/// for a page fault on the first touch of memory it had not reached before
+/// (a pair pool block first needed when a scene's pair count peaks, the
+/// far end of an array the scene grows into). The writes are volatile: the
+/// arrays laid out on top later must not let them be dropped as dead.
+inline void touch_pages(unsigned char* base, uint64_t bytes) {
+    volatile unsigned char* const page = base;
+    for (uint64_t at = 0; at < bytes; at += kPageBytes)
+        page[at] = 0;
+    if (bytes != 0) page[bytes - 1] = 0; // the block need not start on a page: its last one
+}
+
 /// init() of every object kind on a caller block: the config's requirements,
-/// the block check, then place(base), which lays the object out on the block
-/// and takes it over (it cannot fail: everything that can was checked before
-/// the object is touched), then an earlier own block is released.
+/// the block check, then every page of the block touched (touch_pages), then
+/// place(base), which lays the object out on the block and takes it over (it
+/// cannot fail: everything that can was checked before the object is
+/// touched), then an earlier own block is released.
 template <typename Place>
 Status init_on_block(const MemoryRequirements& req, void* memory, size_t bytes, void*& owned, Place&& place) {
     if (!req.status.ok()) return req.status;
     if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
+    touch_pages(static_cast<unsigned char*>(memory), req.bytes);
     place(static_cast<unsigned char*>(memory));
     release_owned(owned, memory);
     return Status{};
