@@ -11,16 +11,4 @@ set -eu
 here=$(dirname "$0")
 sh "$here/setup-debian.sh"
 packages="libbullet-dev libfcl-dev libbox2d-dev pkg-config python3-matplotlib"
-# With foreign architectures added, a package installed for several of them
-# needs the native qualifier for dpkg -s.
-native=$(dpkg --print-architecture)
-missing=""
-for p in $packages; do
-    dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$native" >/dev/null 2>&1 || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    echo "setup-bench: installing$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq || true # may exit 100 once foreign architectures are added; the install below decides
-    apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+sh "$here/install-missing.sh" setup-bench $packages
