@@ -971,6 +971,87 @@ TEST_CASE("box and radius queries: every entry kernel agrees with brute force, d
     CHECK(dense_results > (test_scale() == 1.0 ? 1000u : 100u));
 }
 
+TEST_CASE("entry kernels: a run's last partial vector is masked (padded grid views) or tested one by one (views "
+          "built by hand)") {
+    // One cell holds every entry, so a query's only run ends at the frame's
+    // last entry. The second frame has fewer boxes than the first: past its
+    // last entry the arrays still hold entries that meet every query (the
+    // first frame's, or the zeros init left), which the padded kernels read
+    // and must mask out. 21 entries: 2 vectors of 8 and a tail of 5 (SSE2: 5
+    // vectors of 4 and a tail of 1). A view over exact-size copies of the
+    // entry arrays (entry_padding 0) must give the same results without
+    // reading past them (AddressSanitizer checks that in the asan preset).
+    struct KernelGuard {
+        ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
+    } guard;
+    BoxGridConfig config;
+    config.dimensions = 2;
+    config.cell_size = 1.0f;
+    config.max_objects = 64;
+    config.max_cell_entries = 256;
+    config.max_pairs = 4096;
+    hashgrid::BoxGrid grid;
+    REQUIRE(grid.init_allocate(config).ok());
+    auto frame = [&](uint32_t n) {
+        const std::vector<float> lo(n, 0.125f), hi(n, 0.875f);
+        hashgrid::BoxSpans spans;
+        spans.min_x = lo.data();
+        spans.min_y = lo.data();
+        spans.max_x = hi.data();
+        spans.max_y = hi.data();
+        spans.count = n;
+        REQUIRE(grid.rebuild(spans, hashgrid::serial_backend()).ok());
+    };
+    frame(40);
+    frame(21);
+    REQUIRE(grid.entry_count() == 21);
+    const BoxGridView padded = grid.view();
+    CHECK(padded.entry_padding >= 8);
+    BoxGridView by_hand = padded;
+    const uint32_t entries = grid.entry_count();
+    std::vector<float> e_lo[2], e_hi[2];
+    for (uint32_t d = 0; d < 2; ++d) {
+        e_lo[d].assign(padded.entry_min[d], padded.entry_min[d] + entries);
+        e_hi[d].assign(padded.entry_max[d], padded.entry_max[d] + entries);
+        by_hand.entry_min[d] = e_lo[d].data();
+        by_hand.entry_max[d] = e_hi[d].data();
+    }
+    const std::vector<uint32_t> e_flags(padded.entry_flags, padded.entry_flags + entries);
+    const std::vector<uint32_t> e_object(padded.entry_object, padded.entry_object + entries);
+    by_hand.entry_flags = e_flags.data();
+    by_hand.entry_object = e_object.data();
+    by_hand.entry_padding = 0;
+
+    std::vector<uint32_t> expect(21);
+    for (uint32_t i = 0; i < 21; ++i)
+        expect[i] = i; // every box meets the queries; one cell: ascending object order
+    QueryBox box;
+    box.min[0] = box.min[1] = 0.25f;
+    box.max[0] = box.max[1] = 0.5f;
+    QuerySphere sphere;
+    sphere.center[0] = sphere.center[1] = 0.5f;
+    sphere.radius = 0.25f;
+    std::vector<hashgrid::PairKernel> kernels{hashgrid::PairKernel::scalar};
+    for (hashgrid::PairKernel k : {hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2, hashgrid::PairKernel::neon})
+        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
+    for (hashgrid::PairKernel k : kernels) {
+        REQUIRE(hashgrid::set_pair_kernel(k));
+        CAPTURE(static_cast<int>(k));
+        const BoxGridView* const views[] = {&padded, &by_hand};
+        for (const BoxGridView* view : views) {
+            CAPTURE(view == &padded);
+            const BoxQueryGrid qg = hashgrid::prepare_box_queries(*view, hashgrid::serial_backend());
+            std::vector<uint32_t> out(64, 0xdeadbeefu);
+            QueryResult r = hashgrid::query_box(qg, box, hashgrid::kAllLayers, out.data(), out.size());
+            REQUIRE(r.status.ok());
+            CHECK(std::vector<uint32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(r.written)) == expect);
+            r = hashgrid::query_radius(qg, sphere, hashgrid::kAllLayers, out.data(), out.size());
+            REQUIRE(r.status.ok());
+            CHECK(std::vector<uint32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(r.written)) == expect);
+        }
+    }
+}
+
 TEST_CASE("layer masks: a bit every category has passes every object; others still filter, after every rebuild") {
     // BoxGrid records the AND of the frame's categories (view().category_common);
     // a query whose mask shares a bit with it skips the per-object category

@@ -60,8 +60,8 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
         s.spare_entry_max[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
     }
     s.spare_entry_flags = l.take<uint32_t>(e + kEntryPad);
-    s.payload[0] = l.take<uint32_t>(e);
-    s.payload[1] = l.take<uint32_t>(e);
+    s.payload[0] = l.take<uint32_t>(e + kEntryPad);
+    s.payload[1] = l.take<uint32_t>(e + kEntryPad);
     s.sort_key[0] = l.take<uint64_t>(e);
     s.sort_key[1] = l.take<uint64_t>(e);
     s.object = l.take<ObjectScratch>(n);
@@ -127,6 +127,8 @@ Status BoxGrid::init(const BoxGridConfig& config, void* memory, size_t bytes) {
         }
         std::memset(state->entry_flags, 0, entry_slots * sizeof(uint32_t));
         std::memset(state->spare_entry_flags, 0, entry_slots * sizeof(uint32_t));
+        for (uint32_t* objects : state->payload) // entry_object is one of them
+            std::memset(objects, 0, entry_slots * sizeof(uint32_t));
         state->cell_start[0] = 0;
         state->entry_object = state->payload[0];
 
@@ -215,6 +217,7 @@ BoxGridView BoxGrid::view() const {
         v.entry_max[d] = s.entry_max[d];
     }
     v.entry_flags = s.entry_flags;
+    v.entry_padding = kEntryPad;
     v.large_object = s.large_object;
     if (!built_) return v; // an empty frame
     v.object_count = s.object_count;

@@ -168,7 +168,7 @@ struct BoxState {
     bool object_is_frame = false;
 
     // Scratch.
-    uint32_t* payload[2] = {};  // radix-sort ping-pong of object indices (frame: entry_object)
+    uint32_t* payload[2] = {};  // radix-sort ping-pong of object indices (frame: entry_object); + kEntryPad
     uint64_t* sort_key[2] = {}; // radix-sort ping-pong of keys (used as uint32 when they fit)
     ObjectScratch* object = nullptr;
     ChangeBits change{};                 // per object when compared (scratch)

@@ -83,6 +83,7 @@ struct Cells : detail::CellIndex {
         }
         d.flags = view.entry_flags;
         d.object = view.entry_object;
+        d.padded = view.entry_padding >= 8; // the widest kernel reads 7 past a run
         return d;
     }
     /// Clamped cell coordinate of a (double) coordinate; d < dims.

@@ -1,8 +1,10 @@
 // The box-object queries' entry kernels (box_query_kernels.h): scalar
 // everywhere, SSE2 and AVX2 (through a target attribute, chosen at run time)
-// on x86-64, over the run loops and hit buffer of hit_buffer.h. The entry
-// arrays end at the last entry, so the vector tests leave a run's last
-// partial vector to the scalar test (one()).
+// on x86-64, over the run loops and hit buffer of hit_buffer.h. Over a
+// grid's own view the entry arrays have readable slots past the last entry
+// (EntryData::padded), so a run's last partial vector is tested whole and
+// masked; over a view built by hand they may end at the last entry, and the
+// vector tests leave that tail to the scalar test (one()).
 #include "box_query_kernels.h"
 
 #include "hashgrid/grid.h"
@@ -84,9 +86,9 @@ uint32_t radius_scalar(const EntryData& d, const float* c, float r2, const Entry
 // test's v: at most one of lo - c and c - hi is positive, and the chosen one
 // is the same subtraction; a zero of either sign squares to +0.
 
-template <uint32_t D>
+template <uint32_t D, bool Padded>
 struct BoxTest4 {
-    static constexpr bool kReadsPastEnd = false;
+    static constexpr bool kReadsPastEnd = Padded;
     BoxTest<D> one;
     __m128 lo[3], hi[3];
     __m128i need;
@@ -113,9 +115,9 @@ struct BoxTest4 {
     }
 };
 
-template <uint32_t D>
+template <uint32_t D, bool Padded>
 struct RadiusTest4 {
-    static constexpr bool kReadsPastEnd = false;
+    static constexpr bool kReadsPastEnd = Padded;
     RadiusTest<D> one;
     __m128 c[3], r2;
     __m128i need;
@@ -146,12 +148,14 @@ struct RadiusTest4 {
 
 template <uint32_t D>
 uint32_t box_sse2(const EntryData& d, const float* lo, const float* hi, const EntryRuns& runs, uint32_t* out) {
-    return collect_sse2(BoxTest4<D>(d, lo, hi), d.object, runs, out);
+    return d.padded ? collect_sse2(BoxTest4<D, true>(d, lo, hi), d.object, runs, out)
+                    : collect_sse2(BoxTest4<D, false>(d, lo, hi), d.object, runs, out);
 }
 
 template <uint32_t D>
 uint32_t radius_sse2(const EntryData& d, const float* c, float r2, const EntryRuns& runs, uint32_t* out) {
-    return collect_sse2(RadiusTest4<D>(d, c, r2), d.object, runs, out);
+    return d.padded ? collect_sse2(RadiusTest4<D, true>(d, c, r2), d.object, runs, out)
+                    : collect_sse2(RadiusTest4<D, false>(d, c, r2), d.object, runs, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -159,9 +163,9 @@ uint32_t radius_sse2(const EntryData& d, const float* c, float r2, const EntryRu
 
 #define HASHGRID_AVX2 __attribute__((target("avx2")))
 
-template <uint32_t D>
+template <uint32_t D, bool Padded>
 struct BoxTest8 {
-    static constexpr bool kReadsPastEnd = false;
+    static constexpr bool kReadsPastEnd = Padded;
     BoxTest<D> one;
     __m256 lo[3], hi[3];
     __m256i need;
@@ -190,9 +194,9 @@ struct BoxTest8 {
     }
 };
 
-template <uint32_t D>
+template <uint32_t D, bool Padded>
 struct RadiusTest8 {
-    static constexpr bool kReadsPastEnd = false;
+    static constexpr bool kReadsPastEnd = Padded;
     RadiusTest<D> one;
     __m256 c[3], r2;
     __m256i need;
@@ -224,12 +228,14 @@ struct RadiusTest8 {
 template <uint32_t D>
 HASHGRID_AVX2 uint32_t box_avx2(const EntryData& d, const float* lo, const float* hi, const EntryRuns& runs,
                                 uint32_t* out) {
-    return collect_avx2(BoxTest8<D>(d, lo, hi), d.object, runs, out);
+    return d.padded ? collect_avx2(BoxTest8<D, true>(d, lo, hi), d.object, runs, out)
+                    : collect_avx2(BoxTest8<D, false>(d, lo, hi), d.object, runs, out);
 }
 
 template <uint32_t D>
 HASHGRID_AVX2 uint32_t radius_avx2(const EntryData& d, const float* c, float r2, const EntryRuns& runs, uint32_t* out) {
-    return collect_avx2(RadiusTest8<D>(d, c, r2), d.object, runs, out);
+    return d.padded ? collect_avx2(RadiusTest8<D, true>(d, c, r2), d.object, runs, out)
+                    : collect_avx2(RadiusTest8<D, false>(d, c, r2), d.object, runs, out);
 }
 
 #undef HASHGRID_AVX2

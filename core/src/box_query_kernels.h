@@ -5,7 +5,8 @@
 // (scalar; SSE2 and AVX2 on x86-64), picked by the same process-wide setting
 // as the pair kernels (set_pair_kernel). Every kernel performs the scalar
 // test's IEEE operations in the same order (no FMA), so all give identical
-// output; none reads past a run's end (the entry arrays have no padding).
+// output; none reads past a run's end unless the arrays are padded
+// (EntryData::padded), and then only lanes it masks out.
 //
 // An entry passes when its box meets the query and it is its object's
 // reporting cell: (entry_flags[e] & need) == need, where `need` is a run's
@@ -24,6 +25,10 @@ struct EntryData {
     const float* hi[3] = {nullptr, nullptr, nullptr};
     const uint32_t* flags = nullptr;
     const uint32_t* object = nullptr;
+    /// Every array can be read 8 entries past the last one (the values there
+    /// are defined and masked out): the vector kernels then test a run's last
+    /// partial vector whole instead of one entry at a time.
+    bool padded = false;
 };
 
 /// Runs of entries [begin[i], end[i]) for one kernel call, each with the

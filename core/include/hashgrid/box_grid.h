@@ -217,6 +217,12 @@ struct BoxGridView {
     const float* entry_max[3] = {nullptr, nullptr, nullptr};
     const uint32_t* entry_flags = nullptr;
     /// @}
+    /// Entries that can be read past the last one in entry_object and, when
+    /// set, entry_min, entry_max and entry_flags (their values defined, never
+    /// reported). The grid's views: 8, so the query kernels test the last
+    /// partial vector of a run whole and mask it. 0 in views built by hand
+    /// (arrays that end at the last entry) unless the caller sets it.
+    uint32_t entry_padding = 0;
     /// Large objects, ascending index.
     /// @{
     uint32_t large_count = 0;
