@@ -333,28 +333,32 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 namespace {
 
 /// A set-query batch, traced as `phase` when the view carries a trace.
-/// Without stats each query runs as its buffer form; with stats, its walk
-/// runs into a counting sink (same results, the work counted).
-template <typename Query, typename Single, typename Walk>
+/// The grid is checked and its cell index set up once for the batch; each
+/// query then runs its walk into the buffer form's sink (the same results as
+/// the single query), or with stats into a counting sink (same results, the
+/// work counted).
+template <typename Query, typename Walk>
 QueryResult set_query_batch(const BoxQueryGrid& grid, TracePhase phase, const Query* queries, uint32_t count,
                             uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
-                            uint64_t capacity, const ThreadBackend& backend, QueryStats* stats, const Single& single,
-                            const Walk& walk) {
+                            uint64_t capacity, const ThreadBackend& backend, QueryStats* stats, const Walk& walk) {
     return stamped(grid, [&]() -> QueryResult {
         HASHGRID_REQUIRE_BATCH(grid, queries, count);
         detail::PhaseTrace trace(grid.view.trace, backend);
         trace.begin(phase);
+        const Cells cells(grid);
         if (stats == nullptr)
             return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
                                            [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                               return batch_total(single(grid, queries[q], layer_mask, o, room));
+                                               IndexSink sink{o, room};
+                                               const Status walked = walk(cells, queries[q], layer_mask, sink);
+                                               return walk_total(walked, sink.count);
                                            });
         detail::BatchStats counts;
         const QueryResult r = detail::run_query_batch(
             count, offsets, offsets_capacity, out, capacity, trace.backend(),
             [&](uint32_t q, uint32_t* o, uint64_t room) {
                 CountingIndexSink sink{{o, room}, {}};
-                const Status walked = walk(Cells(grid), queries[q], layer_mask, sink);
+                const Status walked = walk(cells, queries[q], layer_mask, sink);
                 const uint64_t total = walk_total(walked, sink.count);
                 counts.add(sink.stats, total);
                 return total;
@@ -373,9 +377,6 @@ QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points
     return set_query_batch(
         grid, TracePhase::query_point_batch, points, count, layer_mask, offsets, offsets_capacity, out, capacity,
         backend, stats,
-        [](const BoxQueryGrid& g, const QueryPoint& q, uint32_t mask, uint32_t* o, uint64_t room) {
-            return query_point(g, q, mask, o, room);
-        },
         [](const Cells& c, const QueryPoint& q, uint32_t mask, auto& sink) { return point_walk(c, q, mask, sink); });
 }
 
@@ -384,11 +385,7 @@ QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uin
                             const ThreadBackend& backend, QueryStats* stats) {
     return set_query_batch(
         grid, TracePhase::query_box_batch, boxes, count, layer_mask, offsets, offsets_capacity, out, capacity, backend,
-        stats,
-        [](const BoxQueryGrid& g, const QueryBox& q, uint32_t mask, uint32_t* o, uint64_t room) {
-            return query_box(g, q, mask, o, room);
-        },
-        [](const Cells& c, const QueryBox& q, uint32_t mask, auto& sink) { return box_walk(c, q, mask, sink); });
+        stats, [](const Cells& c, const QueryBox& q, uint32_t mask, auto& sink) { return box_walk(c, q, mask, sink); });
 }
 
 QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
@@ -397,9 +394,6 @@ QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* sphe
     return set_query_batch(
         grid, TracePhase::query_radius_batch, spheres, count, layer_mask, offsets, offsets_capacity, out, capacity,
         backend, stats,
-        [](const BoxQueryGrid& g, const QuerySphere& q, uint32_t mask, uint32_t* o, uint64_t room) {
-            return query_radius(g, q, mask, o, room);
-        },
         [](const Cells& c, const QuerySphere& q, uint32_t mask, auto& sink) { return radius_walk(c, q, mask, sink); });
 }
 
