@@ -48,6 +48,7 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
     s.large_object = l.take<uint32_t>(n);
     s.cell_key = l.take<uint64_t>(e);
     s.cell_start = l.take<uint32_t>(e + 1);
+    s.row_start = l.take<uint32_t>(e + 1);
     for (uint32_t d = 0; d < 3; ++d) {
         s.entry_min[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
         s.entry_max[d] = d < c.dimensions ? l.take<float>(e + kEntryPad) : nullptr;
@@ -218,6 +219,7 @@ BoxGridView BoxGrid::view() const {
     }
     v.entry_flags = s.entry_flags;
     v.entry_padding = kEntryPad;
+    if (s.has_rows) v.row_start = s.row_start;
     v.large_object = s.large_object;
     if (!built_) return v; // an empty frame
     v.object_count = s.object_count;

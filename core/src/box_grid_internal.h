@@ -151,6 +151,8 @@ struct BoxState {
     uint32_t* large_object = nullptr;
     uint64_t* cell_key = nullptr;     // max_entries (cells <= entries)
     uint32_t* cell_start = nullptr;   // max_entries + 1
+    uint32_t* row_start = nullptr;    // max_entries + 1 (BoxGridView::row_start)
+    bool has_rows = false;            // row_start holds this frame's rows
     uint32_t* entry_object = nullptr; // one of payload[0], payload[1]
     float* entry_min[3] = {};         // max_entries + kEntryPad each (z: 3D only)
     float* entry_max[3] = {};

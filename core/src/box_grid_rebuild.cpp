@@ -428,6 +428,46 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
     s.entry_object = s.payload[src];
 }
 
+/// Step 5, after either path: the row table of the frame's occupied cells
+/// (BoxGridView::row_start): rows (y, z) of the occupied box numbered
+/// r = (y - lo y) + (z - lo z) * rows per slab, and row_start[r] the first
+/// cell whose row is r or later (rows + 1 slots). Each slot is written once,
+/// by the cell that starts the row after it (or by the ends), so chunks of
+/// cells write disjoint slots. Not built when the box has more rows than the
+/// table's max_entries + 1 slots hold: queries then search for rows.
+void write_row_starts(BoxState& s, const ThreadBackend& b) {
+    const BoxFrameBounds& f = s.bounds;
+    const auto per_slab = static_cast<uint64_t>(int64_t{f.cell_hi[1]} - f.cell_lo[1] + 1);
+    const uint64_t rows = per_slab * static_cast<uint64_t>(int64_t{f.cell_hi[2]} - f.cell_lo[2] + 1);
+    s.has_rows = rows <= s.max_entries;
+    if (!s.has_rows) return;
+    const uint32_t cells = s.cell_count;
+    auto row_of = [&](uint32_t c) {
+        int32_t x = 0, y = 0, z = 0;
+        s.cells.unpack(s.cell_key[c], x, y, z);
+        return static_cast<uint64_t>(int64_t{y} - f.cell_lo[1]) +
+               static_cast<uint64_t>(int64_t{z} - f.cell_lo[2]) * per_slab;
+    };
+    const auto fill = [&](uint64_t from, uint64_t to, uint32_t cell) { // slots [from, to)
+        for (uint64_t r = from; r < to; ++r)
+            s.row_start[r] = cell;
+    };
+    if (cells == 0) {
+        fill(0, rows + 1, 0);
+        return;
+    }
+    const auto grain = static_cast<uint32_t>(grain_for(cells, kEntryGrain, kMaxEntryChunks));
+    parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        uint64_t previous = begin == 0 ? 0 : row_of(begin - 1) + 1; // first slot not yet written
+        for (uint32_t c = begin; c < end; ++c) {
+            const uint64_t r = row_of(c);
+            fill(previous, r + 1, c); // the rows after the last cell's, up to c's, start at c
+            previous = r + 1;
+        }
+    });
+    fill(row_of(cells - 1) + 1, rows + 1, cells);
+}
+
 } // namespace
 
 Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& caller_backend) {
@@ -535,6 +575,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
         bounds.cell_hi[d] = static_cast<int32_t>(int64_t{box.lo[d]} + static_cast<int64_t>(box.extent[d]) - 1);
     }
     s.bounds = bounds;
+    write_row_starts(s, b);
     s.object_count = n;
     s.entry_count = count;
     s.large_count = large;

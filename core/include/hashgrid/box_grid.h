@@ -223,6 +223,14 @@ struct BoxGridView {
     /// partial vector of a run whole and mask it. 0 in views built by hand
     /// (arrays that end at the last entry) unless the caller sets it.
     uint32_t entry_padding = 0;
+    /// Optional row table of the occupied cells (null in views built by
+    /// hand, and when the occupied box has more (y, z) rows than
+    /// max_cell_entries): with lo, hi = bounds->cell_lo, cell_hi, row
+    /// r = (y - lo[1]) + (z - lo[2]) * (hi[1] - lo[1] + 1), and
+    /// row_start[r] the index of the first occupied cell whose (z, y) row is
+    /// r or later (rows + 1 entries). Queries find a row's cells with two
+    /// reads instead of a search over the cell keys.
+    const uint32_t* row_start = nullptr;
     /// Large objects, ascending index.
     /// @{
     uint32_t large_count = 0;
