@@ -457,9 +457,14 @@ void write_row_starts(BoxState& s, const ThreadBackend& b) {
         return;
     }
     const auto grain = static_cast<uint32_t>(grain_for(cells, kEntryGrain, kMaxEntryChunks));
+    // A key's bits above x are its (z, y) row: most cells share the previous one's.
+    const uint32_t x_bits = s.dims == 3 ? 21 : 32;
     parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t previous = begin == 0 ? 0 : row_of(begin - 1) + 1; // first slot not yet written
+        uint64_t row_bits = begin == 0 ? ~uint64_t{0} : s.cell_key[begin - 1] >> x_bits;
         for (uint32_t c = begin; c < end; ++c) {
+            if (s.cell_key[c] >> x_bits == row_bits) continue;
+            row_bits = s.cell_key[c] >> x_bits;
             const uint64_t r = row_of(c);
             fill(previous, r + 1, c); // the rows after the last cell's, up to c's, start at c
             previous = r + 1;
