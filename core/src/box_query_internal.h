@@ -9,9 +9,12 @@
 // is "c is in [cell(B.min), cell(B.max)]" on every axis.
 //
 // Finding cells. The frame's CellIndex (cell_index.h) has the occupied cells' packed keys in ascending
-// (z, y, x) order. A box of cells is scanned row by row with a binary search
-// per row; a search that lands past the row jumps straight to the next
-// occupied row or slab, so empty space costs nothing per cell.
+// (z, y, x) order. A box of cells is scanned row by row. With the grid's row
+// table (BoxGridView::row_start) a row's cells are two reads away and the
+// first one in the query's x range is found from the cell count; without it
+// (views built by hand, too many rows) each row takes a galloping search,
+// and a search that lands past the row jumps straight to the next occupied
+// row or slab, so empty space costs nothing per cell.
 //
 // Sinks. A set query's walk reports each result to a sink: IndexSink writes
 // the buffer form's prefix and counts, VisitSink calls the caller's visitor
