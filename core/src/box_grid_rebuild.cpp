@@ -457,7 +457,8 @@ void write_row_starts(BoxState& s, const ThreadBackend& b) {
         return;
     }
     const auto grain = static_cast<uint32_t>(grain_for(cells, kEntryGrain, kMaxEntryChunks));
-    // A key's bits above x are its (z, y) row: most cells share the previous one's.
+    // A key's bits above x are its (z, y) row (pack_key3 gives x 21 bits,
+    // pack_key2 32): most cells share the previous cell's row, and skip it.
     const uint32_t x_bits = s.dims == 3 ? 21 : 32;
     parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t previous = begin == 0 ? 0 : row_of(begin - 1) + 1; // first slot not yet written
