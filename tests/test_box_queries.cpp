@@ -971,6 +971,21 @@ TEST_CASE("box and radius queries: every entry kernel agrees with brute force, d
     CHECK(dense_results > (test_scale() == 1.0 ? 1000u : 100u));
 }
 
+namespace {
+
+/// A 2D unbounded box grid config with cells of 1 and the given capacities.
+BoxGridConfig unit_cells_2d(uint32_t objects, uint32_t entries) {
+    BoxGridConfig c;
+    c.dimensions = 2;
+    c.cell_size = 1.0f;
+    c.max_objects = objects;
+    c.max_cell_entries = entries;
+    c.max_pairs = 64ull * objects;
+    return c;
+}
+
+} // namespace
+
 TEST_CASE("entry kernels: a run's last partial vector is masked (padded grid views) or tested one by one (views "
           "built by hand)") {
     // One cell holds every entry, so a query's only run ends at the frame's
@@ -984,12 +999,7 @@ TEST_CASE("entry kernels: a run's last partial vector is masked (padded grid vie
     struct KernelGuard {
         ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
     } guard;
-    BoxGridConfig config;
-    config.dimensions = 2;
-    config.cell_size = 1.0f;
-    config.max_objects = 64;
-    config.max_cell_entries = 256;
-    config.max_pairs = 4096;
+    const BoxGridConfig config = unit_cells_2d(64, 256);
     hashgrid::BoxGrid grid;
     REQUIRE(grid.init_allocate(config).ok());
     auto frame = [&](uint32_t n) {
@@ -1126,12 +1136,7 @@ TEST_CASE("row table: every row's first cell, after full and merged rebuilds; no
     }
     // More rows in the occupied box than max_cell_entries: no table; the
     // queries search for rows and stay exact.
-    BoxGridConfig config;
-    config.dimensions = 2;
-    config.cell_size = 1.0f;
-    config.max_objects = 8;
-    config.max_cell_entries = 16;
-    config.max_pairs = 64;
+    const BoxGridConfig config = unit_cells_2d(8, 16);
     Boxes boxes;
     boxes.dims = 2;
     const float corners[3][4] = {
