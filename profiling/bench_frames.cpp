@@ -19,8 +19,9 @@
 // allocator, e.g. with a sanitizer, say "not counted".)
 //
 // What is not ours: after each frame, on the calling thread, two fixed
-// workloads of about a millisecond each run untimed by the frame: a chain of
-// dependent integer operations (compute) and a 16 MiB memcpy (memory). Their
+// workloads run untimed by the frame: a chain of dependent integer
+// operations (compute, ~1.8 ms on the 2-core development VM) and a 16 MiB
+// memcpy (memory, ~3 ms there). Their
 // p99/p50 is the spread this machine puts on any fixed work, the floor under
 // the frame's own (--reference 0 leaves them out). For each frame the program
 // also counts the process's involuntary context switches and page faults
@@ -190,7 +191,7 @@ class Reference {
 public:
     Reference() : from_(kCopyBytes, 1), to_(kCopyBytes, 0) {}
 
-    /// A chain of dependent multiply-xorshift steps (no memory traffic); ~1 ms here.
+    /// A chain of dependent multiply-xorshift steps (no memory traffic).
     double compute_ms() {
         const uint64_t t0 = hashgrid::platform::now_ns();
         uint64_t x = seed_;
