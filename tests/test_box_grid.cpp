@@ -17,6 +17,7 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -1017,6 +1018,127 @@ TEST_CASE("large objects among thousands of small ones: the documented order, cr
             CHECK(diff_pairs(prefix, part.pairs.data(), part.pairs.size()) == "");
         }
     }
+}
+
+TEST_CASE("many large objects: pairs through the coarse grids, after moves and after a rejected rebuild") {
+    // Hundreds of large boxes over thousands of small ones: their cells add up
+    // to far more than the frame has objects, so find_pairs bins the objects
+    // into coarse grids (box_grid_coarse.cpp). Some large boxes lie beyond the
+    // small objects' bounds on every side (clamped into the grid: two of them
+    // overlap out there), some far beyond the key range or spanning all space
+    // (unbounded), some touch small boxes with a face only. Each frame against
+    // the oracle, with layers; then small boxes moved (a merged frame); then a
+    // rejected rebuild, after which the previous frame must still give its pairs.
+    ParallelBackend b2(2);
+    for (uint32_t dims = 2; dims <= 3; ++dims)
+        for (const World world : {World::unbounded, World::bounded}) {
+            Rng rng(0xc0a75e00u + dims * 2 + (world == World::bounded ? 1u : 0u));
+            BoxScene scene;
+            scene.dims = dims;
+            const float side = dims == 3 ? 24.0f : 90.0f;
+            const uint32_t objects = dims == 3 ? 2650 : 3150;
+            auto layer = [](uint32_t i) { return i % 5 == 0 ? 0x2u : 0x1u; };
+            auto mask = [](uint32_t i) { return i % 13 == 0 ? 0x1u : ~0u; };
+            auto add = [&](const float mn[3], const float mx[3]) {
+                scene.add(mn, mx, layer(scene.size()), mask(scene.size()));
+            };
+            for (uint32_t i = 0; i < objects; ++i) {
+                // Buildings interleaved with the small boxes (large indices on both sides).
+                const bool building = i % 17 == 7;
+                float mn[3] = {0.0f, 0.0f, 0.0f}, mx[3] = {0.0f, 0.0f, 0.0f};
+                for (uint32_t d = 0; d < dims; ++d) {
+                    const float edge = building ? rng.uniform(dims == 3 ? 5.0f : 9.0f, dims == 3 ? 9.0f : 14.0f)
+                                                : rng.uniform(0.0f, 1.2f);
+                    mn[d] = std::floor(rng.uniform(0.0f, side) * 4.0f) / 4.0f; // faces on cell boundaries too
+                    mx[d] = mn[d] + edge;
+                }
+                add(mn, mx);
+            }
+            // Beyond the small objects' bounds: below on every axis (two overlapping), above on one.
+            const float out = world == World::bounded ? -6.0f : -40.0f;
+            add(std::array<float, 3>{out, out, out}.data(), std::array<float, 3>{out + 5, out + 5, out + 5}.data());
+            add(std::array<float, 3>{out + 4, out + 4, out + 4}.data(),
+                std::array<float, 3>{out + 9.5f, out + 9.5f, out + 9.5f}.data());
+            add(std::array<float, 3>{2.0f, side + 2.0f, 2.0f}.data(),
+                std::array<float, 3>{9.0f, side + 4.0f, 9.0f}.data());
+            // Above on every axis, two overlapping.
+            add(std::array<float, 3>{side + 20, side + 20, side + 20}.data(),
+                std::array<float, 3>{side + 25, side + 25, side + 25}.data());
+            add(std::array<float, 3>{side + 24, side + 24, side + 24}.data(),
+                std::array<float, 3>{side + 29, side + 29, side + 29}.data());
+            // Touching small boxes with one face: a building whose max x is a small box's min x.
+            {
+                float mn[3], mx[3];
+                scene.box(0, mn, mx);
+                const float a[3] = {mn[0] - 8.0f, mn[1], mn[2]};
+                const float b[3] = {mn[0], mn[1] + 7.0f, mn[2] + 7.0f};
+                add(a, b);
+            }
+            // A slab over part of the scene: more partners than a large object
+            // keeps for sorting (1024), fewer than twice that.
+            const uint32_t slab = scene.size();
+            add(std::array<float, 3>{0.0f, 0.0f, 0.0f}.data(),
+                std::array<float, 3>{side, dims == 3 ? side * 0.6f : side * 0.55f, side}.data());
+            if (world == World::unbounded) {
+                add(std::array<float, 3>{1e30f, 1.0f, 1.0f}.data(), std::array<float, 3>{1e30f, 2.0f, 2.0f}.data());
+                add(std::array<float, 3>{-3e38f, -3e38f, -3e38f}.data(),
+                    std::array<float, 3>{3e38f, 3e38f, 3e38f}.data());
+            }
+            BoxGridConfig c;
+            c.dimensions = dims;
+            c.cell_size = 1.0f;
+            c.world = world;
+            c.max_objects = scene.size();
+            c.large_object_cells = 64;
+            if (world == World::bounded) {
+                for (uint32_t d = 0; d < 3; ++d) {
+                    c.origin[d] = -8.0f;
+                    c.cell_counts[d] = d < dims ? static_cast<uint32_t>(side) + 40 : 1;
+                }
+            }
+            Expected e = expected_pairs(scene, c);
+            c.max_cell_entries = static_cast<uint32_t>(e.entries + 4096);
+            c.max_pairs = 4 * e.pairs.size();
+            CAPTURE(dims);
+            CAPTURE(world == World::bounded);
+            // The fine scans would read about every large box's cells: far more than the objects.
+            REQUIRE(e.large.size() >= 150);
+            uint64_t slab_pairs = 0;
+            for (const Pair& p : e.pairs)
+                slab_pairs += p.a == slab || p.b == slab ? 1u : 0u;
+            CHECK(slab_pairs > 1024);
+            CHECK(slab_pairs < 2048);
+            auto g = make_box_grid(c);
+            REQUIRE(g->init_status.ok());
+            for (uint32_t threads = 1; threads <= 2; ++threads) {
+                const hashgrid::ThreadBackend b = threads == 1 ? hashgrid::serial_backend() : b2.backend();
+                REQUIRE((*g)->rebuild(scene.spans(), b).ok());
+                CHECK(check_run(run_pairs(**g, b, e.pairs.size()), e.pairs) == "");
+            }
+            // A few small boxes move by less than a cell: the rebuild merges.
+            for (uint32_t i = 0; i < objects; i += 37) {
+                if (e.large.end() != std::find(e.large.begin(), e.large.end(), i)) continue;
+                for (uint32_t d = 0; d < dims; ++d) {
+                    scene.lo[d][i] += 0.3f;
+                    scene.hi[d][i] += 0.3f;
+                }
+            }
+            e = expected_pairs(scene, c);
+            REQUIRE((*g)->rebuild(scene.spans(), b2.backend()).ok());
+            CHECK(check_run(run_pairs(**g, b2.backend(), e.pairs.size()), e.pairs) == "");
+            // Rejected: every box moved by 3 cells, one of them NaN. The frame
+            // stays the last accepted one (the rejected boxes' cells are not its).
+            BoxScene bad = scene;
+            for (uint32_t d = 0; d < dims; ++d)
+                for (uint32_t i = 0; i < objects; ++i) {
+                    bad.lo[d][i] += 3.0f;
+                    bad.hi[d][i] += 3.0f;
+                }
+            bad.lo[0][objects / 2] = std::numeric_limits<float>::quiet_NaN();
+            CHECK((*g)->rebuild(bad.spans(), b2.backend()).code == StatusCode::invalid_position);
+            CHECK(check_run(run_pairs(**g, b2.backend(), e.pairs.size()), e.pairs) == "");
+            CHECK(check_run(run_pairs(**g, hashgrid::serial_backend(), e.pairs.size()), e.pairs) == "");
+        }
 }
 
 TEST_CASE("unbounded: objects beyond the cell-key range are large; pairs exact at every thread count") {

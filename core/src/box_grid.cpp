@@ -77,6 +77,9 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
     s.pool_blocks = pool_blocks_for(c);
     s.pool = l.take<Pair>(uint64_t{s.pool_blocks} * kBoxPairBlock);
     s.block_next = l.take<uint32_t>(s.pool_blocks);
+    s.coarse_cell = l.take<uint32_t>(n);
+    s.coarse_start = l.take<uint32_t>(2 * (coarse_cell_capacity(c.max_objects) + 2));
+    s.coarse_object = l.take<CoarseObject>(n);
     return l.bytes();
 }
 

@@ -43,7 +43,7 @@ inline constexpr uint32_t kMaxCellChunks = 512;
 inline constexpr uint32_t kLargePairGrain = 16; // large objects per chunk, at least
 /// Pairs of one large object sorted on the stack; beyond, it is tested
 /// against every object in index order.
-inline constexpr uint32_t kLargeHits = 2048;
+inline constexpr uint32_t kLargeHits = 1024;
 inline constexpr uint32_t kMaxLargeChunks = 256;
 inline constexpr uint32_t kQueryGrain = 16;
 inline constexpr uint32_t kMaxPairChunks = kMaxCellChunks + kMaxLargeChunks;
@@ -125,6 +125,45 @@ struct ChangeBits {
     [[nodiscard]] bool is_leaving(uint32_t i) const { return ((leaving[i >> 6] >> (i & 63)) & 1u) != 0; }
 };
 
+/// The objects of a frame binned by the cell of their minimum corner in a
+/// coarse dense lattice (cells of 2^level fine cells per axis), the small
+/// objects and the large ones in two grids of the same cells, for the large
+/// objects' pair search (box_grid_coarse.cpp): each object is in exactly one
+/// coarse cell, so a large object reads each candidate once, and its coarse
+/// cells, instead of every fine cell and entry its box covers and every
+/// other large object.
+struct CoarseGrid {
+    uint32_t level = 0;
+    int32_t lo[3] = {0, 0, 0}; // coarse coordinates of cell 0 (z = 0 in 2D)
+    uint32_t n[3] = {1, 1, 1}; // cells per axis
+    /// Widest fine-cell span (max cell - min cell) of the small objects: one
+    /// overlapping fine cells [a, b] has its minimum-corner cell in [a - reach, b].
+    int64_t reach[3] = {0, 0, 0};
+    /// The same for the large objects (whose cells are clamped into the grid;
+    /// 64 bits: 2D keys span more than 2^31 cells).
+    int64_t large_reach[3] = {0, 0, 0};
+    /// Small objects: the first `small` records of coarse_object, cell c's
+    /// at [coarse_start[c], coarse_start[c + 1]). Large objects: the records
+    /// after them, cell c's at small + [large_start[c], large_start[c + 1]).
+    uint32_t small = 0;
+    const uint32_t* large_start = nullptr;
+};
+
+/// An object of a coarse grid: its box and index in one 32-byte record, so
+/// binning writes one scattered line per two objects and a scan reads them
+/// in order (z unused in 2D).
+struct alignas(32) CoarseObject {
+    float min[3];
+    uint32_t object;
+    float max[3];
+    uint32_t unused;
+};
+static_assert(sizeof(CoarseObject) == 32, "CoarseObject layout");
+
+/// Coarse cells the grid may have: two per object, and at least the eight a
+/// grid of two cells per axis needs (every grid fits at level 31).
+inline uint64_t coarse_cell_capacity(uint32_t max_objects) { return 2 * uint64_t{max_objects} + 8; }
+
 /// Everything BoxGrid points to; lives at the start of the block.
 struct BoxState {
     uint32_t dims = 3;
@@ -183,6 +222,12 @@ struct BoxState {
     Pair* pool = nullptr;                // pool_blocks * kBoxPairBlock
     uint32_t* block_next = nullptr;      // pool_blocks
     uint32_t blocks_used = 0;            // claimed atomically during a pair search
+    // The coarse grid of the small objects (scratch: find_pairs builds it when
+    // its large objects cover more cells than the frame has objects).
+    CoarseGrid coarse{};
+    uint32_t* coarse_cell = nullptr;       // per object: its coarse cell (kNone: large)
+    uint32_t* coarse_start = nullptr;      // 2 * (coarse_cell_capacity + 2): the small grid's, the large grid's
+    CoarseObject* coarse_object = nullptr; // max_objects: each grid's objects by cell, then index
 };
 
 /// An update merges when the entries it removes and inserts are at most this
@@ -195,6 +240,11 @@ inline constexpr uint64_t kUpdateShare = 4;
 /// `added` new entries in total (in chunk order at ObjectChunk::moved_offset).
 void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
                     uint32_t entries);
+
+/// Builds the coarse grids (s.coarse and its arrays) of the frame when its
+/// large objects' scans of fine cells would read more than the frame has
+/// objects; returns whether it did (box_grid_coarse.cpp).
+bool build_coarse_grid(BoxState& s);
 
 } // namespace detail
 

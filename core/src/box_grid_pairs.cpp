@@ -261,6 +261,95 @@ void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box,
     }
 }
 
+/// Appends to found[] every object of one coarse grid with index >= `from`
+/// whose box overlaps `box` (fine cells [c_lo, c_hi]; closed test), once
+/// each: the grid's coarse cells of [c_lo - reach, c_hi], clamped into the
+/// grid when its objects' cells are (Clamped), row by row, each row's objects
+/// one contiguous run (box_grid_coarse.cpp). The grid's objects are at
+/// first + [start[c], start[c + 1]) of coarse_object. Stores are branch-free
+/// (whether a candidate overlaps is unpredictable): found[] has kLargeHits
+/// + 1 slots, and n counts every hit, also past kLargeHits.
+template <uint32_t D, bool Clamped>
+void scan_coarse(const BoxState& s, const uint32_t* start, uint32_t first, const int64_t reach[3], uint32_t from,
+                 const TestBox& box, const int32_t c_lo[3], const int32_t c_hi[3], uint32_t* found, uint32_t& n) {
+    const CoarseGrid& g = s.coarse;
+    int64_t lo[3] = {0, 0, 0};
+    int64_t hi[3] = {0, 0, 0};
+    for (uint32_t d = 0; d < D; ++d) {
+        lo[d] = ((c_lo[d] - reach[d]) >> g.level) - g.lo[d];
+        hi[d] = (int64_t{c_hi[d]} >> g.level) - g.lo[d];
+        const int64_t last = int64_t{g.n[d]} - 1;
+        if constexpr (Clamped) {
+            lo[d] = std::clamp<int64_t>(lo[d], 0, last);
+            hi[d] = std::clamp<int64_t>(hi[d], 0, last);
+        } else {
+            lo[d] = std::max<int64_t>(lo[d], 0);
+            hi[d] = std::min(hi[d], last);
+            if (lo[d] > hi[d]) return;
+        }
+    }
+#if defined(__SSE2__)
+    const __m128 box_min = _mm_setr_ps(box.min[0], box.min[1], box.min[2], 0.0f);
+    const __m128 box_max = _mm_setr_ps(box.max[0], box.max[1], box.max[2], 0.0f);
+    constexpr int kAxes = D == 3 ? 7 : 3; // movemask bits of the axes compared
+#endif
+    uint32_t count = n;
+    for (int64_t z = lo[2]; z <= hi[2]; ++z)
+        for (int64_t y = lo[1]; y <= hi[1]; ++y) {
+            const auto row = static_cast<uint64_t>((z * g.n[1] + y) * g.n[0]);
+            const CoarseObject* o = s.coarse_object + first + start[row + static_cast<uint64_t>(lo[0])];
+            const CoarseObject* const end = s.coarse_object + first + start[row + static_cast<uint64_t>(hi[0]) + 1];
+            for (; o < end; ++o) {
+#if defined(__SSE2__)
+                const __m128 m =
+                    _mm_and_ps(_mm_cmple_ps(_mm_load_ps(o->min), box_max), _mm_cmple_ps(box_min, _mm_load_ps(o->max)));
+                const bool overlap = (_mm_movemask_ps(m) & kAxes) == kAxes;
+#else
+                bool overlap = true;
+                for (uint32_t d = 0; d < D; ++d)
+                    overlap = overlap & (o->min[d] <= box.max[d]) & (box.min[d] <= o->max[d]);
+#endif
+                found[count < kLargeHits ? count : kLargeHits] = o->object;
+                count += static_cast<uint32_t>(overlap & (o->object >= from));
+            }
+        }
+    n = count;
+}
+
+/// Sorts list[0, count) (count <= kLargeHits) of object indices below
+/// `objects` ascending, using scratch[0, count): short lists by insertion,
+/// longer ones first bucketed by their top bits (a counting sort into at
+/// most count rounded up to a power of two buckets), then by one insertion pass over the nearly sorted
+/// result. The lists are a large object's partners, a few dozen spread over
+/// all indices, where a comparison sort spends its time on mispredicted
+/// branches. Returns the sorted list (list or scratch).
+inline const uint32_t* sort_partners(uint32_t* list, uint32_t* scratch, uint32_t count, uint32_t objects) {
+    uint32_t* sorted = list;
+    if (count > 32) {
+        const auto bits = static_cast<uint32_t>(std::bit_width(count - 1)); // 2^bits in [count, 2 * count)
+        const auto index_bits = static_cast<uint32_t>(std::bit_width(objects - 1));
+        const uint32_t shift = index_bits > bits ? index_bits - bits : 0;
+        const uint32_t buckets = ((objects - 1) >> shift) + 1; // <= 2^bits
+        uint32_t bucket[kLargeHits + 1];
+        std::fill(bucket, bucket + buckets + 1, 0u);
+        for (uint32_t h = 0; h < count; ++h)
+            ++bucket[(list[h] >> shift) + 1];
+        for (uint32_t b = 1; b < buckets; ++b)
+            bucket[b] += bucket[b - 1];
+        for (uint32_t h = 0; h < count; ++h)
+            scratch[bucket[list[h] >> shift]++] = list[h];
+        sorted = scratch;
+    }
+    for (uint32_t h = 1; h < count; ++h) {
+        const uint32_t v = sorted[h];
+        uint32_t at = h;
+        for (; at > 0 && sorted[at - 1] > v; --at)
+            sorted[at] = sorted[at - 1];
+        sorted[at] = v;
+    }
+    return sorted;
+}
+
 /// Large-object pairs of the large objects [k0, k1) (indices into the large
 /// list), in the documented order: per large object `big`, ascending by the
 /// other object o, each pair (min, max); a large-large pair only from its
@@ -269,12 +358,13 @@ void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box,
 /// list, sorted; when more than kLargeHits overlap big, every object is
 /// tested in index order instead (same pairs, same order).
 template <uint32_t D, typename Sink>
-void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, Sink& sink) {
+void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink) {
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
     const bool layers = s.layers;
-    uint32_t found[kLargeHits];
+    uint32_t found[kLargeHits + 1];
+    uint32_t scratch[kLargeHits];
     uint32_t hits[kBatch];
     for (uint32_t k = k0; k < k1; ++k) {
         const uint32_t big = s.large_object[k];
@@ -297,18 +387,27 @@ void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, Sink& sink) {
         };
         int32_t c_lo[3], c_hi[3];
         box_cells<D>(s, a, c_lo, c_hi);
-        scan_entries<D>(s, index, a, c_lo, c_hi, keep);
-        for (uint32_t j = k + 1; j < s.large_count && !crowded; ++j) {
-            const uint32_t o = s.large_object[j];
-            uint32_t overlap = 1;
-            for (uint32_t d = 0; d < D; ++d)
-                overlap &= static_cast<uint32_t>(lo[d][o] <= a.max[d]) & static_cast<uint32_t>(a.min[d] <= hi[d][o]);
-            if (overlap != 0) keep(o);
+        if (coarse) {
+            const CoarseGrid& g = s.coarse;
+            scan_coarse<D, false>(s, s.coarse_start, 0, g.reach, 0, a, c_lo, c_hi, found, n);
+            // The large list ascends by object: the large objects after big.
+            scan_coarse<D, true>(s, g.large_start, g.small, g.large_reach, big + 1, a, c_lo, c_hi, found, n);
+            crowded = n > kLargeHits;
+        } else {
+            scan_entries<D>(s, index, a, c_lo, c_hi, keep);
+            for (uint32_t j = k + 1; j < s.large_count && !crowded; ++j) {
+                const uint32_t o = s.large_object[j];
+                uint32_t overlap = 1;
+                for (uint32_t d = 0; d < D; ++d)
+                    overlap &=
+                        static_cast<uint32_t>(lo[d][o] <= a.max[d]) & static_cast<uint32_t>(a.min[d] <= hi[d][o]);
+                if (overlap != 0) keep(o);
+            }
         }
         if (!crowded) {
-            std::sort(found, found + n);
+            const uint32_t* sorted = sort_partners(found, scratch, n, s.object_count);
             for (uint32_t h = 0; h < n; ++h)
-                emit(found[h]);
+                emit(sorted[h]);
             continue;
         }
         const uint32_t objects = s.object_count;
@@ -459,6 +558,7 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     const uint32_t cell_chunks = chunk_count(cells, cell_grain);
     const auto large_grain = static_cast<uint32_t>(grain_for(s.large_count, kLargePairGrain, kMaxLargeChunks));
     const uint32_t large_chunks = chunk_count(s.large_count, large_grain);
+    const bool coarse = build_coarse_grid(s);
     auto search = [&](uint32_t ch, auto& sink) {
         if (ch < cell_chunks) {
             const uint32_t first = ch * cell_grain;
@@ -472,9 +572,9 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         const uint32_t first = (ch - cell_chunks) * large_grain;
         const uint32_t last = s.large_count - first < large_grain ? s.large_count : first + large_grain;
         if (s.dims == 3)
-            sweep_large<3>(s, first, last, sink);
+            sweep_large<3>(s, first, last, coarse, sink);
         else
-            sweep_large<2>(s, first, last, sink);
+            sweep_large<2>(s, first, last, coarse, sink);
     };
     return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, filter, trace, search);
 }
