@@ -957,7 +957,7 @@ TEST_CASE("large objects: every threshold gives the same pair set") {
 
 TEST_CASE("large objects among thousands of small ones: the documented order, crowded and sparse, with layers") {
     // A large object's pairs come from a scan of the cells it covers, sorted
-    // by the other object, or (more than 2048 of them) from a test of every
+    // by the other object, or (more than 1024 of them) from a test of every
     // object in index order: both must give the oracle's order. Large boxes
     // here: one spanning the scene (thousands of pairs), a row of them
     // overlapping each other and a few hundred small boxes each, and layers

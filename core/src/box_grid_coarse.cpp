@@ -93,11 +93,9 @@ void bin_objects(BoxState& s, uint64_t cells, uint32_t* __restrict start, uint32
 
 } // namespace
 
-bool build_coarse_grid(BoxState& s) {
+bool wants_coarse_grid(BoxState& s) {
     const uint32_t dims = s.dims;
-    const uint32_t n = s.object_count;
     if (s.large_count == 0 || s.cell_count == 0) return false;
-
     // What the fine scans would read (each large box's cells, at most every
     // occupied cell: their search skips empty rows), the large objects' mean
     // span, which sets the coarse cell, and their widest span per axis.
@@ -118,7 +116,7 @@ bool build_coarse_grid(BoxState& s) {
         fine_reads += std::min<uint64_t>(cells, s.cell_count);
         span_sum += span;
     }
-    if (fine_reads <= n) return false;
+    if (fine_reads <= s.object_count) return false;
 
     // Coarse cells about half the large objects' mean span wide (fewer rows
     // per scan, each run a little longer), wider until the grid fits its
@@ -141,19 +139,23 @@ bool build_coarse_grid(BoxState& s) {
         g.reach[d] = d < dims ? f.max_span[d] : 0;
         g.large_reach[d] = large_reach[d];
     }
+    HASHGRID_ASSERT(uint64_t{g.n[0]} * g.n[1] * g.n[2] <= capacity, "coarse grid: more cells than its arrays hold");
+    g.small = s.object_count - s.large_count;
+    g.large_start = s.coarse_start + capacity + 2;
+    return true;
+}
+
+void build_coarse_grid(BoxState& s) {
+    const CoarseGrid& g = s.coarse;
     const uint64_t cells = uint64_t{g.n[0]} * g.n[1] * g.n[2];
-    HASHGRID_ASSERT(cells <= capacity, "coarse grid: more cells than its arrays hold");
-    g.small = n - s.large_count;
-    uint32_t* large_start = s.coarse_start + capacity + 2;
-    g.large_start = large_start;
-    if (dims == 3) {
+    uint32_t* large_start = s.coarse_start + coarse_cell_capacity(s.max_objects) + 2; // g.large_start
+    if (s.dims == 3) {
         bin_objects<3, false>(s, cells, s.coarse_start, 0);
         bin_objects<3, true>(s, cells, large_start, g.small);
     } else {
         bin_objects<2, false>(s, cells, s.coarse_start, 0);
         bin_objects<2, true>(s, cells, large_start, g.small);
     }
-    return true;
 }
 
 } // namespace hashgrid::detail

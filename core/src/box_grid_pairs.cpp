@@ -471,20 +471,41 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
 
 /// Search and publish (see the top of this file). `search(chunk, sink)` emits
 /// the pairs of one chunk in order, for PoolSink and DirectSink alike.
-template <typename Search>
-PairResult search_and_publish(BoxState& s, uint32_t chunks, Pair* out, uint64_t capacity, uint64_t max_pairs,
-                              PairFilter filter, PhaseTrace& trace, const Search& search) {
+/// Chunks [prepared_from, chunks) need `prepare()` to have run first: it runs
+/// as one more chunk of a first loop beside chunks [0, prepared_from), the
+/// rest in a second loop.
+template <typename Search, typename Prepare>
+PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_from, Pair* out, uint64_t capacity,
+                              uint64_t max_pairs, PairFilter filter, PhaseTrace& trace, const Search& search,
+                              const Prepare& prepare) {
     const ThreadBackend& b = trace.backend();
     trace.begin(TracePhase::box_pair_search);
     HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
     s.blocks_used = 0;
-    parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t ch = begin; ch < end; ++ch) {
-            PoolSink sink(s, filter);
-            search(ch, sink);
-            s.pair_chunk[ch] = sink.record();
-        }
-    });
+    auto search_chunk = [&](uint32_t ch) {
+        PoolSink sink(s, filter);
+        search(ch, sink);
+        s.pair_chunk[ch] = sink.record();
+    };
+    if (prepared_from >= chunks) {
+        parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t ch = begin; ch < end; ++ch)
+                search_chunk(ch);
+        });
+    } else {
+        parallel_chunks(b, prepared_from + 1, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t at = begin; at < end; ++at) {
+                if (at == 0)
+                    prepare();
+                else
+                    search_chunk(at - 1);
+            }
+        });
+        parallel_chunks(b, chunks - prepared_from, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t at = begin; at < end; ++at)
+                search_chunk(prepared_from + at);
+        });
+    }
     uint64_t total = 0;
     for (uint32_t ch = 0; ch < chunks; ++ch) {
         s.pair_chunk[ch].offset = total;
@@ -558,7 +579,7 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     const uint32_t cell_chunks = chunk_count(cells, cell_grain);
     const auto large_grain = static_cast<uint32_t>(grain_for(s.large_count, kLargePairGrain, kMaxLargeChunks));
     const uint32_t large_chunks = chunk_count(s.large_count, large_grain);
-    const bool coarse = build_coarse_grid(s);
+    const bool coarse = wants_coarse_grid(s);
     auto search = [&](uint32_t ch, auto& sink) {
         if (ch < cell_chunks) {
             const uint32_t first = ch * cell_grain;
@@ -576,7 +597,9 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         else
             sweep_large<2>(s, first, last, coarse, sink);
     };
-    return search_and_publish(s, cell_chunks + large_chunks, out, capacity, g.config_.max_pairs, filter, trace, search);
+    // The coarse grids are built beside the small objects' sweep.
+    return search_and_publish(s, cell_chunks + large_chunks, coarse ? cell_chunks : cell_chunks + large_chunks, out,
+                              capacity, g.config_.max_pairs, filter, trace, search, [&] { build_coarse_grid(s); });
 }
 
 PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
@@ -650,7 +673,7 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
             sweep_queries<2>(s, in, first, last, sink);
     };
     // max_pairs does not apply: the pool only caches, the caller's capacity is the limit.
-    return search_and_publish(s, chunks, out, capacity, UINT64_MAX, filter, trace, search);
+    return search_and_publish(s, chunks, chunks, out, capacity, UINT64_MAX, filter, trace, search, [] {});
 }
 
 } // namespace hashgrid

@@ -31,7 +31,12 @@
 /// are found by scanning the occupied cells its box covers (like a box query)
 /// and testing the other large objects, so it costs what its area holds, not
 /// one entry per cell it covers nor a test per object (a world-spanning
-/// terrain box reads every entry once).
+/// terrain box reads every entry once). When the large objects' cells add
+/// up to more than the frame has objects (many buildings over small props),
+/// find_pairs instead bins every object once, by its minimum corner, into
+/// coarse grids whose cells are about half a large object wide, and each
+/// large object tests the objects of the coarse cells near its box: same
+/// pairs, same order, at about the cost of the objects around each large one.
 ///
 /// Far objects (unbounded worlds). Cells are keyed within +-kKeyLimit3 cells
 /// per axis of the origin in 3D (about +-10 km at 1 cm cells), +-kKeyLimit2 in
@@ -77,7 +82,7 @@
 /// instead of box.rebuild.entries for such a frame. A rejected rebuild makes
 /// the next one a full build.
 ///
-/// Memory and cost (box_grid.cpp has the layout): per object about 90 B, per
+/// Memory and cost (box_grid.cpp has the layout): per object about 140 B, per
 /// cell entry (max_cell_entries) about 104 B in 3D (64 B of them the frame and
 /// sort scratch, 40 B the second half of the cell and entry arrays that a
 /// merge writes), per pair of max_pairs 8 B (a pool that keeps each chunk's
@@ -86,7 +91,9 @@
 /// rebuild() is O(N + entries) with a radix sort over the bits of the
 /// occupied cells' box, or O(N + entries) copies plus the sort of the moved
 /// objects' entries when it merges; find_pairs() is O(entry pairs within
-/// cells + the entries in each large object's cells + large objects^2).
+/// cells + the entries in each large object's cells + large objects^2), or
+/// with coarse grids O(entry pairs within cells + N + the objects in each
+/// large object's coarse cells).
 #pragma once
 
 #include "hashgrid/config.h"
