@@ -517,6 +517,12 @@ std::string check_run(const PairRun& run, const std::vector<Pair>& expected) {
     return diff_pairs(expected, run.pairs.data(), run.pairs.size());
 }
 
+/// Pairs in `pairs` that name `object`.
+uint64_t pairs_of(const std::vector<Pair>& pairs, uint32_t object) {
+    return static_cast<uint64_t>(
+        std::count_if(pairs.begin(), pairs.end(), [&](const Pair& p) { return p.a == object || p.b == object; }));
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------
@@ -999,10 +1005,7 @@ TEST_CASE("large objects among thousands of small ones: the documented order, cr
         c.max_pairs = e.pairs.size();
         CAPTURE(dims);
         REQUIRE(e.large.size() >= 10);
-        uint64_t spanning_pairs = 0;
-        for (const Pair& p : e.pairs)
-            spanning_pairs += p.a == spanning || p.b == spanning ? 1u : 0u;
-        CHECK(spanning_pairs > 2048); // the in-order path
+        CHECK(pairs_of(e.pairs, spanning) > 2048); // the in-order path
         auto g = make_box_grid(c);
         REQUIRE(g->init_status.ok());
         for (uint32_t threads = 1; threads <= 2; ++threads) {
@@ -1103,11 +1106,8 @@ TEST_CASE("many large objects: pairs through the coarse grids, after moves and a
             CAPTURE(world == World::bounded);
             // The fine scans would read about every large box's cells: far more than the objects.
             REQUIRE(e.large.size() >= 150);
-            uint64_t slab_pairs = 0;
-            for (const Pair& p : e.pairs)
-                slab_pairs += p.a == slab || p.b == slab ? 1u : 0u;
-            CHECK(slab_pairs > 1024);
-            CHECK(slab_pairs < 2048);
+            CHECK(pairs_of(e.pairs, slab) > 1024);
+            CHECK(pairs_of(e.pairs, slab) < 2048);
             auto g = make_box_grid(c);
             REQUIRE(g->init_status.ok());
             for (uint32_t threads = 1; threads <= 2; ++threads) {

@@ -93,7 +93,7 @@ void bin_objects(BoxState& s, uint64_t cells, uint32_t* __restrict start, uint32
 
 } // namespace
 
-bool wants_coarse_grid(BoxState& s) {
+bool plan_coarse_grid(BoxState& s) {
     const uint32_t dims = s.dims;
     if (s.large_count == 0 || s.cell_count == 0) return false;
     // What the fine scans would read (each large box's cells, at most every

@@ -241,11 +241,12 @@ inline constexpr uint64_t kUpdateShare = 4;
 void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
                     uint32_t entries);
 
-/// Whether find_pairs should use coarse grids (box_grid_coarse.cpp): true
-/// when the frame's large objects' scans of fine cells would read more than
-/// it has objects; then s.coarse holds the grids' geometry.
-bool wants_coarse_grid(BoxState& s);
-/// Bins the objects into the coarse grids of s.coarse (after wants_coarse_grid).
+/// Plans the frame's coarse grids (box_grid_coarse.cpp): returns whether
+/// find_pairs should use them (when the large objects' scans of fine cells
+/// would read more than the frame has objects) and then sets s.coarse, the
+/// grids' geometry.
+bool plan_coarse_grid(BoxState& s);
+/// Bins the objects into the coarse grids planned in s.coarse.
 void build_coarse_grid(BoxState& s);
 
 } // namespace detail

@@ -319,10 +319,11 @@ void scan_coarse(const BoxState& s, const uint32_t* start, uint32_t first, const
 /// Sorts list[0, count) (count <= kLargeHits) of object indices below
 /// `objects` ascending, using scratch[0, count): short lists by insertion,
 /// longer ones first bucketed by their top bits (a counting sort into at
-/// most count rounded up to a power of two buckets), then by one insertion pass over the nearly sorted
-/// result. The lists are a large object's partners, a few dozen spread over
-/// all indices, where a comparison sort spends its time on mispredicted
-/// branches. Returns the sorted list (list or scratch).
+/// most count rounded up to a power of two buckets), then by one insertion
+/// pass over the nearly sorted result. The lists are a large object's
+/// partners, a few dozen spread over all indices, where a comparison sort
+/// spends its time on mispredicted branches. Returns the sorted list (list
+/// or scratch).
 inline const uint32_t* sort_partners(uint32_t* list, uint32_t* scratch, uint32_t count, uint32_t objects) {
     uint32_t* sorted = list;
     if (count > 32) {
@@ -579,7 +580,7 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     const uint32_t cell_chunks = chunk_count(cells, cell_grain);
     const auto large_grain = static_cast<uint32_t>(grain_for(s.large_count, kLargePairGrain, kMaxLargeChunks));
     const uint32_t large_chunks = chunk_count(s.large_count, large_grain);
-    const bool coarse = wants_coarse_grid(s);
+    const bool coarse = plan_coarse_grid(s);
     auto search = [&](uint32_t ch, auto& sink) {
         if (ch < cell_chunks) {
             const uint32_t first = ch * cell_grain;
