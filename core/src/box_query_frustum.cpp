@@ -205,15 +205,12 @@ QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint
 QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count, uint32_t layer_mask,
                                 uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
                                 const ThreadBackend& backend) {
-    return stamped(grid, [&]() -> QueryResult {
-        HASHGRID_REQUIRE_BATCH(grid, frusta, count);
-        detail::PhaseTrace trace(grid.view.trace, backend);
-        trace.begin(TracePhase::query_frustum_batch);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
-                                       [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                           return batch_total(query_frustum(grid, frusta[q], layer_mask, o, room));
-                                       });
-    }());
+    return cells_batch(grid, TracePhase::query_frustum_batch, frusta, count, offsets, offsets_capacity, out, capacity,
+                       backend, [&](const Cells& c, uint32_t q, uint32_t* o, uint64_t room) {
+                           IndexSink sink{o, room};
+                           const Status walked = frustum_walk(c, frusta[q], layer_mask, sink);
+                           return walk_total(walked, sink.count);
+                       });
 }
 
 } // namespace hashgrid

@@ -200,13 +200,9 @@ void nearest_search(const Cells& c, const QueryNearest& query, uint32_t layer_ma
     if (c.grid.has_cells) nearest_shells(c, query.center, layer_mask, max_d2, list, consider);
 }
 
-/// The query without its layout stamp.
-QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
-                             uint64_t capacity) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_nearest: null output with capacity > 0");
-    const Cells c(grid);
+/// The query on a checked grid's cell index.
+QueryResult nearest_hits(const Cells& c, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
+                         uint64_t capacity) {
     if (const char* why = invalid_nearest(c, query)) return invalid(why);
     const uint32_t k = query.k;
     const float max_d2 = query.max_distance * query.max_distance;
@@ -216,6 +212,15 @@ QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query
     uint32_t count = list.size;
     if (list.full() && list.limit < k) count = count_within(c, query.center, layer_mask, max_d2, k);
     return finish(count, capacity);
+}
+
+/// The query without its layout stamp.
+QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
+                             uint64_t capacity) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_nearest: null output with capacity > 0");
+    return nearest_hits(Cells(grid), query, layer_mask, out, capacity);
 }
 
 /// The visitor form without its layout stamp.
@@ -252,15 +257,10 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, u
 QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* queries, uint32_t count,
                                 uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, NearestHit* out,
                                 uint64_t capacity, const ThreadBackend& backend) {
-    return stamped(grid, [&]() -> QueryResult {
-        HASHGRID_REQUIRE_BATCH(grid, queries, count);
-        detail::PhaseTrace trace(grid.view.trace, backend);
-        trace.begin(TracePhase::query_nearest_batch);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
-                                       [&](uint32_t q, NearestHit* o, uint64_t room) {
-                                           return batch_total(query_nearest(grid, queries[q], layer_mask, o, room));
-                                       });
-    }());
+    return cells_batch(grid, TracePhase::query_nearest_batch, queries, count, offsets, offsets_capacity, out, capacity,
+                       backend, [&](const Cells& c, uint32_t q, NearestHit* o, uint64_t room) {
+                           return batch_total(nearest_hits(c, queries[q], layer_mask, o, room));
+                       });
 }
 
 } // namespace hashgrid

@@ -258,13 +258,10 @@ bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3],
 
 namespace {
 
-/// The query without its layout stamp.
-QueryResult ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out,
-                         uint64_t capacity) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
-    const Cells c(grid);
+/// The query on a checked grid's cell index (copied: the stores into `out`
+/// could otherwise alias it, and every hit would reload it).
+QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity) {
+    const Cells c = cells;
     if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
     // The best `capacity` hits by (t, index) in a max-heap in the caller's
     // buffer; every hit is counted. Keys are unique, so the sorted heap is the
@@ -299,6 +296,15 @@ QueryResult ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t laye
     return finish(count, capacity);
 }
 
+/// The query without its layout stamp.
+QueryResult ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out,
+                         uint64_t capacity) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
+    return ray_hits(Cells(grid), ray, layer_mask, out, capacity);
+}
+
 } // namespace
 
 QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity) {
@@ -307,18 +313,22 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
 
 namespace {
 
-/// The query without its layout stamp.
-QueryResult ray_first_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(hit != nullptr, "query_ray_first: null output");
-    const Cells c(grid);
+/// The first hit on a checked grid's cell index.
+QueryResult ray_first_hit(const Cells& c, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
     if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
     RayHit best{kNoIndex, 0.0f};
     SortedHits<RayHit> list{&best, 1};
     first_hits(c, ray, layer_mask, list);
     *hit = best; // index kNoIndex when nothing is hit
     return finish(list.size, 1);
+}
+
+/// The query without its layout stamp.
+QueryResult ray_first_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
+    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+    HASHGRID_REQUIRE_FRAME(grid);
+    HASHGRID_REQUIRE_ARGUMENT(hit != nullptr, "query_ray_first: null output");
+    return ray_first_hit(Cells(grid), ray, layer_mask, hit);
 }
 
 /// The visitor form without its layout stamp.
@@ -353,15 +363,10 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
 QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, RayHit* out, uint64_t capacity,
                             const ThreadBackend& backend) {
-    return stamped(grid, [&]() -> QueryResult {
-        HASHGRID_REQUIRE_BATCH(grid, rays, count);
-        detail::PhaseTrace trace(grid.view.trace, backend);
-        trace.begin(TracePhase::query_ray_batch);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
-                                       [&](uint32_t q, RayHit* o, uint64_t room) {
-                                           return batch_total(query_ray(grid, rays[q], layer_mask, o, room));
-                                       });
-    }());
+    return cells_batch(grid, TracePhase::query_ray_batch, rays, count, offsets, offsets_capacity, out, capacity,
+                       backend, [&](const Cells& c, uint32_t q, RayHit* o, uint64_t room) {
+                           return batch_total(ray_hits(c, rays[q], layer_mask, o, room));
+                       });
 }
 
 namespace {
@@ -390,7 +395,7 @@ QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, 
     trace.begin(TracePhase::query_ray_batch);
     parallel_chunks(trace.backend(), count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t q = begin; q < end; ++q)
-            query_ray_first(grid, rays[q], layer_mask, hits + q);
+            ray_first_hit(c, rays[q], layer_mask, hits + q);
     });
     for (uint32_t q = 0; q < count; ++q)
         result.total += hits[q].index != kNoIndex ? 1u : 0u;
