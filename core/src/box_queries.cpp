@@ -1,7 +1,9 @@
 // Box-grid queries (box_queries.h): prepare_box_queries, the set queries
 // (point, box, radius, potential collisions) in their buffer and visitor
 // forms, and their batches. Rays, frusta and nearest queries have their own
-// files; what they share is in box_query_internal.h.
+// files; what they share is in box_query_internal.h, and for batches in
+// box_query_batch.h.
+#include "box_query_batch.h"
 #include "box_query_internal.h"
 
 #include "hashgrid/box_queries.h"

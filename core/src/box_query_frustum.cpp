@@ -7,6 +7,7 @@
 // cell (or a row, or a slab) is skipped when the box of cells reachable from
 // it by the widest small object (BoxQueryGrid::max_span) is outside a plane:
 // then no object whose minimum cell lies there can pass.
+#include "box_query_batch.h"
 #include "box_query_internal.h"
 
 #include "hashgrid/box_queries.h"

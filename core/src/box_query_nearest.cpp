@@ -12,6 +12,7 @@
 // only the objects after the last hit visited (SortedHits::after): which
 // shell considers an object does not depend on that filter, and the stopping
 // bound holds for the filtered list as for the whole one.
+#include "box_query_batch.h"
 #include "box_query_internal.h"
 
 #include "hashgrid/box_queries.h"

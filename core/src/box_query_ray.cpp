@@ -20,6 +20,7 @@
 // unseen object's t, and a search after a hit at t starts the traversal at
 // (just below) t: every later hit is entered at or after t, and its box is
 // still on the ray's path from there, so the pieces from t on meet it.
+#include "box_query_batch.h"
 #include "box_query_internal.h"
 
 #include "hashgrid/box_queries.h"
