@@ -468,6 +468,19 @@ QueryResult buffer_query(const BoxQueryGrid& grid, uint32_t* out, uint64_t capac
     }());
 }
 
+/// Buffer form of a ranked query (rays, nearest): checks the grid and the
+/// buffer, then run(cells) answers on the grid's cell index. Stamped.
+template <typename Hit, typename Run>
+QueryResult ranked_query(const BoxQueryGrid& grid, const Hit* out, uint64_t capacity, const char* null_output,
+                         Run&& run) {
+    return stamped(grid, [&]() -> QueryResult {
+        HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
+        HASHGRID_REQUIRE_FRAME(grid);
+        HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, null_output);
+        return run(Cells(grid));
+    }());
+}
+
 /// Visitor form of the same query: the same checks and walk, with a VisitSink.
 /// total = calls made; status ok also after an early stop. Stamped.
 template <typename Walk>

@@ -215,15 +215,6 @@ QueryResult nearest_hits(const Cells& c, const QueryNearest& query, uint32_t lay
     return finish(count, capacity);
 }
 
-/// The query without its layout stamp.
-QueryResult nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
-                             uint64_t capacity) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_nearest: null output with capacity > 0");
-    return nearest_hits(Cells(grid), query, layer_mask, out, capacity);
-}
-
 /// The visitor form without its layout stamp.
 QueryResult visit_nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,
                                    NearestVisitor visitor) {
@@ -247,7 +238,8 @@ QueryResult visit_nearest_in_frame(const BoxQueryGrid& grid, const QueryNearest&
 
 QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
                           uint64_t capacity) {
-    return stamped(grid, nearest_in_frame(grid, query, layer_mask, out, capacity));
+    return ranked_query(grid, out, capacity, "query_nearest: null output with capacity > 0",
+                        [&](const Cells& c) { return nearest_hits(c, query, layer_mask, out, capacity); });
 }
 
 QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,

@@ -297,19 +297,11 @@ QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, Ra
     return finish(count, capacity);
 }
 
-/// The query without its layout stamp.
-QueryResult ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out,
-                         uint64_t capacity) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, "query_ray: null output with capacity > 0");
-    return ray_hits(Cells(grid), ray, layer_mask, out, capacity);
-}
-
 } // namespace
 
 QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity) {
-    return stamped(grid, ray_in_frame(grid, ray, layer_mask, out, capacity));
+    return ranked_query(grid, out, capacity, "query_ray: null output with capacity > 0",
+                        [&](const Cells& c) { return ray_hits(c, ray, layer_mask, out, capacity); });
 }
 
 namespace {
@@ -322,14 +314,6 @@ QueryResult ray_first_hit(const Cells& c, const Ray& ray, uint32_t layer_mask, R
     first_hits(c, ray, layer_mask, list);
     *hit = best; // index kNoIndex when nothing is hit
     return finish(list.size, 1);
-}
-
-/// The query without its layout stamp.
-QueryResult ray_first_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
-    HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
-    HASHGRID_REQUIRE_FRAME(grid);
-    HASHGRID_REQUIRE_ARGUMENT(hit != nullptr, "query_ray_first: null output");
-    return ray_first_hit(Cells(grid), ray, layer_mask, hit);
 }
 
 /// The visitor form without its layout stamp.
@@ -351,7 +335,8 @@ QueryResult visit_ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_
 } // namespace
 
 QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
-    return stamped(grid, ray_first_in_frame(grid, ray, layer_mask, hit));
+    return ranked_query(grid, hit, 1, "query_ray_first: null output",
+                        [&](const Cells& c) { return ray_first_hit(c, ray, layer_mask, hit); });
 }
 
 QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayVisitor visitor) {
