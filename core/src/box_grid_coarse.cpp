@@ -148,13 +148,12 @@ bool plan_coarse_grid(BoxState& s) {
 void build_coarse_grid(BoxState& s) {
     const CoarseGrid& g = s.coarse;
     const uint64_t cells = uint64_t{g.n[0]} * g.n[1] * g.n[2];
-    uint32_t* large_start = s.coarse_start + coarse_cell_capacity(s.max_objects) + 2; // g.large_start
     if (s.dims == 3) {
         bin_objects<3, false>(s, cells, s.coarse_start, 0);
-        bin_objects<3, true>(s, cells, large_start, g.small);
+        bin_objects<3, true>(s, cells, g.large_start, g.small);
     } else {
         bin_objects<2, false>(s, cells, s.coarse_start, 0);
-        bin_objects<2, true>(s, cells, large_start, g.small);
+        bin_objects<2, true>(s, cells, g.large_start, g.small);
     }
 }
 

@@ -146,7 +146,7 @@ struct CoarseGrid {
     /// at [coarse_start[c], coarse_start[c + 1]). Large objects: the records
     /// after them, cell c's at small + [large_start[c], large_start[c + 1]).
     uint32_t small = 0;
-    const uint32_t* large_start = nullptr;
+    uint32_t* large_start = nullptr;
 };
 
 /// An object of a coarse grid: its box and index in one 32-byte record, so
