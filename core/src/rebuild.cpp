@@ -12,6 +12,9 @@
 //    non-empty cells into the frame's cells and table.
 // Input already in cell order replaces steps 2 and 3 with the runs of its
 // cells and a straight copy (rebuild_presorted.cpp), giving the same frame.
+// Bounded input in last frame's order in which few particles changed cells
+// replaces step 3 with a merge of those few (rebuild_merge.cpp), the same
+// frame again.
 #include "grid_impl.h"
 #include "lattice/wrapped_cells.h"
 #include "rebuild_steps.h"
@@ -154,8 +157,18 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         if (!presorted.ok()) return presorted; // previous frame restored
         lap(timing.finalize);
     } else {
-        const Status sorted = sort_into_cells(s, f, b, timing, lap, trace);
-        if (!sorted.ok()) return sorted; // previous frame restored
+        bool merged = false;
+        if (f.bounded && s.built) {
+            trace.next(TracePhase::rebuild_merge);
+            merged = rebuild_merged(s, f, b);
+        }
+        if (merged) {
+            lap(timing.finalize);
+        } else {
+            lap(timing.keys); // a try that found too many movers: part of the order check
+            const Status sorted = sort_into_cells(s, f, b, timing, lap, trace);
+            if (!sorted.ok()) return sorted; // previous frame restored
+        }
     }
 
     timing.total = t_mark - t_begin;

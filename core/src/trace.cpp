@@ -64,6 +64,7 @@ constexpr const char* kPhaseNames[kTracePhaseCount] = {
     "rebuild.order",
     "query_face_batch",
     "box.rebuild.update",
+    "rebuild.merge",
 };
 
 /// Next trace slot for a thread that records its first phase.

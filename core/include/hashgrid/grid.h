@@ -70,7 +70,10 @@ struct ParticleSpans {
 /// Input already in cell order (kept in sorted_to_original() order, and no
 /// particle changed cell) skips the sort: scan and scatter are 0, and
 /// finalize holds the cells read off the input (with the unbounded table)
-/// and the straight copy.
+/// and the straight copy. In a bounded world, input in last frame's order in
+/// which few particles changed cell also skips it: scan and scatter are 0,
+/// and finalize holds the merge of those few (a try that finds too many
+/// movers counts in keys, with the cell-order check, and the sort runs).
 struct RebuildTimings {
     uint64_t keys = 0;     ///< Validation, cell coordinates (bounded: and counts), the cell-order check.
     uint64_t table = 0;    ///< Unbounded: table insert, distinct-cell sort, per-particle lookup and count.
