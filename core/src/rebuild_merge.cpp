@@ -6,14 +6,15 @@
 //
 // Particle i of the input stood at sorted position i last frame, in the
 // cell whose range of last frame's cell_start holds i. It is *kept* when its
-// cell is still that one; the kept particles are then already in (cell,
-// index) order, because last frame's cells ascend along the positions. The
-// others are *displaced*: at most one in kDisplacedShare per chunk, or the
-// counting sort runs instead. The displaced are sorted by (cell, index)
-// with a small radix sort, and the frame is written cell by cell: each
-// cell's kept particles (a scan of its old range) merged by index with its
-// displaced ones. That is the stable sort by cell the counting sort gives:
-// the same order, cell starts and sorted copy, byte for byte.
+// cell is still that one, that is when i lies in its cell's old range; the
+// kept particles are then already in (cell, index) order, because last
+// frame's cells ascend along the positions. The others are *displaced*: at
+// most one in kDisplacedShare per chunk, or the counting sort runs instead.
+// The displaced are sorted by (cell, index) with a small radix sort, and the
+// frame is written by chunks of cells: their cell starts, then one walk over
+// their old positions that merges the kept particles with the displaced
+// ones by (cell, index). That is the stable sort by cell the counting sort
+// gives: the same order, cell starts and sorted copy, byte for byte.
 //
 // Scratch: each 4096-particle chunk lists its displaced particles at the
 // start of its own range of stage_index (index), stage_pos and
@@ -77,7 +78,6 @@ template <uint32_t D, bool Radius>
 bool classify(GridState& s, const RebuildFrame& f, uint32_t kept_limit, const ThreadBackend& b) {
     const uint32_t* const cell = s.particle_cell;
     const uint32_t* const old_start = s.cell_start;
-    const uint32_t cells = f.cells;
     const KeyParams& k = f.keys;
     uint32_t too_many = 0;
     parallel_chunks(b, f.n, kMergeGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -98,22 +98,17 @@ bool classify(GridState& s, const RebuildFrame& f, uint32_t kept_limit, const Th
             if constexpr (Radius) radius[count] = k.radius[i];
             ++count;
         };
+        // Particle i is kept when i lies in its cell's range of last frame:
+        // each test stands alone (a walk along last frame's cells would make
+        // every step wait for the load of the one before), and the ranges
+        // of neighbouring particles are neighbours in cell_start.
         const uint32_t kept_end = std::min(end, kept_limit);
-        if (begin < kept_end) {
-            // Last frame's cell holding position `begin`: old_start[c] <= begin < old_start[c + 1].
-            uint32_t c =
-                static_cast<uint32_t>(std::upper_bound(old_start, old_start + cells + 1, begin) - old_start) - 1;
-            // Per particle, not per cell: a loop per cell would mispredict
-            // its exit at every cell (P2 has 2.5 particles per cell). The
-            // step to the next cell is branch-free; only empty cells loop.
-            for (uint32_t i = begin; i < kept_end; ++i) {
-                c += old_start[c + 1] <= i ? 1u : 0u;
-                while (old_start[c + 1] <= i)
-                    ++c;
-                if (cell[i] != c) [[unlikely]] {
-                    add(i);
-                    if (count > capacity) break;
-                }
+        for (uint32_t i = begin; i < kept_end; ++i) {
+            const uint32_t c = cell[i];
+            const bool kept = (old_start[c] <= i) & (i < old_start[c + 1]);
+            if (!kept) [[unlikely]] {
+                add(i);
+                if (count > capacity) break;
             }
         }
         // Positions last frame did not have: all displaced.
