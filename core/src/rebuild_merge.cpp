@@ -289,14 +289,14 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
             const uint32_t d_end = static_cast<uint32_t>(
                 std::lower_bound(moved_cell + d_first, moved_cell + moved.count, c1) - moved_cell);
 
-            // Cell starts. Each old start is read before it is overwritten;
-            // the chunk's first was saved.
+            // Cell starts. Each old start is read just before this chunk
+            // overwrites it; no other chunk writes these cells.
             {
                 DisplacedCursor out_of_place(lists, lo);
                 uint32_t before = lists.rank(lo); // displaced with index < the old start
                 uint32_t dp = d_first;
                 for (uint32_t c = c0; c < c1; ++c) {
-                    const uint32_t old = std::min(c == c0 ? bound_old[k] : start[c], kept_limit);
+                    const uint32_t old = std::min(start[c], kept_limit);
                     while (out_of_place.position < old) {
                         ++before;
                         out_of_place.next();
