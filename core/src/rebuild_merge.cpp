@@ -60,15 +60,6 @@ struct ChunkLists {
 
     const uint32_t* list(uint32_t chunk) const { return index + uint64_t{chunk} * kMergeGrain; }
     uint32_t size(uint32_t chunk) const { return static_cast<uint32_t>(offset[chunk + 1] - offset[chunk]); }
-
-    /// Displaced particles with index < pos.
-    uint32_t rank(uint32_t pos) const {
-        const uint32_t chunk = pos / kMergeGrain;
-        if (chunk >= chunks) return static_cast<uint32_t>(offset[chunks]);
-        const uint32_t* first = list(chunk);
-        const uint32_t* at = std::lower_bound(first, first + size(chunk), pos);
-        return static_cast<uint32_t>(offset[chunk] + static_cast<uint64_t>(at - first));
-    }
 };
 
 /// Finds the displaced particles of every chunk and copies each one's
@@ -214,7 +205,8 @@ Displaced sort_displaced(GridState& s, const ChunkLists& lists, const SortBuffer
 }
 
 /// The displaced particles in index order across the chunk lists: a
-/// cursor that walks them from a position on.
+/// cursor that walks them from a position on (from <= n). rank() counts
+/// those before the current one.
 struct DisplacedCursor {
     const ChunkLists& lists;
     uint32_t chunk;
@@ -231,6 +223,8 @@ struct DisplacedCursor {
         ++at;
         settle();
     }
+    /// Displaced particles with index < position (all of them past the last).
+    uint32_t rank() const { return static_cast<uint32_t>(lists.offset[chunk] + at); }
     void settle() {
         while (chunk < lists.chunks && at == lists.size(chunk)) {
             ++chunk;
@@ -293,17 +287,14 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
             // overwrites it; no other chunk writes these cells.
             {
                 DisplacedCursor out_of_place(lists, lo);
-                uint32_t before = lists.rank(lo); // displaced with index < the old start
                 uint32_t dp = d_first;
                 for (uint32_t c = c0; c < c1; ++c) {
                     const uint32_t old = std::min(start[c], kept_limit);
-                    while (out_of_place.position < old) {
-                        ++before;
+                    while (out_of_place.position < old)
                         out_of_place.next();
-                    }
                     while (dp < d_end && moved_cell[dp] < c)
                         ++dp;
-                    start[c] = old - before + dp;
+                    start[c] = old - out_of_place.rank() + dp;
                 }
             }
 
@@ -311,7 +302,7 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
             // index) order), each preceded by the displaced ones of smaller
             // (cell, index).
             DisplacedCursor out_of_place(lists, lo);
-            uint32_t p = lo - lists.rank(lo) + d_first;
+            uint32_t p = lo - out_of_place.rank() + d_first;
             uint32_t dp = d_first;
             auto moved_key = [&](uint32_t at) {
                 return at < d_end ? uint64_t{moved_cell[at]} << 32 | moved_index[moved_slot[at]] : ~uint64_t{0};
