@@ -638,6 +638,16 @@ inline uint64_t hash_cells(const hashgrid::Grid& grid) {
         h.u64(v.slot_key[s]);
         if (v.slot_key[s] != hashgrid::kEmptyKey) h.u32(v.slot_cell[s]);
     }
+    h.u32(v.map_cell != nullptr ? 1u : 0u);
+    if (v.map_cell != nullptr) {
+        for (uint32_t d = 0; d < 3; ++d) {
+            h.u32(static_cast<uint32_t>(v.map_lo[d]));
+            h.u32(v.map_extent[d]);
+        }
+        const uint64_t box = uint64_t{v.map_extent[0]} * v.map_extent[1] * v.map_extent[2];
+        for (uint64_t c = 0; c < box; ++c)
+            h.u32(v.map_cell[c]);
+    }
     return h.value();
 }
 
@@ -719,7 +729,7 @@ inline std::string check_cell_table(const hashgrid::Grid& grid, const Scene& s, 
     }
     if (v.cell_count != cells.size())
         return "cell_count " + std::to_string(v.cell_count) + " != distinct cells " + std::to_string(cells.size());
-    if (v.key == nullptr || v.slot_key == nullptr || v.slot_cell == nullptr) return "unbounded table arrays null";
+    if (v.key == nullptr) return "unbounded key array null";
     if (v.start[0] != 0) return "start[0] != 0";
     for (size_t c = 0; c < cells.size(); ++c) {
         const auto& cc = cells[c].c;
@@ -730,6 +740,43 @@ inline std::string check_cell_table(const hashgrid::Grid& grid, const Scene& s, 
         if (v.key[c] != key) return "key[" + std::to_string(c) + "] mismatch";
         if (v.start[c + 1] - v.start[c] != counts[c]) return "start[] of cell " + std::to_string(c) + " mismatch";
     }
+    // Box map: when the cells' bounding box holds at most 2 * max_particles +
+    // 64 cells, one entry per cell of that box, x fastest: the cell's index
+    // or kNoCell; no table.
+    int64_t lo[3] = {INT64_MAX, INT64_MAX, INT64_MAX}, hi[3] = {INT64_MIN, INT64_MIN, INT64_MIN};
+    for (const CellCoord& cc : cells)
+        for (uint32_t d = 0; d < 3; ++d) {
+            lo[d] = std::min(lo[d], cc.c[d]);
+            hi[d] = std::max(hi[d], cc.c[d]);
+        }
+    double volume = cells.empty() ? 0.0 : 1.0;
+    for (uint32_t d = 0; d < 3 && !cells.empty(); ++d)
+        volume *= static_cast<double>(hi[d] - lo[d] + 1);
+    const bool expect_map = !cells.empty() && volume <= 2.0 * config.max_particles + 64.0;
+    if (expect_map) {
+        if (v.map_cell == nullptr) return "box map null for cells within a box of " + std::to_string(volume);
+        if (v.slot_count != 0 || v.slot_key != nullptr || v.slot_cell != nullptr) return "mapped frame exposes a table";
+        uint64_t extent[3];
+        for (uint32_t d = 0; d < 3; ++d) {
+            extent[d] = static_cast<uint64_t>(hi[d] - lo[d] + 1);
+            if (v.map_lo[d] != lo[d] || v.map_extent[d] != extent[d])
+                return "box map bounds on axis " + std::to_string(d);
+        }
+        std::vector<uint32_t> expected(static_cast<size_t>(extent[0] * extent[1] * extent[2]), hashgrid::kNoCell);
+        for (size_t c = 0; c < cells.size(); ++c) {
+            const uint64_t at = static_cast<uint64_t>(cells[c].c[0] - lo[0]) +
+                                extent[0] * (static_cast<uint64_t>(cells[c].c[1] - lo[1]) +
+                                             extent[1] * static_cast<uint64_t>(cells[c].c[2] - lo[2]));
+            expected[static_cast<size_t>(at)] = static_cast<uint32_t>(c);
+        }
+        for (size_t at = 0; at < expected.size(); ++at)
+            if (v.map_cell[at] != expected[at])
+                return "box map entry " + std::to_string(at) + " is " + std::to_string(v.map_cell[at]) + ", expected " +
+                       std::to_string(expected[at]);
+        return "";
+    }
+    if (v.map_cell != nullptr) return "box map set for cells spread over a box of " + std::to_string(volume);
+    if (v.slot_key == nullptr || v.slot_cell == nullptr) return "unbounded table arrays null";
     // Slot table (Grid::table_slots): max(256, next power of two >= 2 * the
     // frame's cells) slots, every key exactly once, reachable by linear probing
     // from its home slot (the top log2(slots) bits of hash_key(key)) without

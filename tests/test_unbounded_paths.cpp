@@ -111,3 +111,110 @@ TEST_CASE("cell_capacity on both paths as the first frame: exact distinct count,
         CHECK((**grid).cells().cell_count == 200);
     }
 }
+
+namespace {
+
+/// `s` in the order `order` (order[k] = index in s of the k-th particle).
+Scene permuted(const Scene& s, const std::vector<uint32_t>& order) {
+    Scene out;
+    out.dims = s.dims;
+    for (uint32_t i : order)
+        out.add(s.x[i], s.y[i], s.dims == 3 ? s.z[i] : 0.0f);
+    return out;
+}
+
+/// `cells` distinct cells, two particles each: a small box (stride 2: the
+/// dense path) or spread far apart (stride 1000: the table).
+Scene many_cells(uint32_t dims, uint32_t cells, uint32_t stride) {
+    Scene s;
+    s.dims = dims;
+    for (uint32_t c = 0; c < cells; ++c) {
+        const float x = static_cast<float>((c % 61) * stride);
+        const float y = static_cast<float>(c / 61) * -1.0f - 0.5f;
+        s.add(x + 0.5f, y, 7.25f);
+        s.add(x + 0.75f, y, 7.5f);
+    }
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("frames switch between the box map and the table; a rejected frame on any path keeps the last one") {
+    ParallelBackend tbb2(2);
+    const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
+    for (const hashgrid::ThreadBackend& backend : {serial, tbb2.backend()})
+        for (uint32_t dims : {2u, 3u}) {
+            Rng rng(17 + dims);
+            GridConfig config = unbounded_config(dims, 1.0f, 1.0f, 2500, 2500ull * 400);
+            config.max_cells = 400;
+            // Accepted frames: compact (box map), spread (table), and each of
+            // them again already in cell order (the presorted path).
+            const Scene compact = spread_clusters(rng, dims, 1500, 4, 6.0f);
+            const Scene spread = spread_clusters(rng, dims, 1500, 5, 900.0f);
+            const Scene compact_sorted = permuted(compact, expected_order(compact, config));
+            const Scene spread_sorted = permuted(spread, expected_order(spread, config));
+            // Rejected frames (1000 cells > max_cells): the dense path, the
+            // table, and the presorted path.
+            const Scene over_dense = many_cells(dims, 1000, 2);
+            const Scene over_table = many_cells(dims, 1000, 1000);
+            const Scene over_sorted = permuted(over_dense, expected_order(over_dense, config));
+            const Scene* accepted[] = {&compact, &spread, &compact_sorted, &spread_sorted, &spread, &compact};
+            const char* names[] = {"compact", "spread", "compact sorted", "spread sorted", "spread", "compact"};
+            const bool in_box[] = {true, false, true, false, false, true};
+            auto grid = make_grid(config);
+            REQUIRE(grid->init_status.ok());
+            hashgrid::Grid& g = **grid;
+            for (size_t k = 0; k < 6; ++k) {
+                const Scene& s = *accepted[k];
+                INFO("dims " << dims << " workers " << backend.worker_count << " frame " << k << " " << names[k]);
+                REQUIRE(g.rebuild(s.spans(), backend).ok());
+                CHECK(check_sorted_state(g, s, config) == "");
+                CHECK(check_cell_table(g, s, config) == "");
+                const std::vector<uint32_t> order(g.sorted_to_original(), g.sorted_to_original() + g.particle_count());
+                const std::vector<Pair> expected = in_documented_order(brute_force_pairs(s, 1.0f), order);
+                std::vector<Pair> out(expected.size() + 1);
+                const hashgrid::PairResult pr = g.find_pairs(out.data(), out.size(), backend);
+                REQUIRE(pr.status.ok());
+                CHECK(diff_pairs(expected, out.data(), pr.written) == "");
+                const uint64_t cells = hash_cells(g);
+                const uint64_t order_hash = hash_order(g);
+                for (const Scene* over : {&over_dense, &over_table, &over_sorted}) {
+                    const hashgrid::Status st = g.rebuild(over->spans(), backend);
+                    CHECK(st.code == StatusCode::cell_capacity);
+                    CHECK(st.needed == 1000);
+                    CHECK(g.particle_count() == s.size());
+                    CHECK(hash_cells(g) == cells);
+                    CHECK(hash_order(g) == order_hash);
+                    CHECK(check_cell_table(g, s, config) == "");
+                    std::vector<Pair> again(expected.size() + 1);
+                    const hashgrid::PairResult pr2 = g.find_pairs(again.data(), again.size(), backend);
+                    REQUIRE(pr2.status.ok());
+                    CHECK(diff_pairs(expected, again.data(), pr2.written) == "");
+                }
+                // Which lookup each accepted frame has (check_cell_table holds
+                // the details): the compact scenes fit the box map.
+                CHECK((g.cells().map_cell != nullptr) == in_box[k]);
+            }
+            // No rejection in between (a rejected table frame empties the
+            // table): a table frame, a mapped frame of a few cells (so few
+            // that the next table frame would clear only their slots), then
+            // a table frame of other keys, which must not see the first one's.
+            Scene tiny;
+            tiny.dims = dims;
+            for (uint32_t i = 0; i < 20; ++i)
+                tiny.add(rng.uniform(0.0f, 1.5f), rng.uniform(0.0f, 1.5f), rng.uniform(0.0f, 1.5f));
+            const Scene spread_other = spread_clusters(rng, dims, 1500, 5, 700.0f);
+            const Scene* sequence[] = {&spread, &tiny, &spread_other};
+            for (const Scene* s : sequence) {
+                INFO("dims " << dims << " workers " << backend.worker_count << ", table / map / table");
+                REQUIRE(g.rebuild(s->spans(), backend).ok());
+                CHECK(check_cell_table(g, *s, config) == "");
+                const std::vector<uint32_t> order(g.sorted_to_original(), g.sorted_to_original() + g.particle_count());
+                const std::vector<Pair> expected = in_documented_order(brute_force_pairs(*s, 1.0f), order);
+                std::vector<Pair> out(expected.size() + 1);
+                const hashgrid::PairResult pr = g.find_pairs(out.data(), out.size(), backend);
+                REQUIRE(pr.status.ok());
+                CHECK(diff_pairs(expected, out.data(), pr.written) == "");
+            }
+        }
+}

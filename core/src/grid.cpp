@@ -161,10 +161,18 @@ CellTableView Grid::cells() const {
     v.start = state_->cell_start;
     if (config_.world == World::unbounded) {
         v.key = state_->cell_key;
-        v.slot_count = state_->slot_count;
-        v.slot_key = state_->slot_key;
-        v.slot_cell = state_->slot_cell;
         v.wrapped = state_->wrapped;
+        if (state_->mapped) {
+            v.map_cell = state_->dense_count;
+            for (uint32_t d = 0; d < 3; ++d) {
+                v.map_lo[d] = state_->map_lo[d];
+                v.map_extent[d] = state_->map_extent[d];
+            }
+        } else {
+            v.slot_count = state_->slot_count;
+            v.slot_key = state_->slot_key;
+            v.slot_cell = state_->slot_cell;
+        }
     }
     return v;
 }
@@ -177,7 +185,7 @@ const float* Grid::sorted_z() const { return state_ != nullptr ? state_->sorted[
 const float* Grid::sorted_radius() const {
     return state_ != nullptr && state_->has_radius ? state_->sorted_radius : nullptr;
 }
-uint32_t Grid::table_slots() const { return state_ != nullptr ? state_->slot_count : 0; }
+uint32_t Grid::table_slots() const { return state_ != nullptr && !state_->mapped ? state_->slot_count : 0; }
 
 const RebuildTimings& Grid::last_rebuild_timings() const {
     static const RebuildTimings kNone{};

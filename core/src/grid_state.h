@@ -18,6 +18,11 @@ struct GridState {
     bool has_radius = false;
     bool wrapped = false; // unbounded frame with cells beyond the wrap range
     bool table_needs_full_clear = true;
+    // Unbounded frame whose cells are found through the box map (dense_count,
+    // map_lo, map_extent) instead of the table.
+    bool mapped = false;
+    int32_t map_lo[3] = {0, 0, 0};
+    uint32_t map_extent[3] = {0, 0, 0};
     RebuildTimings rebuild_timings{};
     PairTimings pair_timings{};
 
@@ -60,9 +65,13 @@ struct GridState {
     float* stage_pos[3] = {nullptr, nullptr, nullptr};
     float* stage_radius = nullptr;
     // Unbounded worlds whose occupied cells fit a small box are counting-sorted
-    // over that dense box (no per-particle hashing), then compacted.
+    // over that dense box (no per-particle hashing), then compacted. A frame
+    // whose cells fit such a box (mapped) keeps its map from each cell of the
+    // box to its cell index in dense_count: written once the frame is
+    // committed, and never written before the next one is (a rejected rebuild
+    // leaves it).
     uint32_t* dense_start = nullptr;   // dense_capacity + 1
-    uint32_t* dense_count = nullptr;   // dense_capacity + 1
+    uint32_t* dense_count = nullptr;   // dense_capacity + 1; the box map of a mapped frame
     int32_t* chunk_box = nullptr;      // per key chunk: min x, y, z, max x, y, z
     uint64_t* key_tmp = nullptr;       // unbounded: radix-sort ping-pong
     uint32_t* radix_hist = nullptr;    // per-chunk digit histograms

@@ -75,15 +75,17 @@ RebuildFrame frame_for(const GridConfig& c, const GridState& s, const ParticleSp
 }
 
 /// Step 2: each particle's cell index and the bucket counts, through the
-/// dense box or the table. Both give the same cells, order and table.
+/// dense box or the table. Both give the same cells and order.
 Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     if (f.n > 0) find_dense_box(s, f);
-    // A rejected frame keeps the previous one. Only the table is written
-    // before cell_capacity can be known; everything else of the frame
-    // (sorted order, positions, cell starts and keys) is written after it.
-    const PreviousFrame previous{s.count, s.cell_count, s.built};
+    // A rejected frame keeps the previous one. The dense path writes scratch
+    // only before cell_capacity is known; the table path writes the table
+    // (and puts the previous frame's back on failure). Everything else of the
+    // frame (sorted order, positions, cell starts and keys, the box map) is
+    // written after it.
+    if (f.dense) return dense_cells(s, f, b);
+    const PreviousFrame previous{s.count, s.cell_count, s.built, s.mapped};
     clear_table(s, b);
-    if (f.dense) return dense_cells(s, f, previous, b);
     const Status inserted = insert_keys(s, f, previous, b);
     if (!inserted.ok()) return inserted;
     sort_distinct_cells(s, f, b);
@@ -177,6 +179,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     s.cell_count = f.cells;
     s.has_radius = p.radius != nullptr;
     s.wrapped = f.wrapped;
+    s.mapped = f.mapped;
     s.built = true;
     return {};
 }

@@ -2,8 +2,10 @@
 // occupied cells fit a box of at most dense_capacity cells: particles are
 // counting-sorted over that box (as in a bounded world, no per-particle
 // hashing) and the non-empty cells are compacted afterwards; they come out in
-// key order. The table path gives the same cells, order and table (the
-// table's layout depends only on the key set).
+// key order. The table path gives the same cells and order. Such a frame
+// needs no table: readers find its cells through the box map, one entry per
+// cell of the box, written by the compaction (or by map_cells for input
+// already in cell order). The box is a function of the key set, so is the map.
 #include "rebuild_steps.h"
 
 #include "hashgrid/assert.h"
@@ -17,8 +19,9 @@ namespace {
 
 /// Occupied cells of the dense box (particle_cell holds box indices).
 uint64_t count_occupied(GridState& s, uint32_t n, uint32_t box_cells, const ThreadBackend& b) {
-    // dense_count is free until the counting sort: mark each particle's cell.
-    uint32_t* mark = s.dense_count;
+    // dense_start is free until the counting sort (dense_count may hold the
+    // previous frame's box map): mark each particle's cell.
+    uint32_t* mark = s.dense_start;
     fill_u32(b, mark, box_cells, 0);
     parallel_chunks(b, n, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i)
@@ -31,6 +34,17 @@ uint64_t count_occupied(GridState& s, uint32_t n, uint32_t box_cells, const Thre
         s.chunk_scratch[begin / kCellGrain] = marked;
     });
     return scan_chunk_sums(s.chunk_scratch, chunk_count(box_cells, kCellGrain));
+}
+
+/// The frame's cells are found through the box map from now on (the table
+/// keeps whatever it held: the next table frame clears all of it).
+void use_box_map(GridState& s, RebuildFrame& f) {
+    for (uint32_t d = 0; d < 3; ++d) {
+        s.map_lo[d] = f.box_lo[d];
+        s.map_extent[d] = f.extent[d];
+    }
+    s.table_needs_full_clear = true;
+    f.mapped = true;
 }
 
 } // namespace
@@ -57,7 +71,7 @@ void find_dense_box(const GridState& s, RebuildFrame& f) {
     if (f.dense) f.cells = static_cast<uint32_t>(volume);
 }
 
-Status dense_cells(GridState& s, RebuildFrame& f, const PreviousFrame& previous, const ThreadBackend& b) {
+Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     const uint32_t n = f.n;
     const uint32_t dims = f.dims;
     const uint32_t cells = f.cells;
@@ -86,10 +100,7 @@ Status dense_cells(GridState& s, RebuildFrame& f, const PreviousFrame& previous,
     // frame (one more pass, only for such frames).
     if (cells > f.max_cells) {
         const uint64_t distinct = count_occupied(s, n, cells, b);
-        if (distinct > f.max_cells) {
-            restore_previous_table(s, previous, b);
-            return cell_capacity(distinct);
-        }
+        if (distinct > f.max_cells) return cell_capacity(distinct);
     }
     return {};
 }
@@ -109,22 +120,49 @@ void compact_dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) 
     });
     const uint64_t distinct = scan_chunk_sums(s.chunk_scratch, box_chunks);
     HASHGRID_ASSERT(distinct <= f.max_cells, "cell_capacity is checked before the sort");
+    // The sort is done with dense_count: it becomes the box map.
+    uint32_t* const map = s.dense_count;
     parallel_chunks(b, box_cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t out = s.chunk_scratch[begin / kCellGrain];
         for (uint32_t v = begin; v < end; ++v) {
-            if (s.dense_start[v + 1] == s.dense_start[v]) continue;
+            if (s.dense_start[v + 1] == s.dense_start[v]) {
+                map[v] = kNone;
+                continue;
+            }
             const auto x = static_cast<int32_t>(v % ex) + box_lo[0];
             const auto y = static_cast<int32_t>((v / ex) % ey) + box_lo[1];
             const auto z = static_cast<int32_t>(v / (ex * ey)) + box_lo[2];
             s.cell_key[out] = dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
             s.cell_start[out] = s.dense_start[v];
+            map[v] = static_cast<uint32_t>(out);
             ++out;
         }
     });
     const auto cells = static_cast<uint32_t>(distinct);
     s.cell_start[cells] = n;
-    // The table gets the distinct keys only.
-    table_from_cell_keys(s, cells, b);
+    use_box_map(s, f);
+    f.cells = cells;
+}
+
+void map_cells(GridState& s, RebuildFrame& f, uint32_t cells, const ThreadBackend& b) {
+    uint32_t* const map = s.dense_count;
+    const uint32_t box_cells = f.cells;
+    fill_u32(b, map, box_cells, kNone);
+    const int32_t* const box_lo = f.box_lo;
+    const uint32_t ex = f.extent[0], exy = f.extent[0] * f.extent[1];
+    const uint32_t dims = f.dims;
+    parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t c = begin; c < end; ++c) {
+            int32_t x, y, z = 0;
+            if (dims == 3)
+                unpack_key3(s.cell_key[c], x, y, z);
+            else
+                unpack_key2(s.cell_key[c], x, y);
+            map[static_cast<uint32_t>(x - box_lo[0]) + ex * static_cast<uint32_t>(y - box_lo[1]) +
+                exy * static_cast<uint32_t>(z - box_lo[2])] = c;
+        }
+    });
+    use_box_map(s, f);
     f.cells = cells;
 }
 

@@ -103,15 +103,17 @@ Status rebuild_presorted(GridState& s, RebuildFrame& f, const ThreadBackend& b) 
     if (f.bounded) {
         bounded_starts(s, f, b);
     } else {
-        const PreviousFrame previous{s.count, s.cell_count, s.built};
-        clear_table(s, b);
+        // Nothing of the frame is written before cell_capacity is known.
         const uint64_t distinct = unbounded_cells_from_runs(s, f, b);
-        if (distinct > f.max_cells) {
-            restore_previous_table(s, previous, b);
-            return cell_capacity(distinct);
+        if (distinct > f.max_cells) return cell_capacity(distinct);
+        find_dense_box(s, f);
+        if (f.dense) {
+            map_cells(s, f, static_cast<uint32_t>(distinct), b);
+        } else {
+            clear_table(s, b); // reads last frame's cell_slot, which the runs did not touch
+            f.cells = static_cast<uint32_t>(distinct);
+            table_from_cell_keys(s, f.cells, b);
         }
-        f.cells = static_cast<uint32_t>(distinct);
-        table_from_cell_keys(s, f.cells, b);
     }
     copy_in_order(s, f, b);
     return {};

@@ -55,6 +55,7 @@ struct RebuildFrame {
     uint32_t buckets = 0; // buckets in use (scan_buckets)
     bool wrapped = false; // some cell wrapped (unbounded)
     bool dense = false;   // unbounded: counting-sorted over the dense box
+    bool mapped = false;  // unbounded: cells found through the box map (GridState::mapped)
     int32_t box_lo[3] = {0, 0, 0};
     uint32_t extent[3] = {1, 1, 1}; // dense box cells per axis
 };
@@ -64,6 +65,7 @@ struct PreviousFrame {
     uint32_t count;
     uint32_t cell_count;
     bool built;
+    bool mapped; // found through the box map: the table need not come back
 };
 
 // rebuild_keys.cpp
@@ -79,12 +81,15 @@ Status compute_keys(GridState& s, RebuildFrame& f, const ThreadBackend& b);
 /// the chunks' boxes.
 void find_dense_box(const GridState& s, RebuildFrame& f);
 /// Dense path: each particle's index in the box and the bucket counts;
-/// cell_capacity (previous table restored) if the box holds too many
-/// occupied cells.
-Status dense_cells(GridState& s, RebuildFrame& f, const PreviousFrame& previous, const ThreadBackend& b);
+/// cell_capacity if the box holds too many occupied cells. Writes scratch
+/// only (the previous frame, its table and box map stay).
+Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b);
 /// Dense path, after the sort: the non-empty cells of the box become the
-/// frame's cells (keys, starts, table); cells becomes their number.
+/// frame's cells (keys, starts, box map); cells becomes their number.
 void compact_dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b);
+/// The frame's cells (cell_key[0, cells), within the dense box found by
+/// find_dense_box) into the box map; sets mapped.
+void map_cells(GridState& s, RebuildFrame& f, uint32_t cells, const ThreadBackend& b);
 
 // rebuild_table.cpp
 
@@ -104,7 +109,8 @@ void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b);
 /// kMinTableSlots and twice the cells, at most `capacity` (the slots allocated).
 uint32_t table_size_for(uint32_t cells, uint32_t capacity);
 /// cell_capacity found after the table was cleared: rebuilds the previous
-/// frame's table from its keys (the same layout: it depends on the key set).
+/// frame's table from its keys (the same layout: it depends on the key set),
+/// unless that frame was mapped (its box map was not touched).
 void restore_previous_table(GridState& s, const PreviousFrame& previous, const ThreadBackend& b);
 /// The cell_capacity status for `distinct` occupied cells.
 Status cell_capacity(uint64_t distinct);

@@ -171,9 +171,11 @@ void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b) 
 
 void restore_previous_table(GridState& s, const PreviousFrame& previous, const ThreadBackend& b) {
     // The table's size and layout are functions of its key set, so inserting
-    // last frame's keys (still in cell_key) again gives back the very same table.
+    // last frame's keys (still in cell_key) again gives back the very same
+    // table. A mapped frame reads its box map, which the table path does not
+    // write; the table is left empty (and cleared in full next time).
     empty_slots(s, b);
-    table_from_cell_keys(s, previous.built ? previous.cell_count : 0, b);
+    if (!previous.mapped) table_from_cell_keys(s, previous.built ? previous.cell_count : 0, b);
     s.count = previous.count;
     s.cell_count = previous.cell_count;
     s.built = previous.built;

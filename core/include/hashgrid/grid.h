@@ -99,12 +99,23 @@ struct CellTableView {
     const uint32_t* start = nullptr;
     /// Unbounded: packed key of each cell (see cell_key.h); bounded: null.
     const uint64_t* key = nullptr;
-    /// Unbounded: the open-addressing table (power-of-two slots). slot_key[s] is a
-    /// packed key or kEmptyKey; slot_cell[s] its index into the arrays above.
-    /// Layout depends only on the set of keys (deterministic). Bounded: 0/null.
+    /// Unbounded frames find a key's cell in one of two ways, both functions of
+    /// the key set only (deterministic):
+    ///  - the box map, when the occupied cells fit a box of at most
+    ///    2 * max_particles + 64 cells (most scenes of a bounded extent):
+    ///    map_cell has one entry per cell of the box [map_lo, map_lo +
+    ///    map_extent) of the keys' unpacked coordinates (cell_key.h), x fastest,
+    ///    holding the cell index there or kNoCell; slot_count is then 0;
+    ///  - otherwise the open-addressing table (power-of-two slots): slot_key[s] is
+    ///    a packed key or kEmptyKey, slot_cell[s] its index into the arrays above;
+    ///    map_cell is then null.
+    /// Bounded: both absent.
     uint32_t slot_count = 0;
     const uint64_t* slot_key = nullptr;  ///< slot_count entries: a packed key or kEmptyKey (see slot_count).
     const uint32_t* slot_cell = nullptr; ///< slot_count entries: the cell index of slot_key[s] (see slot_count).
+    const uint32_t* map_cell = nullptr;  ///< map_extent[0] * [1] * [2] entries: a cell index or kNoCell.
+    int32_t map_lo[3] = {0, 0, 0};       ///< Lowest unpacked key coordinates of the box map (z = 0 in 2D).
+    uint32_t map_extent[3] = {0, 0, 0};  ///< Cells of the box map per axis (1 for z in 2D).
     /// Unbounded: some particle's cell lies beyond the wrap range (more than
     /// 2^20 cells from the origin on an axis in 3D, 2^30 in 2D), so some key
     /// holds cell coordinates modulo the wrap rather than the coordinates
@@ -114,6 +125,8 @@ struct CellTableView {
 
 /// Marks an empty slot in CellTableView::slot_key.
 inline constexpr uint64_t kEmptyKey = ~uint64_t{0};
+/// Marks a cell of CellTableView::map_cell that holds no particle.
+inline constexpr uint32_t kNoCell = ~uint32_t{0};
 
 /// The spatial hash grid. Not copyable; all memory is the block given to init().
 class Grid {
@@ -212,7 +225,8 @@ public:
     /// True after a successful init.
     [[nodiscard]] bool initialized() const { return initialized_; }
     /// Slots of the unbounded cell table that the current frame uses (0 when
-    /// bounded): the smallest power of two of at least 256 and twice the
+    /// bounded, and when the frame's cells are found through the box map, see
+    /// CellTableView): the smallest power of two of at least 256 and twice the
     /// occupied cells, so the table's per-frame cost follows the live cells.
     [[nodiscard]] uint32_t table_slots() const;
 

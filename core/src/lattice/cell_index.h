@@ -12,6 +12,9 @@
 //   hashed  unbounded particle grids: the occupied cells' packed keys,
 //           ascending, plus the open-addressing table (cell_table.h) from a
 //           key to its cell index;
+//   mapped  unbounded particle grids whose cells fit a small box: the keys,
+//           ascending, plus a dense map over that box from a cell to its
+//           index (no hashing; the rebuild's dense path writes it);
 //   sorted  box grids: the occupied cells' packed keys, ascending, found by
 //           binary search (no table).
 //
@@ -44,12 +47,17 @@ struct CellIndex {
     const uint32_t* slot_cell = nullptr;
     uint32_t slot_mask = 0;
     uint32_t slot_shift = 64;
+    /// Box map of the keys' unpacked coordinates (mapped); null otherwise.
+    const uint32_t* map = nullptr;
+    int32_t map_lo[3] = {0, 0, 0};
+    uint32_t map_extent[3] = {0, 0, 0};
     /// Unbounded particle frame with cells beyond the wrap range: keys hold
     /// coordinates modulo the period (wrapped_cells.h).
     bool wrapped = false;
 
     [[nodiscard]] bool dense() const { return !keyed; }
     [[nodiscard]] bool hashed() const { return slot_key != nullptr; }
+    [[nodiscard]] bool mapped() const { return map != nullptr; }
 
     /// Entries of cell c: [begin(c), end(c)).
     [[nodiscard]] uint32_t begin(uint32_t c) const { return start[c]; }
@@ -86,11 +94,25 @@ struct CellIndex {
         return lo;
     }
 
-    /// Keyed cell with key k, or kNone (table probe when hashed, else binary search).
+    /// Keyed cell with key k, or kNone (table probe when hashed, the box map
+    /// when mapped, else binary search).
     [[nodiscard]] [[gnu::always_inline]] uint32_t find_key(uint64_t k) const {
         if (hashed()) return probe_cell(slot_key, slot_cell, slot_mask, slot_shift, k);
+        if (mapped()) return map_find(k);
         const uint32_t c = lower_bound(k);
         return c < cell_count && key[c] == k ? c : kNone;
+    }
+
+    /// Cell of key k through the box map, or kNone outside the box.
+    [[nodiscard]] [[gnu::always_inline]] uint32_t map_find(uint64_t k) const {
+        int32_t x = 0, y = 0, z = 0;
+        lat.unpack(k, x, y, z);
+        // Unsigned differences: coordinates below the box wrap to large values.
+        const uint32_t dx = static_cast<uint32_t>(x) - static_cast<uint32_t>(map_lo[0]);
+        const uint32_t dy = static_cast<uint32_t>(y) - static_cast<uint32_t>(map_lo[1]);
+        const uint32_t dz = static_cast<uint32_t>(z) - static_cast<uint32_t>(map_lo[2]);
+        if (dx >= map_extent[0] || dy >= map_extent[1] || dz >= map_extent[2]) return kNone;
+        return map[dx + map_extent[0] * (uint64_t{dy} + uint64_t{map_extent[1]} * dz)];
     }
 
     /// Cell at valid coordinates (within the lattice's [lo, hi]), or kNone when
@@ -126,6 +148,12 @@ inline CellIndex make_cell_index(const Lattice& lat, const CellTableView& t) {
         ix.slot_cell = t.slot_cell;
         ix.slot_mask = t.slot_count - 1;
         ix.slot_shift = table_shift(t.slot_count);
+    } else if (t.map_cell != nullptr) {
+        ix.map = t.map_cell;
+        for (uint32_t d = 0; d < 3; ++d) {
+            ix.map_lo[d] = t.map_lo[d];
+            ix.map_extent[d] = t.map_extent[d];
+        }
     }
     return ix;
 }
