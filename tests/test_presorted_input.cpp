@@ -203,6 +203,19 @@ uint64_t linear_cell(const Scene& s, const GridConfig& config, uint32_t i) {
                (static_cast<uint64_t>(cc.c[1]) + config.cell_counts[1] * static_cast<uint64_t>(cc.c[2]));
 }
 
+/// Lowest and highest cell coordinates of the scene's particles.
+std::vector<int64_t> cell_box(const Scene& s, const GridConfig& config) {
+    std::vector<int64_t> box = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MIN, INT64_MIN, INT64_MIN};
+    for (uint32_t i = 0; i < s.size(); ++i) {
+        const CellCoord cc = particle_cell(s, config, i);
+        for (uint32_t d = 0; d < 3; ++d) {
+            box[d] = std::min(box[d], cc.c[d]);
+            box[3 + d] = std::max(box[3 + d], cc.c[d]);
+        }
+    }
+    return box;
+}
+
 bool in_cell_order(const Scene& s, const GridConfig& config) {
     for (uint32_t i = 1; i < s.size(); ++i)
         if (linear_cell(s, config, i) < linear_cell(s, config, i - 1)) return false;
@@ -221,81 +234,90 @@ void move_particle(Rng& rng, Scene& s, uint32_t i, float step, float side, bool 
 
 } // namespace
 
-TEST_CASE("bounded input in last frame's order after small moves: only the movers are sorted, the same frame") {
+TEST_CASE("input in last frame's order after small moves: only the movers are sorted, the same frame") {
     Rng rng(4242);
     ParallelBackend threads2(2), threads3(3);
     const hashgrid::ThreadBackend backends[] = {hashgrid::serial_backend(), threads2.backend(), threads3.backend()};
-    for (uint32_t dims : {2u, 3u})
-        for (bool radii : {false, true}) {
-            const uint32_t n = 20000;                      // several 4096-particle chunks and a short last one
-            const float side = dims == 3 ? 21.0f : 100.0f; // about 2 particles per cell
-            Scene start = uniform_scene(rng, dims, n, 0.0f, side);
-            if (radii) add_radii(rng, start, 0.05f, 0.5f);
-            const GridConfig config =
-                bounded_config(start, unbounded_config(dims, 1.0f, 1.0f, n + 600, uint64_t{n} * 64), 1);
-            for (uint32_t threads = 1; threads <= 3; ++threads) {
-                const hashgrid::ThreadBackend& backend = backends[threads - 1];
-                INFO("dims " << dims << " radii " << radii << " threads " << threads);
-                Rng moves(99); // the same frames for every backend
-                auto grid = make_grid(config);
-                REQUIRE(grid->init_status.ok());
-                Scene scene = start;
-                REQUIRE(run_frame(**grid, scene, backend, config.max_pairs).rebuild.ok());
-                // Frames: small moves; fewer particles (last frame's extra
-                // positions still hold cells); a few more; too many movers (the
-                // counting sort: more than an eighth, and more than a quarter);
-                // one mover; small moves; a few far jumps.
-                const char* frames[] = {"small moves", "shrunk by 700", "grown by 60", "20% jump",
-                                        "40% jump",    "one mover",     "small moves", "far jumps"};
-                for (const char* what : frames) {
-                    INFO(std::string(what));
-                    const std::string name = what;
-                    Scene next = permuted(scene, (**grid).sorted_to_original());
-                    for (uint32_t i = 0; i < next.size(); ++i) {
-                        if (name == "40% jump" || name == "20% jump")
-                            move_particle(moves, next, i, 0.0f, side,
-                                          moves.uniform(0.0f, 1.0f) < (name == "40% jump" ? 0.4f : 0.2f));
-                        else if (name == "one mover")
-                            move_particle(moves, next, i, 0.0f, side, i == 777);
-                        else if (name == "far jumps")
-                            move_particle(moves, next, i, 0.0f, side, i % 997 == 5);
-                        else
-                            move_particle(moves, next, i, 0.05f, side, false);
+    for (bool bounded : {true, false})
+        for (uint32_t dims : {2u, 3u})
+            for (bool radii : {false, true}) {
+                const uint32_t n = 20000;                      // several 4096-particle chunks and a short last one
+                const float side = dims == 3 ? 21.0f : 100.0f; // about 2 particles per cell
+                Scene start = uniform_scene(rng, dims, n, 0.0f, side);
+                if (radii) add_radii(rng, start, 0.05f, 0.5f);
+                // Unbounded: the occupied cells fill a box, which the frames
+                // are sorted over (dense path); the merge runs over last
+                // frame's box when this frame's box is the same.
+                const GridConfig unbounded = unbounded_config(dims, 1.0f, 1.0f, n + 600, uint64_t{n} * 64);
+                const GridConfig order_config = bounded_config(start, unbounded, 1); // same origin and cells
+                const GridConfig config = bounded ? order_config : unbounded;
+                for (uint32_t threads = 1; threads <= 3; ++threads) {
+                    const hashgrid::ThreadBackend& backend = backends[threads - 1];
+                    INFO((bounded ? "bounded" : "unbounded")
+                         << " dims " << dims << " radii " << radii << " threads " << threads);
+                    Rng moves(99); // the same frames for every backend
+                    auto grid = make_grid(config);
+                    REQUIRE(grid->init_status.ok());
+                    Scene scene = start;
+                    REQUIRE(run_frame(**grid, scene, backend, config.max_pairs).rebuild.ok());
+                    // Frames: small moves; fewer particles (last frame's extra
+                    // positions still hold cells); a few more; too many movers (the
+                    // counting sort: more than an eighth, and more than a quarter);
+                    // one mover; small moves; a few far jumps.
+                    const char* frames[] = {"small moves", "shrunk by 700", "grown by 60", "20% jump",
+                                            "40% jump",    "one mover",     "small moves", "far jumps"};
+                    for (const char* what : frames) {
+                        INFO(std::string(what));
+                        const std::string name = what;
+                        Scene next = permuted(scene, (**grid).sorted_to_original());
+                        for (uint32_t i = 0; i < next.size(); ++i) {
+                            if (name == "40% jump" || name == "20% jump")
+                                move_particle(moves, next, i, 0.0f, side,
+                                              moves.uniform(0.0f, 1.0f) < (name == "40% jump" ? 0.4f : 0.2f));
+                            else if (name == "one mover")
+                                move_particle(moves, next, i, 0.0f, side, i == 777);
+                            else if (name == "far jumps")
+                                move_particle(moves, next, i, 0.0f, side, i % 997 == 5);
+                            else
+                                move_particle(moves, next, i, 0.05f, side, false);
+                        }
+                        if (name == "grown by 60")
+                            for (uint32_t k = 0; k < 60; ++k)
+                                next.add(moves.uniform(0.0f, side), moves.uniform(0.0f, side),
+                                         moves.uniform(0.0f, side), 0.3f);
+                        if (!radii) next.radius.clear();
+                        if (name == "shrunk by 700") {
+                            const uint32_t m = next.size() - 700;
+                            next.x.resize(m);
+                            next.y.resize(m);
+                            next.z.resize(m);
+                            if (radii) next.radius.resize(m);
+                        }
+                        REQUIRE(!in_cell_order(next, order_config)); // not the presorted path
+                        // Unbounded frames merge only over last frame's box.
+                        const bool same_box = bounded || cell_box(scene, config) == cell_box(next, config);
+                        const Frame got = run_frame(**grid, next, backend, config.max_pairs);
+                        REQUIRE(got.rebuild.ok());
+                        REQUIRE(got.result.status.ok());
+                        const hashgrid::RebuildTimings& t = (**grid).last_rebuild_timings();
+                        const bool counting_sort = t.scan + t.scatter > 0;
+                        CHECK(counting_sort == (name == "40% jump" || name == "20% jump" || !same_box));
+                        CHECK(bounded == ((**grid).cells().map_cell == nullptr)); // unbounded: always the box map
+                        // Oracles: the documented order, cells and pairs, and a fresh
+                        // grid's counting sort of the same input.
+                        CHECK(check_sorted_state(**grid, next, config) == "");
+                        CHECK(check_cell_table(**grid, next, config) == "");
+                        auto fresh = make_grid(config);
+                        REQUIRE(fresh->init_status.ok());
+                        const Frame expected = run_frame(**fresh, next, hashgrid::serial_backend(), config.max_pairs);
+                        REQUIRE(expected.rebuild.ok());
+                        CHECK(hash_cells(**grid) == hash_cells(**fresh));
+                        CHECK(hash_order(**grid) == hash_order(**fresh));
+                        CHECK(diff_pairs(expected.pairs, got.pairs.data(), got.pairs.size()) == "");
+                        scene = next;
                     }
-                    if (name == "grown by 60")
-                        for (uint32_t k = 0; k < 60; ++k)
-                            next.add(moves.uniform(0.0f, side), moves.uniform(0.0f, side), moves.uniform(0.0f, side),
-                                     0.3f);
-                    if (!radii) next.radius.clear();
-                    if (name == "shrunk by 700") {
-                        const uint32_t m = next.size() - 700;
-                        next.x.resize(m);
-                        next.y.resize(m);
-                        next.z.resize(m);
-                        if (radii) next.radius.resize(m);
-                    }
-                    REQUIRE(!in_cell_order(next, config)); // not the presorted path
-                    const Frame got = run_frame(**grid, next, backend, config.max_pairs);
-                    REQUIRE(got.rebuild.ok());
-                    REQUIRE(got.result.status.ok());
-                    const hashgrid::RebuildTimings& t = (**grid).last_rebuild_timings();
-                    const bool counting_sort = t.scan + t.scatter > 0;
-                    CHECK(counting_sort == (name == "40% jump" || name == "20% jump"));
-                    // Oracles: the documented order, cells and pairs, and a fresh
-                    // grid's counting sort of the same input.
-                    CHECK(check_sorted_state(**grid, next, config) == "");
-                    CHECK(check_cell_table(**grid, next, config) == "");
-                    auto fresh = make_grid(config);
-                    REQUIRE(fresh->init_status.ok());
-                    const Frame expected = run_frame(**fresh, next, hashgrid::serial_backend(), config.max_pairs);
-                    REQUIRE(expected.rebuild.ok());
-                    CHECK(hash_cells(**grid) == hash_cells(**fresh));
-                    CHECK(hash_order(**grid) == hash_order(**fresh));
-                    CHECK(diff_pairs(expected.pairs, got.pairs.data(), got.pairs.size()) == "");
-                    scene = next;
                 }
             }
-        }
 }
 
 TEST_CASE("bounded input in last frame's order: many movers sort in parallel blocks, the same frame") {

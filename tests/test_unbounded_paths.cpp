@@ -6,6 +6,7 @@
 
 #include "test_support.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -217,4 +218,47 @@ TEST_CASE("frames switch between the box map and the table; a rejected frame on 
                 CHECK(diff_pairs(expected, out.data(), pr.written) == "");
             }
         }
+}
+
+TEST_CASE("a frame rejected while counting a large box does not spoil the next frame's merge over the last box") {
+    // Frame A fills a box of 20^3 cells; frame B's box is larger than
+    // max_cells and holds too many cells (counted in the scratch where A's
+    // starts over its box were, then rejected); frame C is A's particles in
+    // A's sorted order after small moves, over A's box again: it must not
+    // merge into the overwritten starts, and equals a fresh grid's frame.
+    Rng rng(808);
+    const uint32_t n = 12000;
+    GridConfig config = unbounded_config(3, 1.0f, 1.0f, n, uint64_t{n} * 64);
+    config.max_cells = 9000;
+    const Scene a = uniform_scene(rng, 3, n, 0.0f, 20.0f);
+    Scene b;
+    b.dims = 3;
+    for (uint32_t i = 0; i < n; ++i) // 12,000 distinct cells in a 30^3 box
+        b.add(static_cast<float>(i % 30) + 0.5f, static_cast<float>((i / 30) % 30) + 0.5f,
+              static_cast<float>(i / 900) + 0.5f);
+    {
+        const hashgrid::ThreadBackend backend = hashgrid::serial_backend();
+        auto grid = make_grid(config);
+        REQUIRE(grid->init_status.ok());
+        hashgrid::Grid& g = **grid;
+        REQUIRE(g.rebuild(a.spans(), backend).ok());
+        REQUIRE(g.cells().map_cell != nullptr);
+        const hashgrid::Status st = g.rebuild(b.spans(), backend);
+        CHECK(st.code == StatusCode::cell_capacity);
+        CHECK(st.needed == n);
+        Scene c = permuted(a, std::vector<uint32_t>(g.sorted_to_original(), g.sorted_to_original() + n));
+        for (uint32_t i = 0; i < n; ++i) {
+            c.x[i] = std::clamp(c.x[i] + rng.uniform(-0.05f, 0.05f), 0.0f, 19.99f);
+            c.y[i] = std::clamp(c.y[i] + rng.uniform(-0.05f, 0.05f), 0.0f, 19.99f);
+            c.z[i] = std::clamp(c.z[i] + rng.uniform(-0.05f, 0.05f), 0.0f, 19.99f);
+        }
+        REQUIRE(g.rebuild(c.spans(), backend).ok());
+        CHECK(check_sorted_state(g, c, config) == "");
+        CHECK(check_cell_table(g, c, config) == "");
+        auto fresh = make_grid(config);
+        REQUIRE(fresh->init_status.ok());
+        REQUIRE((**fresh).rebuild(c.spans(), backend).ok());
+        CHECK(hash_cells(g) == hash_cells(**fresh));
+        CHECK(hash_order(g) == hash_order(**fresh));
+    }
 }

@@ -23,6 +23,9 @@ struct GridState {
     bool mapped = false;
     int32_t map_lo[3] = {0, 0, 0};
     uint32_t map_extent[3] = {0, 0, 0};
+    // dense_start still holds the mapped frame's starts over its box (it was
+    // sorted or merged there): the next frame may merge into them.
+    bool box_starts = false;
     RebuildTimings rebuild_timings{};
     PairTimings pair_timings{};
 

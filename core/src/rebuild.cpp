@@ -12,9 +12,9 @@
 //    non-empty cells into the frame's cells and table.
 // Input already in cell order replaces steps 2 and 3 with the runs of its
 // cells and a straight copy (rebuild_presorted.cpp), giving the same frame.
-// Bounded input in last frame's order in which few particles changed cells
-// replaces step 3 with a merge of those few (rebuild_merge.cpp), the same
-// frame again.
+// Input in last frame's order in which few particles changed cells replaces
+// step 3 with a merge of those few (rebuild_merge.cpp), the same frame again:
+// bounded worlds, and unbounded frames sorted over last frame's dense box.
 #include "grid_impl.h"
 #include "lattice/wrapped_cells.h"
 #include "rebuild_steps.h"
@@ -102,6 +102,18 @@ Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, Re
         const Status cells = unbounded_cells(s, f, b);
         if (!cells.ok()) return cells;
         lap(timing.table);
+        if (merge_possible(s, f)) { // the same dense box as last frame: merge the movers over it
+            trace.next(TracePhase::rebuild_merge);
+            if (rebuild_merged(s, f, b)) {
+                lap(timing.finalize);
+                f.box_sorted = true;
+                trace.next(TracePhase::rebuild_compact);
+                compact_dense_cells(s, f, b);
+                lap(timing.table);
+                return {};
+            }
+            lap(timing.keys); // a try that found too many movers: part of the order check
+        }
     }
     trace.next(TracePhase::rebuild_scan);
     scan_buckets(s, f);
@@ -113,6 +125,7 @@ Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, Re
     sort_buckets(s, f, b);
     lap(timing.finalize);
     if (f.dense) {
+        f.box_sorted = true;
         trace.next(TracePhase::rebuild_compact);
         compact_dense_cells(s, f, b);
         lap(timing.table);
@@ -160,7 +173,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         lap(timing.finalize);
     } else {
         bool merged = false;
-        if (f.bounded && s.built) {
+        if (f.bounded && merge_possible(s, f)) {
             trace.next(TracePhase::rebuild_merge);
             merged = rebuild_merged(s, f, b);
         }
@@ -180,6 +193,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     s.has_radius = p.radius != nullptr;
     s.wrapped = f.wrapped;
     s.mapped = f.mapped;
+    s.box_starts = f.box_sorted;
     s.built = true;
     return {};
 }

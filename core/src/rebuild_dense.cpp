@@ -99,6 +99,7 @@ Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     // larger box may: count them now, before the sort overwrites the previous
     // frame (one more pass, only for such frames).
     if (cells > f.max_cells) {
+        s.box_starts = false; // count_occupied marks in dense_start
         const uint64_t distinct = count_occupied(s, n, cells, b);
         if (distinct > f.max_cells) return cell_capacity(distinct);
     }

@@ -1,11 +1,14 @@
-// The rebuild of a bounded frame whose input is last frame's sorted order
+// The rebuild of a frame whose input is last frame's sorted order
 // (sorted_to_original) after the particles moved a little: most particles
 // are still in the cell they were in, at the position they had, and only
 // those that crossed a cell boundary are out of place. The counting sort
 // would move every particle; this path moves only the few.
 //
+// The cells are numbered densely: a bounded world's cells (cell_start), or
+// the cells of an unbounded frame's dense box when last frame was sorted
+// over the same box (dense_start, compacted afterwards); merge_starts picks.
 // Particle i of the input stood at sorted position i last frame, in the
-// cell whose range of last frame's cell_start holds i. It is *kept* when its
+// cell whose range of last frame's starts holds i. It is *kept* when its
 // cell is still that one, that is when i lies in its cell's old range; the
 // kept particles are then already in (cell, index) order, because last
 // frame's cells ascend along the positions. The others are *displaced*: at
@@ -62,13 +65,17 @@ struct ChunkLists {
     uint32_t size(uint32_t chunk) const { return static_cast<uint32_t>(offset[chunk + 1] - offset[chunk]); }
 };
 
+/// Last frame's cell starts, rewritten in place with this frame's: bounded,
+/// every cell; unbounded, every cell of the dense box (compacted afterwards).
+uint32_t* merge_starts(GridState& s, const RebuildFrame& f) { return f.bounded ? s.cell_start : s.dense_start; }
+
 /// Finds the displaced particles of every chunk and copies each one's
 /// index, position and radius into the chunk's lists. False when some
 /// chunk has more than its share (then nothing but scratch was written).
 template <uint32_t D, bool Radius>
 bool classify(GridState& s, const RebuildFrame& f, uint32_t kept_limit, const ThreadBackend& b) {
     const uint32_t* const cell = s.particle_cell;
-    const uint32_t* const old_start = s.cell_start;
+    const uint32_t* const old_start = merge_starts(s, f);
     const KeyParams& k = f.keys;
     uint32_t too_many = 0;
     parallel_chunks(b, f.n, kMergeGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
@@ -134,7 +141,7 @@ SortBuffers sort_buffers(GridState& s, uint32_t quarter) {
 /// digit counts per block in cell_cursor (not used by this path); a stable
 /// sort has one result, so the blocks do not change it.
 Displaced sort_displaced(GridState& s, const ChunkLists& lists, const SortBuffers& buffers, uint32_t cells,
-                         const ThreadBackend& b, uint32_t* in) {
+                         uint32_t cursor_room, const ThreadBackend& b, uint32_t* in) {
     const uint32_t total = static_cast<uint32_t>(lists.offset[lists.chunks]);
     parallel_chunks(b, lists.chunks, 1, [&](uint32_t first, uint32_t last, uint32_t) {
         const uint32_t* const cell = s.particle_cell;
@@ -153,16 +160,16 @@ Displaced sort_displaced(GridState& s, const ChunkLists& lists, const SortBuffer
     const uint32_t digit_bits = (bits + passes - 1) / passes;
     const uint32_t digits = 1u << digit_bits;
     const uint32_t mask = digits - 1;
-    // Rows of counts: cell_cursor holds cells + 1 entries; a block of its own
-    // if the rows do not fit.
+    // Rows of counts: cell_cursor holds cursor_room entries; a block of its
+    // own if the rows do not fit.
     uint32_t blocks = chunk_count(total, kSortBlock);
     uint32_t block_size = kSortBlock;
-    if (blocks == 0 || uint64_t{blocks} * digits > uint64_t{cells} + 1) {
+    if (blocks == 0 || uint64_t{blocks} * digits > cursor_room) {
         blocks = 1;
         block_size = total;
     }
     uint32_t stack_counts[1u << kMaxDigitBits];
-    uint32_t* const counts = blocks * digits <= cells + 1 ? s.cell_cursor : stack_counts;
+    uint32_t* const counts = uint64_t{blocks} * digits <= cursor_room ? s.cell_cursor : stack_counts;
     uint32_t from = 1;
     for (uint32_t pass = 0; pass < passes && total > 0; ++pass) {
         const uint32_t shift = pass * digit_bits;
@@ -249,7 +256,7 @@ template <uint32_t D, bool Radius>
 void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, const Displaced& moved,
                  uint32_t kept_limit, uint32_t* bound_cell, uint32_t* bound_old, const ThreadBackend& b) {
     const uint32_t cells = f.cells;
-    uint32_t* const start = s.cell_start;
+    uint32_t* const start = merge_starts(s, f);
     const uint32_t chunks = chunk_count(kept_limit, kMergeGrain);
     for (uint32_t k = 0; k <= chunks; ++k) {
         const uint32_t c =
@@ -355,16 +362,29 @@ bool merge(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
     const ChunkLists lists{s.stage_index, s.chunk_scratch, chunks};
     const SortBuffers buffers = sort_buffers(s, quarter);
     uint32_t in = 0;
-    const Displaced moved = sort_displaced(s, lists, buffers, f.cells, b, &in);
+    // cell_cursor: one entry per cell and one more (bounded), max_cells + 1 (unbounded).
+    const uint32_t cursor_room = (f.bounded ? f.cells : f.max_cells) + 1;
+    const Displaced moved = sort_displaced(s, lists, buffers, f.cells, cursor_room, b, &in);
     write_cells<D, Radius>(s, f, lists, moved, kept_limit, buffers.cell[in ^ 1], buffers.slot[in ^ 1], b);
     return true;
 }
 
 } // namespace
 
+bool merge_possible(const GridState& s, const RebuildFrame& f) {
+    if (!s.built || f.n < kMergeMinParticles || s.count == 0) return false;
+    if (f.bounded) return true;
+    // Unbounded: this frame's dense box is last frame's, and dense_start
+    // still holds last frame's starts over it.
+    if (!f.dense || !s.mapped || !s.box_starts) return false;
+    for (uint32_t d = 0; d < 3; ++d)
+        if (f.box_lo[d] != s.map_lo[d] || f.extent[d] != s.map_extent[d]) return false;
+    return true;
+}
+
 bool rebuild_merged(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
-    if (!f.bounded || !s.built || f.n < kMergeMinParticles || s.count == 0) return false;
-    HASHGRID_ASSERT(s.cell_count == f.cells, "bounded worlds keep their cells");
+    HASHGRID_ASSERT(merge_possible(s, f), "rebuild_merged needs last frame's starts over this frame's cells");
+    HASHGRID_ASSERT(!f.bounded || s.cell_count == f.cells, "bounded worlds keep their cells");
     const bool radius = f.keys.radius != nullptr;
     if (f.dims == 3) return radius ? merge<3, true>(s, f, b) : merge<3, false>(s, f, b);
     return radius ? merge<2, true>(s, f, b) : merge<2, false>(s, f, b);

@@ -51,11 +51,12 @@ struct RebuildFrame {
     // cells (the distinct ones after compact_dense_cells); table path, the
     // distinct cells.
     uint32_t cells = 0;
-    uint32_t shift = 0;   // bucket of a cell: cell >> shift
-    uint32_t buckets = 0; // buckets in use (scan_buckets)
-    bool wrapped = false; // some cell wrapped (unbounded)
-    bool dense = false;   // unbounded: counting-sorted over the dense box
-    bool mapped = false;  // unbounded: cells found through the box map (GridState::mapped)
+    uint32_t shift = 0;      // bucket of a cell: cell >> shift
+    uint32_t buckets = 0;    // buckets in use (scan_buckets)
+    bool wrapped = false;    // some cell wrapped (unbounded)
+    bool dense = false;      // unbounded: counting-sorted over the dense box
+    bool mapped = false;     // unbounded: cells found through the box map (GridState::mapped)
+    bool box_sorted = false; // unbounded: dense_start holds this frame's starts over the box
     int32_t box_lo[3] = {0, 0, 0};
     uint32_t extent[3] = {1, 1, 1}; // dense box cells per axis
 };
@@ -144,6 +145,10 @@ Status rebuild_presorted(GridState& s, RebuildFrame& f, const ThreadBackend& b);
 /// of the others and returns true: the counting sort's frame, byte for
 /// byte. Otherwise returns false having written only scratch.
 bool rebuild_merged(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
+/// Whether rebuild_merged may run: the frame has at least 4096 particles and
+/// the grid holds a frame whose cell starts cover this frame's cells (bounded:
+/// always; unbounded: last frame was sorted over the same dense box).
+bool merge_possible(const GridState& s, const RebuildFrame& f);
 
 // Helpers shared by the steps.
 
