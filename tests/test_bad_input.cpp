@@ -337,14 +337,7 @@ TEST_CASE("too many distinct cells: cell_capacity with the exact cell count, pre
             for (uint32_t stride : {2u, 1000u})
                 for (uint32_t cells : {41u, 3000u}) {
                     INFO("stride " << stride << ", cells " << cells);
-                    Scene over;
-                    over.dims = dims;
-                    for (uint32_t c = 0; c < cells; ++c) {
-                        const float x = static_cast<float>((c % 61) * stride);
-                        const float y = static_cast<float>(c / 61) * -1.0f - 0.5f;
-                        over.add(x + 0.5f, y, 7.25f);
-                        over.add(x + 0.75f, y, 7.5f);
-                    }
+                    const Scene over = cells_in_rows(dims, cells, stride);
                     const Status st = g.rebuild(over.spans(), backend);
                     CHECK(st.code == StatusCode::cell_capacity);
                     CHECK(st.needed == cells);

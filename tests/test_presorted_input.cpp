@@ -18,18 +18,6 @@ using hashgrid::StatusCode;
 
 namespace {
 
-/// `s` permuted into the order of `order` (sorted position -> index in s).
-Scene permuted(const Scene& s, const uint32_t* order) {
-    Scene out;
-    out.dims = s.dims;
-    for (uint32_t k = 0; k < s.size(); ++k) {
-        const uint32_t i = order[k];
-        out.add(s.coord(0, i), s.coord(1, i), s.dims == 3 ? s.coord(2, i) : 0.0f);
-        if (s.has_radius()) out.radius.push_back(s.radius[i]);
-    }
-    return out;
-}
-
 /// The pairs of a frame of `s`, renamed to the indices of `permuted(s, order)`:
 /// index i of s is position inverse[i] there. The sequence keeps its order.
 std::vector<Pair> renamed(const std::vector<Pair>& pairs, const std::vector<uint32_t>& inverse) {

@@ -263,6 +263,34 @@ inline Scene uniform_scene(Rng& rng, uint32_t dims, uint32_t n, float lo, float 
     return s;
 }
 
+/// `s` in the order `order` (order[k] = index in s of the k-th particle, for
+/// every particle of s), radii included.
+inline Scene permuted(const Scene& s, const uint32_t* order) {
+    Scene out;
+    out.dims = s.dims;
+    for (uint32_t k = 0; k < s.size(); ++k) {
+        const uint32_t i = order[k];
+        out.add(s.coord(0, i), s.coord(1, i), s.dims == 3 ? s.coord(2, i) : 0.0f);
+        if (s.has_radius()) out.radius.push_back(s.radius[i]);
+    }
+    return out;
+}
+
+/// `cells` distinct cells (unit cells at the origin), two particles each, in
+/// rows of 61 cells `stride` apart: stride 2 keeps them in a small box, a
+/// large stride spreads them far.
+inline Scene cells_in_rows(uint32_t dims, uint32_t cells, uint32_t stride) {
+    Scene s;
+    s.dims = dims;
+    for (uint32_t c = 0; c < cells; ++c) {
+        const float x = static_cast<float>((c % 61) * stride);
+        const float y = static_cast<float>(c / 61) * -1.0f - 0.5f;
+        s.add(x + 0.5f, y, 7.25f);
+        s.add(x + 0.75f, y, 7.5f);
+    }
+    return s;
+}
+
 /// n points in `clusters` bell-shaped clusters (Irwin-Hall) with centres uniform in [lo, hi).
 inline Scene clustered_scene(Rng& rng, uint32_t dims, uint32_t n, uint32_t clusters, float lo, float hi, float sigma) {
     std::vector<float> centre(3 * clusters);

@@ -113,33 +113,6 @@ TEST_CASE("cell_capacity on both paths as the first frame: exact distinct count,
     }
 }
 
-namespace {
-
-/// `s` in the order `order` (order[k] = index in s of the k-th particle).
-Scene permuted(const Scene& s, const std::vector<uint32_t>& order) {
-    Scene out;
-    out.dims = s.dims;
-    for (uint32_t i : order)
-        out.add(s.x[i], s.y[i], s.dims == 3 ? s.z[i] : 0.0f);
-    return out;
-}
-
-/// `cells` distinct cells, two particles each: a small box (stride 2: the
-/// dense path) or spread far apart (stride 1000: the table).
-Scene many_cells(uint32_t dims, uint32_t cells, uint32_t stride) {
-    Scene s;
-    s.dims = dims;
-    for (uint32_t c = 0; c < cells; ++c) {
-        const float x = static_cast<float>((c % 61) * stride);
-        const float y = static_cast<float>(c / 61) * -1.0f - 0.5f;
-        s.add(x + 0.5f, y, 7.25f);
-        s.add(x + 0.75f, y, 7.5f);
-    }
-    return s;
-}
-
-} // namespace
-
 TEST_CASE("frames switch between the box map and the table; a rejected frame on any path keeps the last one") {
     ParallelBackend tbb2(2);
     const hashgrid::ThreadBackend serial = hashgrid::serial_backend();
@@ -152,13 +125,13 @@ TEST_CASE("frames switch between the box map and the table; a rejected frame on 
             // them again already in cell order (the presorted path).
             const Scene compact = spread_clusters(rng, dims, 1500, 4, 6.0f);
             const Scene spread = spread_clusters(rng, dims, 1500, 5, 900.0f);
-            const Scene compact_sorted = permuted(compact, expected_order(compact, config));
-            const Scene spread_sorted = permuted(spread, expected_order(spread, config));
+            const Scene compact_sorted = permuted(compact, expected_order(compact, config).data());
+            const Scene spread_sorted = permuted(spread, expected_order(spread, config).data());
             // Rejected frames (1000 cells > max_cells): the dense path, the
             // table, and the presorted path.
-            const Scene over_dense = many_cells(dims, 1000, 2);
-            const Scene over_table = many_cells(dims, 1000, 1000);
-            const Scene over_sorted = permuted(over_dense, expected_order(over_dense, config));
+            const Scene over_dense = cells_in_rows(dims, 1000, 2);
+            const Scene over_table = cells_in_rows(dims, 1000, 1000);
+            const Scene over_sorted = permuted(over_dense, expected_order(over_dense, config).data());
             const Scene* accepted[] = {&compact, &spread, &compact_sorted, &spread_sorted, &spread, &compact};
             const char* names[] = {"compact", "spread", "compact sorted", "spread sorted", "spread", "compact"};
             const bool in_box[] = {true, false, true, false, false, true};
@@ -246,7 +219,7 @@ TEST_CASE("a frame rejected while counting a large box does not spoil the next f
         const hashgrid::Status st = g.rebuild(b.spans(), backend);
         CHECK(st.code == StatusCode::cell_capacity);
         CHECK(st.needed == n);
-        Scene c = permuted(a, std::vector<uint32_t>(g.sorted_to_original(), g.sorted_to_original() + n));
+        Scene c = permuted(a, g.sorted_to_original());
         for (uint32_t i = 0; i < n; ++i) {
             c.x[i] = std::clamp(c.x[i] + rng.uniform(-0.05f, 0.05f), 0.0f, 19.99f);
             c.y[i] = std::clamp(c.y[i] + rng.uniform(-0.05f, 0.05f), 0.0f, 19.99f);

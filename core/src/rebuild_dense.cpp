@@ -36,6 +36,17 @@ uint64_t count_occupied(GridState& s, uint32_t n, uint32_t box_cells, const Thre
     return scan_chunk_sums(s.chunk_scratch, chunk_count(box_cells, kCellGrain));
 }
 
+/// Index in the dense box (x fastest) of a packed key inside it.
+inline uint32_t box_index(uint64_t key, uint32_t dims, const int32_t* box_lo, uint32_t ex, uint32_t exy) {
+    int32_t x, y, z = 0;
+    if (dims == 3)
+        unpack_key3(key, x, y, z);
+    else
+        unpack_key2(key, x, y);
+    return static_cast<uint32_t>(x - box_lo[0]) + ex * static_cast<uint32_t>(y - box_lo[1]) +
+           exy * static_cast<uint32_t>(z - box_lo[2]);
+}
+
 /// The frame's cells are found through the box map from now on (the table
 /// keeps whatever it held: the next table frame clears all of it).
 void use_box_map(GridState& s, RebuildFrame& f) {
@@ -83,15 +94,8 @@ Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     const uint32_t ex = f.extent[0], exy = f.extent[0] * f.extent[1];
     // Dense index within the box, per particle, and the bucket counts.
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t i = begin; i < end; ++i) {
-            int32_t x, y, z = 0;
-            if (dims == 3)
-                unpack_key3(s.particle_key[i], x, y, z);
-            else
-                unpack_key2(s.particle_key[i], x, y);
-            s.particle_cell[i] = static_cast<uint32_t>(x - box_lo[0]) + ex * static_cast<uint32_t>(y - box_lo[1]) +
-                                 exy * static_cast<uint32_t>(z - box_lo[2]);
-        }
+        for (uint32_t i = begin; i < end; ++i)
+            s.particle_cell[i] = box_index(s.particle_key[i], dims, box_lo, ex, exy);
         count_buckets(s.particle_cell, begin, end, shift, s.bucket_hist + uint64_t{begin / grain} * buckets_max,
                       buckets_max);
     });
@@ -153,15 +157,8 @@ void map_cells(GridState& s, RebuildFrame& f, uint32_t cells, const ThreadBacken
     const uint32_t ex = f.extent[0], exy = f.extent[0] * f.extent[1];
     const uint32_t dims = f.dims;
     parallel_chunks(b, cells, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t c = begin; c < end; ++c) {
-            int32_t x, y, z = 0;
-            if (dims == 3)
-                unpack_key3(s.cell_key[c], x, y, z);
-            else
-                unpack_key2(s.cell_key[c], x, y);
-            map[static_cast<uint32_t>(x - box_lo[0]) + ex * static_cast<uint32_t>(y - box_lo[1]) +
-                exy * static_cast<uint32_t>(z - box_lo[2])] = c;
-        }
+        for (uint32_t c = begin; c < end; ++c)
+            map[box_index(s.cell_key[c], dims, box_lo, ex, exy)] = c;
     });
     use_box_map(s, f);
     f.cells = cells;
