@@ -5,11 +5,12 @@
 //    Only scratch is written until validation has passed.
 // 2. Unbounded only: every particle's cell index, through the dense box when
 //    the frame's cells fit one (rebuild_dense.cpp), otherwise through the
-//    table (rebuild_table.cpp). Only the table is written before
-//    cell_capacity is known; a rejected frame gets the previous table back.
+//    table (rebuild_table.cpp). The dense path writes only scratch before
+//    cell_capacity is known; the table path writes the table, and a rejected
+//    frame gets the previous table back.
 // 3. Two-level counting sort: bucket scan, scatter into buckets, per-bucket
 //    sort by cell (rebuild_sort.cpp). The dense path then compacts the box's
-//    non-empty cells into the frame's cells and table.
+//    non-empty cells into the frame's cells and box map.
 // Input already in cell order replaces steps 2 and 3 with the runs of its
 // cells and a straight copy (rebuild_presorted.cpp), giving the same frame.
 // Input in last frame's order in which few particles changed cells replaces
@@ -93,7 +94,9 @@ Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     return {};
 }
 
-/// Steps 2 and 3 of the general path: cells (unbounded), then the counting sort.
+/// Steps 2 and 3 of the general path: cells (unbounded), then the merge of
+/// the movers when last frame's starts cover this frame's cells, else the
+/// counting sort; a dense box is compacted after either.
 template <typename Lap>
 Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, RebuildTimings& timing, Lap& lap,
                        PhaseTrace& trace) {
@@ -102,28 +105,24 @@ Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, Re
         const Status cells = unbounded_cells(s, f, b);
         if (!cells.ok()) return cells;
         lap(timing.table);
-        if (merge_possible(s, f)) { // the same dense box as last frame: merge the movers over it
-            trace.next(TracePhase::rebuild_merge);
-            if (rebuild_merged(s, f, b)) {
-                lap(timing.finalize);
-                f.box_sorted = true;
-                trace.next(TracePhase::rebuild_compact);
-                compact_dense_cells(s, f, b);
-                lap(timing.table);
-                return {};
-            }
-            lap(timing.keys); // a try that found too many movers: part of the order check
-        }
     }
-    trace.next(TracePhase::rebuild_scan);
-    scan_buckets(s, f);
-    lap(timing.scan);
-    trace.next(TracePhase::rebuild_scatter);
-    scatter_to_buckets(s, f, b);
-    lap(timing.scatter);
-    trace.next(TracePhase::rebuild_sort);
-    sort_buckets(s, f, b);
-    lap(timing.finalize);
+    bool merged = false;
+    if (merge_possible(s, f)) {
+        trace.next(TracePhase::rebuild_merge);
+        merged = rebuild_merged(s, f, b);
+        lap(merged ? timing.finalize : timing.keys); // a try that found too many movers: part of the order check
+    }
+    if (!merged) {
+        trace.next(TracePhase::rebuild_scan);
+        scan_buckets(s, f);
+        lap(timing.scan);
+        trace.next(TracePhase::rebuild_scatter);
+        scatter_to_buckets(s, f, b);
+        lap(timing.scatter);
+        trace.next(TracePhase::rebuild_sort);
+        sort_buckets(s, f, b);
+        lap(timing.finalize);
+    }
     if (f.dense) {
         f.box_sorted = true;
         trace.next(TracePhase::rebuild_compact);
@@ -172,18 +171,8 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         if (!presorted.ok()) return presorted; // previous frame restored
         lap(timing.finalize);
     } else {
-        bool merged = false;
-        if (f.bounded && merge_possible(s, f)) {
-            trace.next(TracePhase::rebuild_merge);
-            merged = rebuild_merged(s, f, b);
-        }
-        if (merged) {
-            lap(timing.finalize);
-        } else {
-            lap(timing.keys); // a try that found too many movers: part of the order check
-            const Status sorted = sort_into_cells(s, f, b, timing, lap, trace);
-            if (!sorted.ok()) return sorted; // previous frame restored
-        }
+        const Status sorted = sort_into_cells(s, f, b, timing, lap, trace);
+        if (!sorted.ok()) return sorted; // previous frame restored
     }
 
     timing.total = t_mark - t_begin;
