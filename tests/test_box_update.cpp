@@ -8,10 +8,12 @@
 #include <doctest/doctest.h>
 
 #include "hashgrid/box_grid.h"
+#include "hashgrid/objects.h"
 #include "hashgrid/trace.h"
 #include "hashgrid_support/box_scene.h"
 #include "test_support.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -153,6 +155,7 @@ std::string compare_views(const BoxGridView& a, const BoxGridView& b, uint32_t d
     if (r.empty()) r = same_values(a.entry_object, b.entry_object, entries, "entry_object");
     if (r.empty()) r = same_values(a.entry_flags, b.entry_flags, entries, "entry_flags");
     if (r.empty()) r = same_values(a.large_object, b.large_object, a.large_count, "large_object");
+    if (r.empty() && a.category_common != b.category_common) r = "category_common";
     if (r.empty() && a.cell_count > 0) {
         const hashgrid::BoxFrameBounds& x = *a.bounds;
         const hashgrid::BoxFrameBounds& y = *b.bounds;
@@ -160,6 +163,12 @@ std::string compare_views(const BoxGridView& a, const BoxGridView& b, uint32_t d
             if (x.cell_lo[d] != y.cell_lo[d] || x.cell_hi[d] != y.cell_hi[d] || x.box_lo[d] != y.box_lo[d] ||
                 x.box_hi[d] != y.box_hi[d] || x.max_span[d] != y.max_span[d])
                 r = "bounds";
+        if (r.empty() && (a.row_start == nullptr) != (b.row_start == nullptr)) r = "row table present";
+        if (r.empty() && a.row_start != nullptr) {
+            const auto rows = static_cast<uint32_t>(int64_t{x.cell_hi[1]} - x.cell_lo[1] + 1) *
+                              static_cast<uint32_t>(int64_t{x.cell_hi[2]} - x.cell_lo[2] + 1);
+            r = same_values(a.row_start, b.row_start, rows + 1, "row_start");
+        }
     }
     return r;
 }
@@ -172,15 +181,15 @@ std::vector<hashgrid::Pair> all_pairs(BoxGrid& g, const hashgrid::ThreadBackend&
     return out;
 }
 
-/// Which entry path the last rebuild recorded into `trace` took.
-bool took_update(const hashgrid::Trace& trace) {
+/// Whether the last rebuild recorded into `trace` went through `phase`.
+bool took(const hashgrid::Trace& trace, TracePhase phase) {
     for (uint32_t e = 0; e < trace.size(); ++e) {
         hashgrid::TraceEvent ev;
-        if (trace.event(e, ev) && ev.kind == hashgrid::TraceKind::phase && ev.phase == TracePhase::box_rebuild_update)
-            return true;
+        if (trace.event(e, ev) && ev.kind == hashgrid::TraceKind::phase && ev.phase == phase) return true;
     }
     return false;
 }
+bool took_update(const hashgrid::Trace& trace) { return took(trace, TracePhase::box_rebuild_update); }
 
 enum class Churn { still, jitter, few_jump, many_jump, grow, out_of_keys, bad, resize };
 
@@ -297,4 +306,237 @@ TEST_CASE("box rebuild: a frame merged into the last one equals the full build, 
     // frames after a rejected one do not).
     CHECK(updates >= 8 * 5);
     CHECK(full >= 8 * 3);
+}
+
+namespace {
+
+enum class StoreChurn { still, jitter, few_jump, layers, edge, twice, back, grow, many_jump, bad, add_remove };
+
+/// The path a store frame must take: the listed objects alone, the listed
+/// ones and then the full comparison, or the full comparison alone.
+enum class Path { listed, listed_then_full, full };
+
+Path expected_path(StoreChurn c) {
+    switch (c) {
+    case StoreChurn::grow:
+        return Path::listed_then_full;
+    case StoreChurn::many_jump: // more changes than one object in eight
+    case StoreChurn::add_remove:
+        return Path::full;
+    default:
+        return Path::listed;
+    }
+}
+
+hashgrid::ObjectBox box_of(const BoxScene& s, uint32_t i) {
+    hashgrid::ObjectBox b;
+    for (uint32_t d = 0; d < s.dims; ++d) {
+        b.min[d] = s.lo[d][i];
+        b.max[d] = s.hi[d][i];
+    }
+    return b;
+}
+
+/// The store's objects as a scene (dense order), for the reference grid.
+BoxScene scene_of(const hashgrid::ObjectStore& store, uint32_t dims) {
+    BoxScene s;
+    s.dims = dims;
+    const uint32_t n = store.size();
+    for (uint32_t d = 0; d < 3; ++d) {
+        s.lo[d].assign(n, 0.0f);
+        s.hi[d].assign(n, 0.0f);
+        if (d < dims) {
+            std::memcpy(s.lo[d].data(), store.min_coords(d), n * sizeof(float));
+            std::memcpy(s.hi[d].data(), store.max_coords(d), n * sizeof(float));
+        }
+    }
+    s.category.assign(store.categories(), store.categories() + n);
+    s.mask.assign(store.masks(), store.masks() + n);
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("box rebuild from a store: the logged changes alone give the full build, every frame of a churn") {
+    const Spec specs[] = {
+        {2, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, true},
+        {3, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 0.5f, true},
+        {2, hashgrid::World::bounded, hashgrid::OutOfBounds::reject, 2.0f, true},
+        {3, hashgrid::World::bounded, hashgrid::OutOfBounds::reject, 1.0f, false},
+    };
+    using C = StoreChurn;
+    const C plan[] = {C::still,      C::jitter, C::few_jump, C::layers,   C::edge,   C::jitter,    C::twice,
+                      C::back,       C::grow,   C::jitter,   C::bad,      C::jitter, C::many_jump, C::edge,
+                      C::add_remove, C::jitter, C::layers,   C::few_jump, C::still};
+    const uint32_t n = hashgrid_test::scaled_count(2000) + 64;
+    uint32_t counts[3] = {0, 0, 0};
+    for (const Spec& spec : specs) {
+        for (uint32_t threads : {1u, 3u}) {
+            CAPTURE(spec.dims);
+            CAPTURE(static_cast<int>(spec.world));
+            CAPTURE(threads);
+            ParallelBackend pb(threads);
+            const hashgrid::ThreadBackend backend = pb.backend();
+            Rng rng(0x10c + spec.dims * 5 + threads);
+            BoxGridConfig config = config_for(spec, n + 1);
+            // Small objects (up to 3 cells an axis) stay small and large ones (6) large when they move.
+            config.large_object_cells = 32;
+            BoxScene mirror = make_scene(rng, spec, n);
+            hashgrid::ObjectStoreConfig store_config;
+            store_config.dimensions = spec.dims;
+            store_config.max_objects = n + 1;
+            hashgrid::ObjectStore store;
+            REQUIRE(store.init_allocate(store_config).ok());
+            std::vector<hashgrid::ObjectHandle> handle(n);
+            for (uint32_t i = 0; i < n; ++i) {
+                const uint32_t category = spec.layers ? mirror.category[i] : ~0u;
+                const uint32_t mask = spec.layers ? mirror.mask[i] : ~0u;
+                const hashgrid::ObjectAddResult a = store.add(box_of(mirror, i), category, mask, i);
+                REQUIRE(a.status.ok());
+                handle[i] = a.handle;
+            }
+            BoxGrid churned;
+            REQUIRE(churned.init_allocate(config).ok());
+            hashgrid::Trace trace;
+            REQUIRE(trace.init_allocate(4096).ok());
+            churned.set_trace(&trace);
+            REQUIRE(churned.rebuild(store, backend).ok()); // the first frame: full
+            BoxScene accepted = scene_of(store, spec.dims);
+            const auto move = [&](uint32_t i, bool jump) {
+                BoxScene one = scene_of(store, spec.dims);
+                move_box(rng, spec, one, i, jump);
+                REQUIRE(store.move(handle[i], box_of(one, i)).ok());
+            };
+            for (uint32_t f = 0; f < sizeof(plan) / sizeof(plan[0]); ++f) {
+                CAPTURE(f);
+                const uint32_t count = store.size();
+                switch (plan[f]) {
+                case C::still:
+                    break;
+                case C::jitter: // 3% take a small step (most stay in their cells)
+                    for (uint32_t i = 0; i < count; ++i)
+                        if (rng.below(33) == 0) move(i, false);
+                    break;
+                case C::few_jump: // 1% jump anywhere, 3% take a small step
+                    for (uint32_t i = 0; i < count; ++i) {
+                        const uint32_t r = rng.below(100);
+                        if (r < 4) move(i, r < 1);
+                    }
+                    break;
+                case C::layers: { // new categories and masks
+                    if (spec.layers)
+                        for (uint32_t i = 0; i < count; i += 37)
+                            REQUIRE(store.set_layers(handle[i], 1u << rng.below(4), rng.below(2) == 0 ? ~0u : 3u).ok());
+                    // Without layers: object 5 takes one bit (the AND of the categories drops to it),
+                    // then every bit again (the AND gains them back).
+                    const uint32_t category = store.categories()[5] == ~0u ? 1u : ~0u;
+                    REQUIRE(store.set_layers(handle[5], category, store.masks()[5]).ok());
+                    break;
+                }
+                case C::edge: { // the small objects on the lowest x bound move inwards: the bounds shrink
+                    BoxScene one = scene_of(store, spec.dims);
+                    const auto small = [&](uint32_t i) { return one.hi[0][i] - one.lo[0][i] <= spec.cell * 2.0f; };
+                    float low = extent(spec);
+                    for (uint32_t i = 0; i < count; ++i)
+                        if (small(i)) low = std::min(low, one.lo[0][i]);
+                    for (uint32_t i = 0; i < count; ++i) {
+                        if (!small(i) || one.lo[0][i] != low) continue;
+                        const float width = one.hi[0][i] - one.lo[0][i];
+                        one.lo[0][i] = extent(spec) / 2.0f;
+                        one.hi[0][i] = one.lo[0][i] + width;
+                        REQUIRE(store.move(handle[i], box_of(one, i)).ok());
+                    }
+                    move(count / 3, false);
+                    break;
+                }
+                case C::twice: // the same objects moved twice (logged twice, taken once)
+                    for (uint32_t i = 0; i < count; i += 29) {
+                        move(i, false);
+                        move(i, i % 2 == 0);
+                    }
+                    break;
+                case C::back: { // moved and moved back: logged, but the box is the frame's
+                    for (uint32_t i = 1; i < count; i += 31) {
+                        const BoxScene before = scene_of(store, spec.dims);
+                        move(i, true);
+                        REQUIRE(store.move(handle[i], box_of(before, i)).ok());
+                    }
+                    move(2, false);
+                    break;
+                }
+                case C::grow: { // one small object becomes large: the full build follows
+                    BoxScene one = scene_of(store, spec.dims);
+                    uint32_t i = 4;
+                    while (one.hi[0][i] - one.lo[0][i] > spec.cell * 2.0f)
+                        ++i;
+                    for (uint32_t d = 0; d < spec.dims; ++d) {
+                        one.lo[d][i] = spec.cell;
+                        one.hi[d][i] = spec.cell * 9.0f;
+                    }
+                    REQUIRE(store.move(handle[i], box_of(one, i)).ok());
+                    move(i + 1, false);
+                    break;
+                }
+                case C::many_jump: // more than one object in eight: the full comparison
+                    for (uint32_t i = 0; i < count; ++i)
+                        if (rng.below(3) == 0) move(i, true);
+                    break;
+                case C::bad: { // rejected (bounded: out of the world; unbounded: a small step only)
+                    for (uint32_t i = 0; i < count; i += 41)
+                        move(i, false);
+                    if (spec.world == hashgrid::World::bounded) {
+                        BoxScene one = scene_of(store, spec.dims);
+                        for (const uint32_t i : {count / 2, count / 5}) {
+                            one.lo[1][i] = -5.0f * spec.cell;
+                            REQUIRE(store.move(handle[i], box_of(one, i)).ok());
+                        }
+                    }
+                    break;
+                }
+                case C::add_remove: { // the layout changes: no list, the full comparison
+                    REQUIRE(store.remove(handle[count - 1]).ok());
+                    handle.pop_back();
+                    move(0, true);
+                    break;
+                }
+                }
+                trace.clear();
+                const hashgrid::Status s = churned.rebuild(store, backend);
+                BoxGrid fresh;
+                REQUIRE(fresh.init_allocate(config).ok());
+                const BoxScene now = scene_of(store, spec.dims);
+                const hashgrid::Status reference = fresh.rebuild(now.spans(), backend);
+                CHECK(s.code == reference.code);
+                CHECK(s.index == reference.index);
+                CHECK(s.count == reference.count);
+                CHECK(s.needed == reference.needed);
+                if (plan[f] == C::bad && spec.world == hashgrid::World::bounded) {
+                    REQUIRE(s.code == hashgrid::StatusCode::position_out_of_range);
+                    REQUIRE(s.count == 2);
+                    // The previous frame stays; then the two objects go back.
+                    REQUIRE(fresh.rebuild(accepted.spans(), backend).ok());
+                    CHECK(compare_views(churned.view(), fresh.view(), spec.dims, fresh.entry_count()) == "");
+                    for (const uint32_t i : {count / 2, count / 5})
+                        REQUIRE(store.move(handle[i], box_of(accepted, i)).ok());
+                    continue;
+                }
+                REQUIRE(s.ok());
+                accepted = now;
+                const bool listed = took(trace, TracePhase::box_rebuild_listed);
+                const bool validated = took(trace, TracePhase::box_rebuild_validate);
+                const Path path = listed ? (validated ? Path::listed_then_full : Path::listed) : Path::full;
+                CHECK(static_cast<int>(path) == static_cast<int>(expected_path(plan[f])));
+                ++counts[static_cast<int>(path)];
+                REQUIRE(churned.entry_count() == fresh.entry_count());
+                CHECK(compare_views(churned.view(), fresh.view(), spec.dims, fresh.entry_count()) == "");
+                const std::vector<hashgrid::Pair> a = all_pairs(churned, backend, config.max_pairs);
+                const std::vector<hashgrid::Pair> b = all_pairs(fresh, backend, config.max_pairs);
+                REQUIRE(a.size() == b.size());
+                CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(hashgrid::Pair)) == 0);
+            }
+        }
+    }
+    CHECK(counts[0] >= 8 * 14);
+    CHECK(counts[1] >= 8);
+    CHECK(counts[2] >= 8 * 2);
 }

@@ -1433,3 +1433,85 @@ TEST_CASE("client API: same operations, same answers in the same order for any t
         CHECK(hash_pairs(pa.data(), ra.written) == hash_pairs(pb.data(), rb.written));
     }
 }
+
+TEST_CASE("change log: moves and layer changes listed in order; incomplete across layout changes and past the ring") {
+    ObjectStore never;
+    CHECK_FALSE(never.changes_since(0).complete);
+    CHECK(never.changes_since(0).size() == 0);
+
+    ObjectStoreConfig c;
+    c.dimensions = 2;
+    c.max_objects = 4;
+    ObjectStore store;
+    REQUIRE(store.init_allocate(c).ok());
+    const ObjectBox box{{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 0.0f}};
+    const ObjectBox other{{2.0f, 0.0f, 0.0f}, {3.0f, 1.0f, 0.0f}};
+    const ObjectHandle a = store.add(box, 1, 1, 10).handle;
+    const ObjectHandle b = store.add(box, 1, 1, 11).handle;
+    const ObjectHandle d = store.add(box, 1, 1, 12).handle;
+    const uint64_t c0 = store.change_clock();
+    CHECK(store.changes_since(c0).complete);
+    CHECK(store.changes_since(c0).size() == 0);
+
+    REQUIRE(store.move(b, other).ok());
+    REQUIRE(store.set_layers(a, 2, 2).ok());
+    REQUIRE(store.move(b, box).ok());
+    REQUIRE(store.set_user_value(d, 5).ok()); // not a grid input: not logged
+    const ObjectBox bad{{1.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}};
+    CHECK(store.move(d, bad).code == StatusCode::invalid_box); // failed: not logged
+    CHECK(store.move(ObjectHandle{1, 99}, other).code == StatusCode::invalid_handle);
+    CHECK(store.change_clock() == c0 + 3);
+    hashgrid::ObjectChanges all = store.changes_since(c0);
+    REQUIRE(all.complete);
+    CHECK(all.begin == c0);
+    CHECK(all.end == c0 + 3);
+    REQUIRE(all.size() == 3);
+    CHECK(all[0] == 1);
+    CHECK(all[1] == 0);
+    CHECK(all[2] == 1);
+    const hashgrid::ObjectChanges later = store.changes_since(c0 + 1);
+    REQUIRE(later.size() == 2);
+    CHECK(later[0] == 0);
+    CHECK(later[1] == 1);
+    CHECK_FALSE(store.changes_since(c0 + 4).complete); // from the future
+    CHECK(store.changes_since(c0 + 4).size() == 0);
+
+    // The ring holds max_objects records: exactly that many are still listed, one more is not.
+    const uint64_t c1 = store.change_clock();
+    for (const ObjectHandle h : {a, b, d, a})
+        REQUIRE(store.move(h, other).ok());
+    all = store.changes_since(c1);
+    REQUIRE(all.size() == 4);
+    CHECK(all[0] == 0);
+    CHECK(all[1] == 1);
+    CHECK(all[2] == 2);
+    CHECK(all[3] == 0);
+    REQUIRE(store.move(d, box).ok());
+    CHECK_FALSE(store.changes_since(c1).complete);
+    all = store.changes_since(c1 + 1);
+    REQUIRE(all.size() == 4);
+    CHECK(all[0] == 1);
+    CHECK(all[3] == 2);
+
+    // A layout change ends every earlier list (the indices after it name other objects).
+    const uint64_t c2 = store.change_clock();
+    REQUIRE(store.move(a, box).ok());
+    const ObjectHandle e = store.add(box, 1, 1, 13).handle;
+    CHECK_FALSE(store.changes_since(c2).complete);
+    CHECK_FALSE(store.changes_since(c2 + 1).complete);
+    uint64_t c3 = store.change_clock();
+    CHECK(store.changes_since(c3).complete);
+    REQUIRE(store.remove(b).ok()); // e (dense 3) takes dense index 1
+    CHECK_FALSE(store.changes_since(c3).complete);
+    c3 = store.change_clock();
+    REQUIRE(store.move(e, other).ok());
+    all = store.changes_since(c3);
+    REQUIRE(all.size() == 1);
+    CHECK(all[0] == 1);
+    store.clear();
+    CHECK_FALSE(store.changes_since(c3).complete);
+    c3 = store.change_clock();
+    REQUIRE(store.init_allocate(c).ok());
+    CHECK_FALSE(store.changes_since(c3).complete);
+    CHECK(store.changes_since(store.change_clock()).complete);
+}

@@ -170,10 +170,15 @@ Status BoxGrid::rebuild(const ObjectStore& store, const ThreadBackend& backend) 
         return config_error("BoxGrid::rebuild: ObjectStoreConfig::dimensions differs from BoxGridConfig::dimensions");
     if (sc.max_objects > config_.max_objects)
         return config_error("BoxGrid::rebuild: ObjectStoreConfig::max_objects exceeds BoxGridConfig::max_objects");
-    const Status s = Impl::rebuild(*this, store.spans(), backend);
+    // Rebuilt from this store's layout before: its change log may list what changed since.
+    const bool same_source = built_ && source_store_ == &store && source_layout_ == store.layout_generation();
+    const Status s = same_source
+                         ? Impl::rebuild_changed(*this, store.spans(), store.changes_since(source_clock_), backend)
+                         : Impl::rebuild(*this, store.spans(), backend);
     if (s.ok()) {
         source_store_ = &store;
         source_layout_ = store.layout_generation();
+        source_clock_ = store.change_clock();
     }
     return s;
 }

@@ -14,12 +14,16 @@
 
 #include "hashgrid/box_grid.h"
 #include "hashgrid/cell_key.h"
+#include "hashgrid/objects.h"
 
+#include <bit>
 #include <cstdint>
 
 namespace hashgrid {
 
 namespace detail {
+
+class PhaseTrace; // trace_scope.h
 
 /// Objects per chunk of the per-object passes (at most kMaxObjectChunks chunks).
 /// True when spans with `count > 0` lack a coordinate array the grid reads
@@ -230,6 +234,56 @@ struct BoxState {
     CoarseObject* coarse_object = nullptr; // max_objects: each grid's objects by cell, then index
 };
 
+/// Unbounded worlds: an object with a coordinate beyond the cell-key range is
+/// kept with the large objects (tested against every object and by every
+/// query directly, in float: exact at any finite coordinate, O(N) each). Its
+/// scratch range is marked empty (hi < lo on x).
+inline void mark_far(ObjectScratch& o) {
+    o.lo[0] = 1;
+    o.hi[0] = 0;
+}
+inline bool is_far(const ObjectScratch& o) { return o.hi[0] < o.lo[0]; }
+
+/// Cells covered by a range (at most 2^64 - 1 by the key limits).
+inline uint64_t cells_covered(const ObjectScratch& o) {
+    return static_cast<uint64_t>(int64_t{o.hi[0]} - o.lo[0] + 1) *
+           static_cast<uint64_t>(int64_t{o.hi[1]} - o.lo[1] + 1) *
+           static_cast<uint64_t>(int64_t{o.hi[2]} - o.lo[2] + 1);
+}
+
+/// One axis of the lattice with its bounds as doubles, hoisted out of the
+/// per-object loop: cell() is Lattice::cell_of with the same arithmetic.
+struct AxisCells {
+    float origin;
+    double scale;
+    double lower;
+    double upper;
+    bool clamp;
+
+    AxisCells(const Lattice& k, uint32_t d)
+        : origin(k.origin_f[d]), scale(k.scale), lower(k.lower(d)), upper(k.upper(d)), clamp(k.clamp) {}
+    bool cell(float p, int32_t& out) const {
+        double t = scaled_coordinate(p, origin, scale);
+        if (!(t >= lower && t < upper)) {
+            if (!clamp) return false;
+            t = t < lower ? lower : upper - 1.0;
+        }
+        out = floor_to_int(t);
+        return true;
+    }
+};
+
+/// Bit pattern of a float (boxes are compared with the previous frame's bit for bit).
+inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+/// The status of a rejected box (code invalid_position, invalid_box or
+/// position_out_of_range), naming the lowest offending object and how many.
+Status bad_box(StatusCode code, uint32_t index, uint32_t count);
+
+/// The row table of the frame's occupied cells (BoxGridView::row_start),
+/// after the cells are written (box_grid_rebuild.cpp).
+void write_row_starts(BoxState& s, const ThreadBackend& b);
+
 /// An update merges when the entries it removes and inserts are at most this
 /// share of the previous frame's (1 / kUpdateShare); beyond it the full
 /// rebuild's sort is cheaper than the merge's gathers.
@@ -240,6 +294,15 @@ inline constexpr uint64_t kUpdateShare = 4;
 /// `added` new entries in total (in chunk order at ObjectChunk::moved_offset).
 void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
                     uint32_t entries);
+
+/// The same merge when the changed objects are known from the store's change
+/// log (box_grid_changed.cpp): the objects with a leaving bit give `added`
+/// new entries, emitted by ascending object.
+void update_listed_entries(BoxState& s, const ThreadBackend& b, uint64_t added, uint32_t entries);
+
+/// No object changed cells: the entries of the listed objects whose moved bit
+/// is set (and leaving bit not) get their new boxes in place, cell by cell.
+void patch_moved_boxes(BoxState& s, const uint32_t* objects, uint32_t count);
 
 /// Plans the frame's coarse grids (box_grid_coarse.cpp): returns whether
 /// find_pairs should use them (when the large objects' scans of fine cells
@@ -261,6 +324,13 @@ struct BoxGrid::Impl {
     }
     // box_grid_rebuild.cpp
     static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& caller_backend);
+    // The rebuild after the argument checks, inside the box_rebuild and
+    // box_rebuild_validate phases that `trace` has opened.
+    static Status rebuild_checked(BoxGrid& g, const BoxSpans& boxes, detail::PhaseTrace& trace);
+    // box_grid_changed.cpp: the rebuild from a store whose changes since the
+    // frame are listed (falls back to rebuild() when they are too many).
+    static Status rebuild_changed(BoxGrid& g, const BoxSpans& boxes, const ObjectChanges& changes,
+                                  const ThreadBackend& caller_backend);
     // box_grid_pairs.cpp
     static PairResult find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
                                  PairFilter filter);

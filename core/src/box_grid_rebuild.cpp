@@ -37,43 +37,10 @@ Status bad_box_status(const ObjectChunk* chunks, uint32_t count) {
     for (uint32_t c = 0; c < count; ++c) {
         const BadParticle& bad = chunks[c].bad;
         if (bad.count == 0) continue;
-        if (s.ok()) {
-            s.code = bad.code;
-            s.index = bad.index;
-        }
+        if (s.ok()) s = bad_box(bad.code, bad.index, 0);
         s.count += bad.count;
     }
-    switch (s.code) {
-    case StatusCode::invalid_position:
-        s.message = "box coordinate is NaN or infinite";
-        break;
-    case StatusCode::invalid_box:
-        s.message = "box has min > max on some axis";
-        break;
-    case StatusCode::position_out_of_range:
-        s.message = "box outside the bounded world";
-        break;
-    default:
-        break;
-    }
     return s;
-}
-
-/// Unbounded worlds: an object with a coordinate beyond the cell-key range is
-/// kept with the large objects (tested against every object and by every
-/// query directly, in float: exact at any finite coordinate, O(N) each). Its
-/// scratch range is marked empty (hi < lo on x).
-inline void mark_far(ObjectScratch& o) {
-    o.lo[0] = 1;
-    o.hi[0] = 0;
-}
-inline bool is_far(const ObjectScratch& o) { return o.hi[0] < o.lo[0]; }
-
-/// Cells covered by a range (at most 2^64 - 1 by the key limits).
-inline uint64_t cells_covered(const ObjectScratch& o) {
-    return static_cast<uint64_t>(int64_t{o.hi[0]} - o.lo[0] + 1) *
-           static_cast<uint64_t>(int64_t{o.hi[1]} - o.lo[1] + 1) *
-           static_cast<uint64_t>(int64_t{o.hi[2]} - o.lo[2] + 1);
 }
 
 /// The box of occupied cells and the dense index within it.
@@ -81,31 +48,6 @@ struct DenseBox {
     int32_t lo[3];
     uint64_t extent[3];
 };
-
-/// One axis of the lattice with its bounds as doubles, hoisted out of the
-/// per-object loop: cell() is Lattice::cell_of with the same arithmetic.
-struct AxisCells {
-    float origin;
-    double scale;
-    double lower;
-    double upper;
-    bool clamp;
-
-    AxisCells(const Lattice& k, uint32_t d)
-        : origin(k.origin_f[d]), scale(k.scale), lower(k.lower(d)), upper(k.upper(d)), clamp(k.clamp) {}
-    bool cell(float p, int32_t& out) const {
-        double t = scaled_coordinate(p, origin, scale);
-        if (!(t >= lower && t < upper)) {
-            if (!clamp) return false;
-            t = t < lower ? lower : upper - 1.0;
-        }
-        out = floor_to_int(t);
-        return true;
-    }
-};
-
-/// Bit pattern of a float (boxes are compared with the previous frame's bit for bit).
-inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
 
 /// Step 1 for D dimensions: validate each box, compute its cell range into
 /// s.object and, per chunk, the counts, the occupied box and the lowest
@@ -428,6 +370,29 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
     s.entry_object = s.payload[src];
 }
 
+} // namespace
+
+Status detail::bad_box(StatusCode code, uint32_t index, uint32_t count) {
+    Status s;
+    s.code = code;
+    s.index = index;
+    s.count = count;
+    switch (code) {
+    case StatusCode::invalid_position:
+        s.message = "box coordinate is NaN or infinite";
+        break;
+    case StatusCode::invalid_box:
+        s.message = "box has min > max on some axis";
+        break;
+    case StatusCode::position_out_of_range:
+        s.message = "box outside the bounded world";
+        break;
+    default:
+        break;
+    }
+    return s;
+}
+
 /// Step 5, after either path: the row table of the frame's occupied cells
 /// (BoxGridView::row_start): rows (y, z) of the occupied box numbered
 /// r = (y - lo y) + (z - lo z) * rows per slab, and row_start[r] the first
@@ -435,7 +400,7 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
 /// by the cell that starts the row after it (or by the ends), so chunks of
 /// cells write disjoint slots. Not built when the box has more rows than the
 /// table's max_entries + 1 slots hold: queries then search for rows.
-void write_row_starts(BoxState& s, const ThreadBackend& b) {
+void detail::write_row_starts(BoxState& s, const ThreadBackend& b) {
     const BoxFrameBounds& f = s.bounds;
     const auto per_slab = static_cast<uint64_t>(int64_t{f.cell_hi[1]} - f.cell_lo[1] + 1);
     const uint64_t rows = per_slab * static_cast<uint64_t>(int64_t{f.cell_hi[2]} - f.cell_lo[2] + 1);
@@ -474,8 +439,6 @@ void write_row_starts(BoxState& s, const ThreadBackend& b) {
     fill(row_of(cells - 1) + 1, rows + 1, cells);
 }
 
-} // namespace
-
 Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
     if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
@@ -494,11 +457,18 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
                     "BoxSpans: min/max x, y (and z in 3D) must be set");
     if (spans_missing(in, dims))
         return {StatusCode::invalid_argument, 0, 0, 0, "BoxSpans: min/max x, y (and z in 3D) must be set"};
-    const uint64_t large_cells = g.config_.large_object_cells;
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
-    const ThreadBackend& b = trace.backend();
     trace.begin(TracePhase::box_rebuild);
     trace.begin(TracePhase::box_rebuild_validate);
+    return rebuild_checked(g, in, trace);
+}
+
+Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace& trace) {
+    BoxState& s = state(g);
+    const uint32_t n = in.count;
+    const uint32_t dims = s.dims;
+    const uint64_t large_cells = g.config_.large_object_cells;
+    const ThreadBackend& b = trace.backend();
 
     // 1. Validation, cell ranges and counts (scratch only).
     // A multiple of 64 (kObjectGrain is one): every chunk owns whole words of s.change.

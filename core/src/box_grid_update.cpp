@@ -24,6 +24,7 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -289,7 +290,74 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
     merge_entries<D>(s, b, added, key[src], owner[src], s.merge_counts, entries);
 }
 
+/// The entries of the objects whose range changed, by ascending object (the
+/// leaving bits, word by word), into the sort scratch; then sort and merge.
+template <uint32_t D>
+void update_listed(BoxState& s, const ThreadBackend& b, uint64_t added, uint32_t entries) {
+    const uint64_t half = s.max_entries / 2;
+    uint64_t* const key[2] = {s.sort_key[0], s.sort_key[0] + half};
+    uint32_t* const owner[2] = {reinterpret_cast<uint32_t*>(s.sort_key[1]),
+                                reinterpret_cast<uint32_t*>(s.sort_key[1]) + s.max_entries};
+    const uint32_t words = (s.object_count + 63) / 64;
+    uint64_t e = 0;
+    for (uint32_t w = 0; w < words; ++w)
+        for (uint64_t bits = s.change.leaving[w]; bits != 0; bits &= bits - 1) {
+            const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
+            e = emit_object<D>(s.object[i], i, e, key[0], owner[0]);
+        }
+    HASHGRID_ASSERT(e == added, "box update: emitted entries disagree with the count");
+    const auto count = static_cast<uint32_t>(added);
+    const auto entry_grain = static_cast<uint32_t>(grain_for(count, kEntryGrain, kMaxEntryChunks));
+    const uint64_t varying = varying_bits(b, key[0], count, entry_grain, s.entry_chunk);
+    const uint32_t src = radix_sort<uint64_t>(b, key, owner, count, varying, kMaxDigitBits, s.radix_hist, entry_grain);
+    merge_entries<D>(s, b, added, key[src], owner[src], s.merge_counts, entries);
+}
+
+/// The entries of one object that moved within its cells get its new box:
+/// each cell is found by its key, the entry by its object (a cell's entries
+/// ascend by object).
+template <uint32_t D>
+void patch_object(BoxState& s, uint32_t object) {
+    const ObjectScratch& o = s.object[object];
+    const uint64_t* keys = s.cell_key;
+    const uint32_t cells = s.cell_count;
+    for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
+        for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
+            for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x) {
+                const uint64_t key = Lattice::pack(D, x, y, z);
+                const auto c = static_cast<uint32_t>(std::lower_bound(keys, keys + cells, key) - keys);
+                HASHGRID_ASSERT(c < cells && keys[c] == key, "box update: a moved object's cell is missing");
+                const uint32_t* first = s.entry_object + s.cell_start[c];
+                const uint32_t* last = s.entry_object + s.cell_start[c + 1];
+                const auto e = static_cast<uint32_t>(std::lower_bound(first, last, object) - s.entry_object);
+                HASHGRID_ASSERT(e < s.cell_start[c + 1] && s.entry_object[e] == object,
+                                "box update: a moved object's entry is missing");
+                for (uint32_t d = 0; d < D; ++d) {
+                    s.entry_min[d][e] = o.min[d];
+                    s.entry_max[d][e] = o.max[d];
+                }
+            }
+}
+
 } // namespace
+
+void update_listed_entries(BoxState& s, const ThreadBackend& b, uint64_t added, uint32_t entries) {
+    if (s.dims == 3)
+        update_listed<3>(s, b, added, entries);
+    else
+        update_listed<2>(s, b, added, entries);
+}
+
+void patch_moved_boxes(BoxState& s, const uint32_t* objects, uint32_t count) {
+    for (uint32_t k = 0; k < count; ++k) {
+        const uint32_t i = objects[k];
+        if (!s.change.is_moved(i) || s.change.is_leaving(i) || s.is_large[i] != 0) continue;
+        if (s.dims == 3)
+            patch_object<3>(s, i);
+        else
+            patch_object<2>(s, i);
+    }
+}
 
 void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
                     uint32_t entries) {

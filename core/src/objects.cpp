@@ -34,6 +34,7 @@ struct Arrays {
     uint32_t* slot_generation = nullptr;
     uint32_t* slot_dense = nullptr;
     uint32_t* free_ring = nullptr;
+    uint32_t* change_ring = nullptr;
 };
 
 uint64_t lay_out(const ObjectStoreConfig& c, unsigned char* base, Arrays& a) {
@@ -50,6 +51,7 @@ uint64_t lay_out(const ObjectStoreConfig& c, unsigned char* base, Arrays& a) {
     a.slot_generation = l.take<uint32_t>(n);
     a.slot_dense = l.take<uint32_t>(n);
     a.free_ring = l.take<uint32_t>(n);
+    a.change_ring = l.take<uint32_t>(n);
     return l.bytes();
 }
 
@@ -86,6 +88,26 @@ uint64_t fresh_layout_block() {
 void ObjectStore::advance_layout() {
     ++layout_;
     if (layout_ % detail::kLayoutBlock == 0) layout_ = fresh_layout_block(); // the next block is another store's
+    // The layout change takes a clock value of its own (its record names no
+    // object): a list from an earlier clock would name the old layout.
+    log_change(kInvalidObjectIndex);
+    layout_clock_ = clock_;
+}
+
+void ObjectStore::log_change(uint32_t dense) {
+    change_ring_[ring_at_] = dense;
+    ring_at_ = ring_at_ + 1 == config_.max_objects ? 0 : ring_at_ + 1;
+    ++clock_;
+}
+
+ObjectChanges ObjectStore::changes_since(uint64_t clock) const {
+    ObjectChanges c;
+    c.begin = clock;
+    c.end = clock_;
+    c.ring = change_ring_;
+    c.ring_size = config_.max_objects;
+    c.complete = initialized_ && clock >= layout_clock_ && clock <= clock_ && clock_ - clock <= config_.max_objects;
+    return c;
 }
 
 Status ObjectStore::validate(const ObjectStoreConfig& c) {
@@ -120,6 +142,7 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
         slot_generation_ = a.slot_generation;
         slot_dense_ = a.slot_dense;
         free_ring_ = a.free_ring;
+        change_ring_ = a.change_ring;
 
         config_ = config;
         for (uint32_t s = 0; s < config.max_objects; ++s) {
@@ -132,6 +155,10 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
         count_ = 0;
         retired_ = 0;
         layout_ = fresh_layout_block(); // views and results of the old layout are stale
+        // The clock goes on (never reset): lists asked for before this init are incomplete.
+        ++clock_;
+        layout_clock_ = clock_;
+        ring_at_ = static_cast<uint32_t>(clock_ % config.max_objects);
         initialized_ = true;
     });
 }
@@ -217,6 +244,7 @@ Status ObjectStore::move(ObjectHandle handle, const ObjectBox& box) {
     const Status s = validate_box(config_.dimensions, box);
     if (!s.ok()) return s;
     write_box(dense, box);
+    log_change(dense);
     return {};
 }
 
@@ -229,6 +257,7 @@ Status ObjectStore::set_layers(ObjectHandle handle, uint32_t category, uint32_t 
     if (dense == kInvalidObjectIndex) return invalid_handle();
     category_[dense] = category;
     mask_[dense] = mask;
+    log_change(dense);
     return {};
 }
 

@@ -65,6 +65,7 @@ constexpr const char* kPhaseNames[kTracePhaseCount] = {
     "query_face_batch",
     "box.rebuild.update",
     "rebuild.merge",
+    "box.rebuild.listed",
 };
 
 /// Next trace slot for a thread that records its first phase.

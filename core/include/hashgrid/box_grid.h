@@ -82,6 +82,19 @@
 /// instead of box.rebuild.entries for such a frame. A rejected rebuild makes
 /// the next one a full build.
 ///
+/// Frames from a store. rebuild(store, backend) on the store (and layout) of
+/// the last frame reads the store's change log (objects.h, "Change log"):
+/// when at most one object in eight was moved or given new layers since,
+/// only those are read and validated, instead of every object; when none of
+/// them changed cells, their entries are rewritten in place (O(changed
+/// objects x their cells x log cells)), else merged as above. The frame's
+/// bounds are extended by the changed boxes, and taken again from every
+/// object only when a changed object's old box lay on one of them. Same
+/// arrays, pairs and answers again; a trace shows box.rebuild.listed instead
+/// of box.rebuild.validate (then box.rebuild.validate as well, when the
+/// changed objects turn out to need the full build: one became or stopped
+/// being large, or they move more than a quarter of the entries).
+///
 /// Memory and cost (box_grid.cpp has the layout): per object about 140 B, per
 /// cell entry (max_cell_entries) about 104 B in 3D (64 B of them the frame and
 /// sort scratch, 40 B the second half of the cell and entry arrays that a
@@ -346,6 +359,8 @@ private:
     /// The store of the current frame and its layout generation (null: BoxSpans).
     const ObjectStore* source_store_ = nullptr;
     uint64_t source_layout_ = 0;
+    /// The store's change_clock() at that rebuild (its changes since are listed).
+    uint64_t source_clock_ = 0;
     void* owned_memory_ = nullptr;
     Trace* trace_ = nullptr;
     // Layout and frame state: see box_grid.cpp.

@@ -77,6 +77,17 @@
 /// result names; they are not part of the deterministic output (they depend on
 /// the other stores of the process).
 ///
+/// Change log. Every successful move() and set_layers() appends the object's
+/// dense index to a ring of max_objects records and advances change_clock();
+/// changes_since(clock) lists the objects changed since change_clock() had
+/// that value (an object once per change, in the order of the changes), and
+/// says whether the list is complete: it is not when more than max_objects
+/// changes were made since, or when the layout changed since (add, remove,
+/// clear and init advance the clock too, and end every earlier list).
+/// BoxGrid::rebuild(store, backend) reads it to look only at the objects
+/// that changed since the store's previous frame (box_grid.h); a job of your
+/// own that mirrors the store can do the same.
+///
 /// handle_at(frame, index) maps one index without a result: use it inside a
 /// visitor (QueryVisitor), while the frame it is called on is current.
 /// handle_at(dense_index) without a view is not checked at all.
@@ -139,6 +150,24 @@ struct ObjectHandlePair {
 struct UserValuePair {
     uint64_t a = 0; ///< User value of Pair::a.
     uint64_t b = 0; ///< User value of Pair::b.
+};
+
+/// The objects changed since a clock value (ObjectStore::changes_since).
+/// Valid until the store's next change.
+struct ObjectChanges {
+    /// True when every change since `begin` is listed (see "Change log"); when
+    /// false the list is empty and the caller must look at every object.
+    bool complete = false;
+    uint64_t begin = 0; ///< The clock value asked for.
+    uint64_t end = 0;   ///< change_clock() now: changes [begin, end) are listed.
+    /// The ring: change k's dense index is ring[k % ring_size].
+    const uint32_t* ring = nullptr;
+    uint64_t ring_size = 0; ///< Records in the ring (the store's max_objects).
+
+    /// Changes listed: end - begin when complete, else 0.
+    [[nodiscard]] uint64_t size() const { return complete ? end - begin : 0; }
+    /// Dense index of the k-th change listed, k < size().
+    [[nodiscard]] uint32_t operator[](uint64_t k) const { return ring[(begin + k) % ring_size]; }
 };
 
 /// Outcome of ObjectStore::add().
@@ -289,6 +318,14 @@ public:
     /// it only grows, never reset.
     [[nodiscard]] uint64_t layout_generation() const { return layout_; }
 
+    /// Changes made so far (see "Change log"): advanced by every successful
+    /// move(), set_layers(), add(), remove(), clear() and init(); never reset.
+    [[nodiscard]] uint64_t change_clock() const { return clock_; }
+    /// The objects moved or given new layers since change_clock() was `clock`
+    /// (see "Change log"); complete = false for a clock from before the last
+    /// layout change, from the future, or more than max_objects changes ago.
+    [[nodiscard]] ObjectChanges changes_since(uint64_t clock) const;
+
     /// Live objects.
     [[nodiscard]] uint32_t size() const { return count_; }
     /// max_objects minus retired slots: how many objects can live at once now.
@@ -335,8 +372,11 @@ private:
     Status write_user_values(const uint32_t* in, uint64_t first, uint64_t count, uint64_t* out) const;
     Status write_handles(const Pair* in, uint64_t first, uint64_t count, ObjectHandlePair* out) const;
     Status write_user_values(const Pair* in, uint64_t first, uint64_t count, UserValuePair* out) const;
-    /// Advances layout_ (one shared sequence: see "Layout numbers").
+    /// Advances layout_ (one shared sequence: see "Layout numbers") and ends
+    /// the change log's lists (see "Change log").
     void advance_layout();
+    /// Appends a change of the object at `dense` to the change log.
+    void log_change(uint32_t dense);
 
     ObjectStoreConfig config_{};
     bool initialized_ = false;
@@ -345,6 +385,12 @@ private:
     uint32_t count_ = 0;   // live objects = dense size
     uint32_t retired_ = 0; // slots never to be issued again
     uint64_t layout_ = 0;  // layout generation (layout_generation())
+    // Change log: change k's dense index at change_ring_[k % max_objects];
+    // changes before layout_clock_ name another layout.
+    uint64_t clock_ = 0;
+    uint64_t layout_clock_ = 0;
+    uint32_t ring_at_ = 0; // clock_ % max_objects
+    uint32_t* change_ring_ = nullptr;
 
     // Dense SoA, max_objects entries each (z arrays null in 2D).
     float* min_[3] = {nullptr, nullptr, nullptr};

@@ -90,10 +90,14 @@ enum class TracePhase : uint16_t {
     query_face_batch,     ///< query_face_batch.
     box_rebuild_update,   ///< Instead of box_rebuild_entries: few objects changed cells, merged into the last frame.
     rebuild_merge, ///< Bounded input in last frame's order: the particles that changed cells merged into the others.
+    /// Instead of box_rebuild_validate, in BoxGrid::rebuild(store): only the
+    /// objects the store's change log lists (followed by box_rebuild_validate
+    /// when they are too many to take alone).
+    box_rebuild_listed,
 };
 
 /// Number of TracePhase values.
-inline constexpr uint32_t kTracePhaseCount = static_cast<uint32_t>(TracePhase::rebuild_merge) + 1;
+inline constexpr uint32_t kTracePhaseCount = static_cast<uint32_t>(TracePhase::box_rebuild_listed) + 1;
 
 /// Stable name of a phase, e.g. "rebuild.keys" (a static string; "unknown" when out of range).
 const char* trace_phase_name(TracePhase phase);

@@ -1,0 +1,299 @@
+// BoxGrid::rebuild(store, backend) when the store's change log lists every
+// change since the grid's frame (ObjectStore::changes_since): only the listed
+// objects are read, instead of comparing every object with the last frame.
+//
+// 1. The log's records, each object once (the moved bitmap marks the ones
+//    seen), into a list in log order.
+// 2. Each listed object is evaluated without writing anything: box and layers
+//    against the frame's copies, then validation and the cell range of a
+//    changed box, the entries it removes and adds, and whether its old box
+//    may have held the frame's bounds (then they are recomputed). A bad box
+//    is reported as the full rebuild reports it (only listed objects can be
+//    bad: the others were accepted with the last frame); a change of size
+//    class or too many entries to move falls back to the full rebuild.
+// 3. The frame's copies and scratch of the changed objects are written and
+//    their entries merged (box_grid_update.cpp), or, when no object changed
+//    cells, patched in place. The result is the full rebuild's, array for
+//    array (tests/test_box_update.cpp).
+#include "box_grid_internal.h"
+#include "trace_scope.h"
+
+#include "hashgrid/assert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace hashgrid {
+
+using namespace detail;
+
+namespace {
+
+/// What a listed object becomes.
+struct Change {
+    bool box = false;    // its box differs from the frame's, bit for bit
+    bool layers = false; // its category or mask differs
+    StatusCode bad = StatusCode::ok;
+    bool large = false; // size class of the new box
+    ObjectScratch now{};
+};
+
+inline uint32_t layer_of(const uint32_t* layers, uint32_t i) { return layers != nullptr ? layers[i] : ~0u; }
+
+/// Step 2 for one object (the same tests and arithmetic as the full rebuild's validation).
+template <uint32_t D>
+Change evaluate(const BoxState& s, const BoxSpans& in, const AxisCells* axis, uint32_t i, uint64_t large_cells) {
+    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
+    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
+    Change c;
+    c.layers = layer_of(in.category, i) != s.category[i] || layer_of(in.mask, i) != s.mask[i];
+    uint32_t differ = 0;
+    for (uint32_t d = 0; d < D; ++d)
+        differ |=
+            (float_bits(lows[d][i]) ^ float_bits(s.min[d][i])) | (float_bits(highs[d][i]) ^ float_bits(s.max[d][i]));
+    c.box = differ != 0;
+    if (!c.box) return c;
+    ObjectScratch& o = c.now;
+    bool finite = true;
+    bool ordered = true;
+    for (uint32_t d = 0; d < 3; ++d) {
+        o.min[d] = d < D ? lows[d][i] : 0.0f;
+        o.max[d] = d < D ? highs[d][i] : 0.0f;
+        finite = finite && std::isfinite(o.min[d]) && std::isfinite(o.max[d]);
+        ordered = ordered & (o.min[d] <= o.max[d]);
+    }
+    if (!finite) {
+        c.bad = StatusCode::invalid_position;
+        return c;
+    }
+    if (!ordered) {
+        c.bad = StatusCode::invalid_box;
+        return c;
+    }
+    o.lo[2] = o.hi[2] = 0;
+    bool in_range = true;
+    for (uint32_t d = 0; d < D; ++d)
+        in_range = axis[d].cell(o.min[d], o.lo[d]) && axis[d].cell(o.max[d], o.hi[d]) && in_range;
+    if (!in_range) {
+        if (s.cells.bounded) {
+            c.bad = StatusCode::position_out_of_range;
+            return c;
+        }
+        mark_far(o);
+        c.large = true;
+        return c;
+    }
+    c.large = cells_covered(o) > large_cells;
+    return c;
+}
+
+/// The frame's bounds from every small object's scratch (when a changed object
+/// may have held one of them): per chunk, then in chunk order.
+template <uint32_t D>
+BoxFrameBounds recompute_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t grain) {
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        ObjectChunk chunk{};
+        for (uint32_t d = 0; d < 3; ++d) {
+            chunk.cell_lo[d] = INT32_MAX;
+            chunk.cell_hi[d] = INT32_MIN;
+        }
+        for (uint32_t i = begin; i < end; ++i) {
+            if (s.is_large[i] != 0) continue;
+            const ObjectScratch& o = s.object[i];
+            const bool first = chunk.entries == 0;
+            chunk.entries = 1;
+            for (uint32_t d = 0; d < D; ++d) {
+                chunk.cell_lo[d] = std::min(chunk.cell_lo[d], o.lo[d]);
+                chunk.cell_hi[d] = std::max(chunk.cell_hi[d], o.hi[d]);
+                chunk.box_lo[d] = first ? o.min[d] : std::min(chunk.box_lo[d], o.min[d]);
+                chunk.box_hi[d] = first ? o.max[d] : std::max(chunk.box_hi[d], o.max[d]);
+                chunk.span[d] = std::max(chunk.span[d], o.hi[d] - o.lo[d]);
+            }
+        }
+        s.object_chunk[begin / grain] = chunk;
+    });
+    BoxFrameBounds f{};
+    bool any = false;
+    for (uint32_t c = 0; c < chunk_count(n, grain); ++c) {
+        const ObjectChunk& chunk = s.object_chunk[c];
+        if (chunk.entries == 0) continue;
+        for (uint32_t d = 0; d < D; ++d) {
+            f.cell_lo[d] = any ? std::min(f.cell_lo[d], chunk.cell_lo[d]) : chunk.cell_lo[d];
+            f.cell_hi[d] = any ? std::max(f.cell_hi[d], chunk.cell_hi[d]) : chunk.cell_hi[d];
+            f.box_lo[d] = any ? std::min(f.box_lo[d], chunk.box_lo[d]) : chunk.box_lo[d];
+            f.box_hi[d] = any ? std::max(f.box_hi[d], chunk.box_hi[d]) : chunk.box_hi[d];
+            f.max_span[d] = std::max(f.max_span[d], chunk.span[d]);
+        }
+        any = true;
+    }
+    return f;
+}
+
+/// Steps 2-3 for D dimensions over the listed objects; `applied` is false
+/// when the full rebuild must run instead (nothing was written then).
+template <uint32_t D>
+Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uint32_t count, uint64_t large_cells,
+                    PhaseTrace& trace, bool& applied) {
+    applied = false;
+    const Lattice& k = s.cells;
+    const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
+    const BoxFrameBounds old_bounds = s.bounds;
+
+    // 2. Evaluate (read only).
+    uint32_t bad_count = 0, bad_index = kNone;
+    StatusCode bad_code = StatusCode::ok;
+    uint64_t added = 0, removed = 0;
+    bool shrink = false;         // a changed object's old box may have held a bound
+    bool all_categories = false; // the AND of the categories must be taken again
+    uint32_t common = s.category_common;
+    BoxFrameBounds grown = old_bounds; // the old bounds and the changed small boxes
+    for (uint32_t j = 0; j < count; ++j) {
+        const uint32_t i = listed[j];
+        const Change c = evaluate<D>(s, in, axis, i, large_cells);
+        if (c.bad != StatusCode::ok) {
+            ++bad_count;
+            if (i < bad_index) {
+                bad_index = i;
+                bad_code = c.bad;
+            }
+            continue;
+        }
+        if (c.layers) {
+            const uint32_t was = s.category[i];
+            const uint32_t now = layer_of(in.category, i);
+            if ((now & ~was & ~s.category_common) != 0) all_categories = true; // a bit may join the AND
+            common &= now;
+        }
+        if (!c.box) continue;
+        const bool was_large = s.is_large[i] != 0;
+        if (c.large != was_large) return {}; // the large set changes: full rebuild
+        if (c.large) continue;
+        const ObjectScratch& old = s.object[i];
+        bool same = true;
+        for (uint32_t d = 0; d < D; ++d) {
+            same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
+            shrink = shrink || old.lo[d] == old_bounds.cell_lo[d] || old.hi[d] == old_bounds.cell_hi[d] ||
+                     old.min[d] == old_bounds.box_lo[d] || old.max[d] == old_bounds.box_hi[d] ||
+                     old.hi[d] - old.lo[d] == old_bounds.max_span[d];
+            grown.cell_lo[d] = std::min(grown.cell_lo[d], c.now.lo[d]);
+            grown.cell_hi[d] = std::max(grown.cell_hi[d], c.now.hi[d]);
+            grown.box_lo[d] = std::min(grown.box_lo[d], c.now.min[d]);
+            grown.box_hi[d] = std::max(grown.box_hi[d], c.now.max[d]);
+            grown.max_span[d] = std::max(grown.max_span[d], c.now.hi[d] - c.now.lo[d]);
+        }
+        if (!same) {
+            removed += cells_covered(old);
+            added += cells_covered(c.now);
+        }
+    }
+    if (bad_count > 0) return bad_box(bad_code, bad_index, bad_count); // previous frame untouched
+    const uint64_t entries = uint64_t{s.entry_count} - removed + added;
+    if (entries > s.max_entries) {
+        Status st;
+        st.code = StatusCode::entry_capacity;
+        st.needed = entries;
+        st.message = "boxes cover more cells than BoxGridConfig::max_cell_entries";
+        return st; // previous frame untouched
+    }
+    if ((added + removed) * kUpdateShare > s.entry_count) return {}; // the full rebuild's sort is cheaper
+
+    // 3. The frame is accepted: write the changed objects, then their entries.
+    applied = true;
+    trace.next(TracePhase::box_rebuild_update);
+    const uint32_t n = s.object_count;
+    const uint32_t words = (n + 63) / 64;
+    std::memset(s.change.moved, 0, words * sizeof(uint64_t)); // held the seen marks of step 1
+    for (uint32_t j = 0; j < count; ++j) {
+        const uint32_t i = listed[j];
+        const Change c = evaluate<D>(s, in, axis, i, large_cells);
+        if (c.layers) {
+            s.category[i] = layer_of(in.category, i);
+            s.mask[i] = layer_of(in.mask, i);
+        }
+        if (!c.box) continue;
+        ObjectScratch& o = s.object[i];
+        bool same = true;
+        for (uint32_t d = 0; d < D; ++d) {
+            same = same & (o.lo[d] == c.now.lo[d]) & (o.hi[d] == c.now.hi[d]);
+            s.min[d][i] = c.now.min[d];
+            s.max[d][i] = c.now.max[d];
+        }
+        const uint64_t bit = uint64_t{1} << (i & 63);
+        s.change.moved[i >> 6] |= bit;
+        if (!c.large && !same) s.change.leaving[i >> 6] |= bit;
+        o = c.now;
+    }
+    if (all_categories) {
+        common = ~0u;
+        for (uint32_t i = 0; i < n; ++i)
+            common &= s.category[i];
+    }
+    s.category_common = common;
+    const ThreadBackend& b = trace.backend();
+    const uint32_t grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
+    BoxFrameBounds bounds = shrink ? recompute_bounds<D>(s, b, n, grain) : grown;
+    if (added > 0)
+        update_listed_entries(s, b, added, static_cast<uint32_t>(entries));
+    else
+        patch_moved_boxes(s, listed, count);
+    s.bounds = bounds;
+    // The row table names cell indices over the occupied cells' box: both
+    // stay when no object changed cells.
+    if (added > 0) write_row_starts(s, b);
+    s.entry_count = static_cast<uint32_t>(entries);
+    return {};
+}
+
+} // namespace
+
+Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const ObjectChanges& changes,
+                                      const ThreadBackend& caller_backend) {
+    HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
+    if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
+    BoxState& s = state(g);
+    const uint32_t n = in.count;
+    // The listed path needs the last frame in full (objects, layers) with the
+    // same objects, and pays off only when few changed.
+    const bool listed_path = changes.complete && built(g) && s.object_is_frame && s.object_count == n && n > 0 &&
+                             s.cell_count > 0 && s.layers && in.category != nullptr && in.mask != nullptr &&
+                             changes.size() <= n / 8 && !spans_missing(in, s.dims);
+    if (!listed_path) return rebuild(g, in, caller_backend);
+    PhaseTrace trace(g.trace_, caller_backend);
+    trace.begin(TracePhase::box_rebuild);
+    trace.begin(TracePhase::box_rebuild_listed);
+
+    // 1. Each logged object once, in log order (the moved bits mark the ones seen).
+    const uint32_t words = (n + 63) / 64;
+    std::memset(s.change.moved, 0, words * sizeof(uint64_t));
+    std::memset(s.change.leaving, 0, words * sizeof(uint64_t));
+    uint32_t* const listed = s.coarse_cell; // scratch of max_objects
+    uint32_t count = 0;
+    uint64_t at = changes.begin % changes.ring_size;
+    for (uint64_t c = 0; c < changes.size(); ++c) {
+        const uint32_t i = changes.ring[at];
+        at = at + 1 == changes.ring_size ? 0 : at + 1;
+        if (i >= n) { // not of this layout (a complete list has none): compare every object
+            trace.next(TracePhase::box_rebuild_validate);
+            return rebuild_checked(g, in, trace);
+        }
+        const uint64_t bit = uint64_t{1} << (i & 63);
+        if ((s.change.moved[i >> 6] & bit) != 0) continue;
+        s.change.moved[i >> 6] |= bit;
+        listed[count++] = i;
+    }
+
+    bool applied = false;
+    const uint64_t large_cells = g.config_.large_object_cells;
+    const Status st = s.dims == 3 ? apply_listed<3>(s, in, listed, count, large_cells, trace, applied)
+                                  : apply_listed<2>(s, in, listed, count, large_cells, trace, applied);
+    if (!st.ok()) return st;
+    if (!applied) {
+        trace.next(TracePhase::box_rebuild_validate);
+        return rebuild_checked(g, in, trace);
+    }
+    set_built(g);
+    return {};
+}
+
+} // namespace hashgrid
