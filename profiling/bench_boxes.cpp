@@ -68,6 +68,7 @@
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/config.h"
+#include "hashgrid/objects.h"
 #include "hashgrid/platform/tbb_backend.h"
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
@@ -570,8 +571,16 @@ struct BoxGridSlot {
     }
 
     bool rebuild(const Boxes& b, const hashgrid::ThreadBackend& backend) {
+        return rebuild_with([&] { return grid->rebuild(b.spans(), backend); });
+    }
+    bool rebuild(const hashgrid::ObjectStore& store, const hashgrid::ThreadBackend& backend) {
+        return rebuild_with([&] { return grid->rebuild(store, backend); });
+    }
+    /// `run()` rebuilds; on too many entries, regrows and runs it again.
+    template <typename Run>
+    bool rebuild_with(Run&& run) {
         for (;;) {
-            const Status s = grid->rebuild(b.spans(), backend);
+            const Status s = run();
             if (s.ok()) return true;
             if (s.code != StatusCode::entry_capacity) {
                 g_error = std::string("BoxGrid::rebuild: ") + hashgrid::to_string(s.code) + " (" + s.message + ")";
@@ -983,11 +992,13 @@ QueryScene& query_scene() {
 /// tested)` runs the query batch, filling `results` (and the candidates the
 /// exact tests saw) when they are not null. The last frame's batch is run
 /// again untimed and checked.
-template <typename Index, typename Run>
-void query_frames(benchmark::State& state, const std::string& name, unsigned threads, Index&& index, Run&& run) {
+template <typename Index, typename Run, typename Sync>
+void query_frames(benchmark::State& state, const std::string& name, unsigned threads, Index&& index, Run&& run,
+                  Sync&& sync) {
     QueryScene& qs = query_scene();
     Boxes boxes;
     frame_boxes(qs.scene, 0, boxes);
+    sync(boxes);
     const uint64_t start = now_ns();
     if (!index(0u, boxes)) {
         state.SkipWithError(g_error.c_str());
@@ -996,7 +1007,12 @@ void query_frames(benchmark::State& state, const std::string& name, unsigned thr
     state.counters["build_ms"] = static_cast<double>(now_ns() - start) * 1e-6;
     PhaseTime index_time, query_time;
     const uint32_t frame = hashgrid_support::run_frames(
-        state, g_options.warmup, index_time, query_time, g_error, frames_of(qs.scene, boxes),
+        state, g_options.warmup, index_time, query_time, g_error,
+        [&](uint32_t f) { // untimed: the frame's boxes, and the store's moves of those that changed
+            frame_boxes(qs.scene, f, boxes);
+            sync(boxes);
+            return true;
+        },
         [&](uint32_t f) { return index(f, boxes); }, [&] { return run(nullptr, nullptr); });
     if (frame == 0) return;
     QueryResults results;
@@ -1021,10 +1037,51 @@ void query_frames(benchmark::State& state, const std::string& name, unsigned thr
     if (tested != 0) hashgrid_support::set_candidate_rate(state, static_cast<double>(tested), query_time);
 }
 
+/// The boxes of a scene kept in an ObjectStore, as a game keeps its objects:
+/// each frame, move() only for the boxes that changed (not timed: the
+/// game's own work).
+struct StoreSlot {
+    hashgrid::ObjectStore store;
+    std::vector<hashgrid::ObjectHandle> handle;
+
+    bool init(const Boxes& b) {
+        hashgrid::ObjectStoreConfig c;
+        c.dimensions = b.dimensions;
+        c.max_objects = b.n;
+        Status s = store.init_allocate(c);
+        handle.resize(b.n);
+        for (uint32_t i = 0; i < b.n && s.ok(); ++i) {
+            const hashgrid::ObjectAddResult a = store.add(box_at(b, i), ~0u, ~0u, i);
+            s = a.status;
+            handle[i] = a.handle;
+        }
+        if (!s.ok()) g_error = std::string("ObjectStore: ") + hashgrid::to_string(s.code) + " (" + s.message + ")";
+        return s.ok();
+    }
+    static hashgrid::ObjectBox box_at(const Boxes& b, uint32_t i) {
+        hashgrid::ObjectBox box;
+        for (uint32_t a = 0; a < b.dimensions; ++a) {
+            box.min[a] = b.lo[a][i];
+            box.max[a] = b.hi[a][i];
+        }
+        return box;
+    }
+    void sync(const Boxes& b) {
+        for (uint32_t i = 0; i < b.n; ++i) {
+            bool same = true;
+            for (uint32_t a = 0; a < b.dimensions; ++a)
+                same = same && b.lo[a][i] == store.min_coords(a)[i] && b.hi[a][i] == store.max_coords(a)[i];
+            if (!same) (void)store.move(handle[i], box_at(b, i));
+        }
+    }
+};
+
 /// Hashgrid: rebuild + prepare_box_queries (the index update), then one batch
 /// of box queries and one of circle queries (query_box_batch, query_radius_batch).
+/// With from_store, the boxes live in an ObjectStore and the grid is rebuilt
+/// from it (rebuild(store, backend): it reads the store's change log).
 void bench_box_queries(benchmark::State& state, const std::string& name, double cell, World world,
-                       const TbbBackend& tbb) {
+                       const TbbBackend& tbb, bool from_store) {
     QueryScene& qs = query_scene();
     const hashgrid::ThreadBackend backend = tbb.backend();
     std::vector<hashgrid::QueryBox> box_queries;
@@ -1055,6 +1112,15 @@ void bench_box_queries(benchmark::State& state, const std::string& name, double 
         return;
     }
     hashgrid::BoxQueryGrid grid{};
+    StoreSlot store;
+    if (from_store) {
+        Boxes base;
+        frame_boxes(qs.scene, 0, base);
+        if (!store.init(base)) {
+            state.SkipWithError(g_error.c_str());
+            return;
+        }
+    }
     const auto batch = [&](auto&& query, std::vector<uint32_t>& buffer, const char* what) {
         hashgrid::QueryResult r = query();
         if (r.status.code == StatusCode::output_too_small) {
@@ -1068,7 +1134,7 @@ void bench_box_queries(benchmark::State& state, const std::string& name, double 
     query_frames(
         state, name, tbb.threads(),
         [&](uint32_t, const Boxes& boxes) {
-            if (!slot.rebuild(boxes, backend)) return false;
+            if (!(from_store ? slot.rebuild(store.store, backend) : slot.rebuild(boxes, backend))) return false;
             grid = hashgrid::prepare_box_queries(slot.grid->view(), backend);
             return true;
         },
@@ -1103,6 +1169,9 @@ void bench_box_queries(benchmark::State& state, const std::string& name, double 
                 results->start.push_back(static_cast<uint32_t>(results->object.size()));
             }
             return true;
+        },
+        [&](const Boxes& b) {
+            if (from_store) store.sync(b);
         });
 }
 
@@ -1148,7 +1217,8 @@ void bench_box2d_queries(benchmark::State& state, const std::string& name) {
             if (results != nullptr) results->object = hits;
             if (tested != nullptr) *tested = collect.tested;
             return true;
-        });
+        },
+        [](const Boxes&) {});
 }
 #endif
 
@@ -1295,16 +1365,20 @@ int main(int argc, char** argv) {
     peer("B2/box2d/tree/threads:1",
          [](benchmark::State& state) { bench_box2d_pairs(state, "B2/box2d/tree/threads:1", pair_scene("B2")); });
 #endif
-    for (const World world : {World::unbounded, World::bounded}) {
-        for (const double cell : o.q_cells) {
-            for (uint32_t t : o.threads) {
-                const std::string name = std::string("Q/hashgrid/") +
-                                         (world == World::bounded ? "bounded" : "unbounded") + "/cell:" + number(cell) +
-                                         moved_tag + "/threads:" + std::to_string(t);
-                const TbbBackend* tbb = backends[t].get();
-                hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
-                    bench_box_queries(state, name, cell, world, *tbb);
-                });
+    // Q/hashgrid: the boxes as spans; Q/hashgrid-store: kept in an ObjectStore
+    // (moved when they change) and rebuilt from it.
+    for (const bool from_store : {false, true}) {
+        for (const World world : {World::unbounded, World::bounded}) {
+            for (const double cell : o.q_cells) {
+                for (uint32_t t : o.threads) {
+                    const std::string name = std::string(from_store ? "Q/hashgrid-store/" : "Q/hashgrid/") +
+                                             (world == World::bounded ? "bounded" : "unbounded") +
+                                             "/cell:" + number(cell) + moved_tag + "/threads:" + std::to_string(t);
+                    const TbbBackend* tbb = backends[t].get();
+                    hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+                        bench_box_queries(state, name, cell, world, *tbb, from_store);
+                    });
+                }
             }
         }
     }

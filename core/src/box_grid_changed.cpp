@@ -88,46 +88,146 @@ Change evaluate(const BoxState& s, const BoxSpans& in, const AxisCells* axis, ui
     return c;
 }
 
-/// The frame's bounds from every small object's scratch (when a changed object
-/// may have held one of them): per chunk, then in chunk order.
-template <uint32_t D>
-BoxFrameBounds recompute_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t grain) {
-    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        ObjectChunk chunk{};
-        for (uint32_t d = 0; d < 3; ++d) {
-            chunk.cell_lo[d] = INT32_MAX;
-            chunk.cell_hi[d] = INT32_MIN;
+/// Bound kind e (kBoundKinds order) of axis d of an object, or of the frame,
+/// as a double (exact for the int32 cells and the float coordinates).
+inline double bound_value(const ObjectScratch& o, uint32_t d, uint32_t e) {
+    switch (e) {
+    case 0:
+        return o.lo[d];
+    case 1:
+        return o.hi[d];
+    case 2:
+        return o.min[d];
+    case 3:
+        return o.max[d];
+    default:
+        return o.hi[d] - o.lo[d];
+    }
+}
+inline double bound_value(const BoxFrameBounds& f, uint32_t d, uint32_t e) {
+    switch (e) {
+    case 0:
+        return f.cell_lo[d];
+    case 1:
+        return f.cell_hi[d];
+    case 2:
+        return f.box_lo[d];
+    case 3:
+        return f.box_hi[d];
+    default:
+        return f.max_span[d];
+    }
+}
+inline void set_bound(BoxFrameBounds& f, uint32_t d, uint32_t e, double v) {
+    switch (e) {
+    case 0:
+        f.cell_lo[d] = static_cast<int32_t>(v);
+        break;
+    case 1:
+        f.cell_hi[d] = static_cast<int32_t>(v);
+        break;
+    case 2:
+        f.box_lo[d] = static_cast<float>(v);
+        break;
+    case 3:
+        f.box_hi[d] = static_cast<float>(v);
+        break;
+    default:
+        f.max_span[d] = static_cast<int32_t>(v);
+        break;
+    }
+}
+/// The same bounds in a chunk's fields (cell_lo, cell_hi, box_lo, box_hi, span).
+inline double chunk_bound(const ObjectChunk& c, uint32_t d, uint32_t e) {
+    switch (e) {
+    case 0:
+        return c.cell_lo[d];
+    case 1:
+        return c.cell_hi[d];
+    case 2:
+        return c.box_lo[d];
+    case 3:
+        return c.box_hi[d];
+    default:
+        return c.span[d];
+    }
+}
+inline void set_chunk_bound(ObjectChunk& c, uint32_t d, uint32_t e, double v) {
+    switch (e) {
+    case 0:
+        c.cell_lo[d] = static_cast<int32_t>(v);
+        break;
+    case 1:
+        c.cell_hi[d] = static_cast<int32_t>(v);
+        break;
+    case 2:
+        c.box_lo[d] = static_cast<float>(v);
+        break;
+    case 3:
+        c.box_hi[d] = static_cast<float>(v);
+        break;
+    default:
+        c.span[d] = static_cast<int32_t>(v);
+        break;
+    }
+}
+/// Whether v lies beyond `bound` (below a lower bound, above an upper one).
+inline bool beyond(uint32_t e, double v, double bound) { return e == 0 || e == 2 ? v < bound : v > bound; }
+
+/// A bound and how many objects lie on it, as values are offered one by one.
+struct BoundTally {
+    double value = 0.0;
+    uint32_t hits = 0; // 0: nothing offered yet
+    void offer(uint32_t e, double v) {
+        if (hits == 0 || beyond(e, v, value)) {
+            value = v;
+            hits = 1;
+        } else if (v == value) {
+            ++hits;
         }
+    }
+    void merge(uint32_t e, const BoundTally& t) {
+        if (t.hits == 0) return;
+        if (hits == 0 || beyond(e, t.value, value)) {
+            *this = t;
+        } else if (t.value == value) {
+            hits += t.hits;
+        }
+    }
+};
+
+/// The frame's bounds and their hit counts (BoxState::bound_hits) from every
+/// small object's scratch: per chunk, then in chunk order.
+template <uint32_t D>
+void measure_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t grain, BoxFrameBounds& f) {
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        BoundTally t[3][kBoundKinds] = {};
         for (uint32_t i = begin; i < end; ++i) {
             if (s.is_large[i] != 0) continue;
             const ObjectScratch& o = s.object[i];
-            const bool first = chunk.entries == 0;
-            chunk.entries = 1;
-            for (uint32_t d = 0; d < D; ++d) {
-                chunk.cell_lo[d] = std::min(chunk.cell_lo[d], o.lo[d]);
-                chunk.cell_hi[d] = std::max(chunk.cell_hi[d], o.hi[d]);
-                chunk.box_lo[d] = first ? o.min[d] : std::min(chunk.box_lo[d], o.min[d]);
-                chunk.box_hi[d] = first ? o.max[d] : std::max(chunk.box_hi[d], o.max[d]);
-                chunk.span[d] = std::max(chunk.span[d], o.hi[d] - o.lo[d]);
+            for (uint32_t d = 0; d < D; ++d)
+                for (uint32_t e = 0; e < kBoundKinds; ++e)
+                    t[d][e].offer(e, bound_value(o, d, e));
+        }
+        ObjectChunk& chunk = s.object_chunk[begin / grain];
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                chunk.hits[d][e] = t[d][e].hits;
+                set_chunk_bound(chunk, d, e, t[d][e].value);
             }
-        }
-        s.object_chunk[begin / grain] = chunk;
     });
-    BoxFrameBounds f{};
-    bool any = false;
-    for (uint32_t c = 0; c < chunk_count(n, grain); ++c) {
-        const ObjectChunk& chunk = s.object_chunk[c];
-        if (chunk.entries == 0) continue;
-        for (uint32_t d = 0; d < D; ++d) {
-            f.cell_lo[d] = any ? std::min(f.cell_lo[d], chunk.cell_lo[d]) : chunk.cell_lo[d];
-            f.cell_hi[d] = any ? std::max(f.cell_hi[d], chunk.cell_hi[d]) : chunk.cell_hi[d];
-            f.box_lo[d] = any ? std::min(f.box_lo[d], chunk.box_lo[d]) : chunk.box_lo[d];
-            f.box_hi[d] = any ? std::max(f.box_hi[d], chunk.box_hi[d]) : chunk.box_hi[d];
-            f.max_span[d] = std::max(f.max_span[d], chunk.span[d]);
+    BoundTally t[3][kBoundKinds] = {};
+    for (uint32_t c = 0; c < chunk_count(n, grain); ++c)
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e)
+                t[d][e].merge(e, BoundTally{chunk_bound(s.object_chunk[c], d, e), s.object_chunk[c].hits[d][e]});
+    f = BoxFrameBounds{};
+    for (uint32_t d = 0; d < D; ++d)
+        for (uint32_t e = 0; e < kBoundKinds; ++e) {
+            set_bound(f, d, e, t[d][e].value);
+            s.bound_hits[d][e] = t[d][e].hits;
         }
-        any = true;
-    }
-    return f;
+    s.bound_hits_valid = true;
 }
 
 /// Steps 2-3 for D dimensions over the listed objects; `applied` is false
@@ -144,10 +244,11 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     uint32_t bad_count = 0, bad_index = kNone;
     StatusCode bad_code = StatusCode::ok;
     uint64_t added = 0, removed = 0;
-    bool shrink = false;         // a changed object's old box may have held a bound
     bool all_categories = false; // the AND of the categories must be taken again
     uint32_t common = s.category_common;
-    BoxFrameBounds grown = old_bounds; // the old bounds and the changed small boxes
+    // Per bound: how many changed objects lay on it, and the bound of their new boxes.
+    uint32_t left[3][kBoundKinds] = {};
+    BoundTally offered[3][kBoundKinds] = {};
     for (uint32_t j = 0; j < count; ++j) {
         const uint32_t i = listed[j];
         const Change c = evaluate<D>(s, in, axis, i, large_cells);
@@ -173,14 +274,10 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
         bool same = true;
         for (uint32_t d = 0; d < D; ++d) {
             same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
-            shrink = shrink || old.lo[d] == old_bounds.cell_lo[d] || old.hi[d] == old_bounds.cell_hi[d] ||
-                     old.min[d] == old_bounds.box_lo[d] || old.max[d] == old_bounds.box_hi[d] ||
-                     old.hi[d] - old.lo[d] == old_bounds.max_span[d];
-            grown.cell_lo[d] = std::min(grown.cell_lo[d], c.now.lo[d]);
-            grown.cell_hi[d] = std::max(grown.cell_hi[d], c.now.hi[d]);
-            grown.box_lo[d] = std::min(grown.box_lo[d], c.now.min[d]);
-            grown.box_hi[d] = std::max(grown.box_hi[d], c.now.max[d]);
-            grown.max_span[d] = std::max(grown.max_span[d], c.now.hi[d] - c.now.lo[d]);
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                left[d][e] += bound_value(old, d, e) == bound_value(old_bounds, d, e) ? 1 : 0;
+                offered[d][e].offer(e, bound_value(c.now, d, e));
+            }
         }
         if (!same) {
             removed += cells_covered(old);
@@ -197,6 +294,24 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
         return st; // previous frame untouched
     }
     if ((added + removed) * kUpdateShare > s.entry_count) return {}; // the full rebuild's sort is cheaper
+    // The new bounds: a bound moves out to a changed box beyond it, and
+    // shrinks (then every object is measured again) when no object is left on it.
+    BoxFrameBounds bounds = old_bounds;
+    uint32_t hits[3][kBoundKinds] = {};
+    bool shrink = !s.bound_hits_valid;
+    for (uint32_t d = 0; d < D && !shrink; ++d)
+        for (uint32_t e = 0; e < kBoundKinds; ++e) {
+            const double was = bound_value(old_bounds, d, e);
+            const BoundTally& t = offered[d][e];
+            hits[d][e] = s.bound_hits[d][e] - left[d][e];
+            if (t.hits > 0 && beyond(e, t.value, was)) {
+                set_bound(bounds, d, e, t.value);
+                hits[d][e] = t.hits;
+            } else if (t.hits > 0 && t.value == was) {
+                hits[d][e] += t.hits;
+            }
+            shrink = shrink || hits[d][e] == 0;
+        }
 
     // 3. The frame is accepted: write the changed objects, then their entries.
     applied = true;
@@ -232,7 +347,13 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     s.category_common = common;
     const ThreadBackend& b = trace.backend();
     const uint32_t grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
-    BoxFrameBounds bounds = shrink ? recompute_bounds<D>(s, b, n, grain) : grown;
+    if (shrink) {
+        measure_bounds<D>(s, b, n, grain, bounds);
+    } else {
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e)
+                s.bound_hits[d][e] = hits[d][e];
+    }
     if (added > 0)
         update_listed_entries(s, b, added, static_cast<uint32_t>(entries));
     else

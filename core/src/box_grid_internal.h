@@ -80,6 +80,10 @@ struct ObjectScratch {
 };
 static_assert(sizeof(ObjectScratch) == 48, "ObjectScratch layout");
 
+/// The bounds of a frame per axis, in the order BoxState::bound_hits counts
+/// them: cell_lo, cell_hi, box_lo, box_hi, max_span.
+inline constexpr uint32_t kBoundKinds = 5;
+
 /// Per chunk of objects in rebuild: validation, entry and large counts, the
 /// box of occupied cells (then the chunk's output offsets).
 struct ObjectChunk {
@@ -99,6 +103,8 @@ struct ObjectChunk {
     uint32_t moved;         // objects whose cell range changed
     uint32_t large_changed; // objects that became or stopped being large (or far)
     uint64_t moved_offset;  // where the chunk's new entries go (after the scan)
+    // Listed rebuilds (box_grid_changed.cpp): small objects on each bound.
+    uint32_t hits[3][kBoundKinds];
 };
 
 /// Per chunk of an update's merge (box_grid_update.cpp): its cells and
@@ -211,6 +217,12 @@ struct BoxState {
     // (every accepted rebuild leaves it so; a rejected one, which may have
     // overwritten part of it, clears it and the next rebuild is a full one).
     bool object_is_frame = false;
+    // How many small objects lie on each bound of the frame (per axis, in
+    // kBoundKinds order), so that a listed rebuild (box_grid_changed.cpp) knows
+    // whether a changed object leaving a bound shrinks it. Taken by the first
+    // listed rebuild after a full one, then kept up to date.
+    uint32_t bound_hits[3][kBoundKinds] = {};
+    bool bound_hits_valid = false;
 
     // Scratch.
     uint32_t* payload[2] = {};  // radix-sort ping-pong of object indices (frame: entry_object); + kEntryPad

@@ -469,6 +469,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     const uint32_t dims = s.dims;
     const uint64_t large_cells = g.config_.large_object_cells;
     const ThreadBackend& b = trace.backend();
+    s.bound_hits_valid = false; // a listed rebuild takes them again
 
     // 1. Validation, cell ranges and counts (scratch only).
     // A multiple of 64 (kObjectGrain is one): every chunk owns whole words of s.change.
