@@ -319,6 +319,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     const uint32_t n = s.object_count;
     const uint32_t words = (n + 63) / 64;
     std::memset(s.change.moved, 0, words * sizeof(uint64_t)); // held the seen marks of step 1
+    uint64_t left_keys = 0;                                   // keys of the cells objects leave
     for (uint32_t j = 0; j < count; ++j) {
         const uint32_t i = listed[j];
         const Change c = evaluate<D>(s, in, axis, i, large_cells);
@@ -336,7 +337,13 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
         }
         const uint64_t bit = uint64_t{1} << (i & 63);
         s.change.moved[i >> 6] |= bit;
-        if (!c.large && !same) s.change.leaving[i >> 6] |= bit;
+        if (!c.large && !same) { // the keys of the cells it leaves, for the shift
+            s.change.leaving[i >> 6] |= bit;
+            for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
+                for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
+                    for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x)
+                        s.spare_cell_key[left_keys++] = Lattice::pack(D, x, y, z);
+        }
         o = c.now;
     }
     if (all_categories) {
@@ -354,14 +361,17 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
             for (uint32_t e = 0; e < kBoundKinds; ++e)
                 s.bound_hits[d][e] = hits[d][e];
     }
-    if (added > 0)
-        update_listed_entries(s, b, added, static_cast<uint32_t>(entries));
-    else
-        patch_moved_boxes(s, listed, count);
+    HASHGRID_ASSERT(left_keys == removed, "box update: left cells disagree with the count");
+    bool cells_moved = false;
+    if (added > 0) cells_moved = shift_listed_entries(s, b, added, removed, static_cast<uint32_t>(entries));
+    patch_moved_boxes(s, listed, count); // the objects that moved within their cells
+    bool same_box = true;
+    for (uint32_t d = 0; d < 3; ++d)
+        same_box = same_box && bounds.cell_lo[d] == old_bounds.cell_lo[d] && bounds.cell_hi[d] == old_bounds.cell_hi[d];
     s.bounds = bounds;
-    // The row table names cell indices over the occupied cells' box: both
-    // stay when no object changed cells.
-    if (added > 0) write_row_starts(s, b);
+    // The row table names cell indices by row of the occupied cells' box: it
+    // stays when neither changed.
+    if (cells_moved || !same_box) write_row_starts(s, b);
     s.entry_count = static_cast<uint32_t>(entries);
     return {};
 }

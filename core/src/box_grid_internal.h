@@ -307,10 +307,13 @@ inline constexpr uint64_t kUpdateShare = 4;
 void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
                     uint32_t entries);
 
-/// The same merge when the changed objects are known from the store's change
-/// log (box_grid_changed.cpp): the objects with a leaving bit give `added`
-/// new entries, emitted by ascending object.
-void update_listed_entries(BoxState& s, const ThreadBackend& b, uint64_t added, uint32_t entries);
+/// The entries of a listed rebuild (box_grid_changed.cpp) updated in place
+/// (box_grid_shift.cpp): the objects with a leaving bit (s.object holds their
+/// new ranges) give `added` new entries; the keys of the `removed` entries
+/// they leave are in spare_cell_key. Returns whether a cell was added or
+/// removed (then the cell indices after it moved).
+bool shift_listed_entries(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed,
+                          uint32_t entries_after);
 
 /// No object changed cells: the entries of the listed objects whose moved bit
 /// is set (and leaving bit not) get their new boxes in place, cell by cell.

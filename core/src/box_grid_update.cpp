@@ -24,7 +24,6 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -290,29 +289,6 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
     merge_entries<D>(s, b, added, key[src], owner[src], s.merge_counts, entries);
 }
 
-/// The entries of the objects whose range changed, by ascending object (the
-/// leaving bits, word by word), into the sort scratch; then sort and merge.
-template <uint32_t D>
-void update_listed(BoxState& s, const ThreadBackend& b, uint64_t added, uint32_t entries) {
-    const uint64_t half = s.max_entries / 2;
-    uint64_t* const key[2] = {s.sort_key[0], s.sort_key[0] + half};
-    uint32_t* const owner[2] = {reinterpret_cast<uint32_t*>(s.sort_key[1]),
-                                reinterpret_cast<uint32_t*>(s.sort_key[1]) + s.max_entries};
-    const uint32_t words = (s.object_count + 63) / 64;
-    uint64_t e = 0;
-    for (uint32_t w = 0; w < words; ++w)
-        for (uint64_t bits = s.change.leaving[w]; bits != 0; bits &= bits - 1) {
-            const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
-            e = emit_object<D>(s.object[i], i, e, key[0], owner[0]);
-        }
-    HASHGRID_ASSERT(e == added, "box update: emitted entries disagree with the count");
-    const auto count = static_cast<uint32_t>(added);
-    const auto entry_grain = static_cast<uint32_t>(grain_for(count, kEntryGrain, kMaxEntryChunks));
-    const uint64_t varying = varying_bits(b, key[0], count, entry_grain, s.entry_chunk);
-    const uint32_t src = radix_sort<uint64_t>(b, key, owner, count, varying, kMaxDigitBits, s.radix_hist, entry_grain);
-    merge_entries<D>(s, b, added, key[src], owner[src], s.merge_counts, entries);
-}
-
 /// The entries of one object that moved within its cells get its new box:
 /// each cell is found by its key, the entry by its object (a cell's entries
 /// ascend by object).
@@ -340,13 +316,6 @@ void patch_object(BoxState& s, uint32_t object) {
 }
 
 } // namespace
-
-void update_listed_entries(BoxState& s, const ThreadBackend& b, uint64_t added, uint32_t entries) {
-    if (s.dims == 3)
-        update_listed<3>(s, b, added, entries);
-    else
-        update_listed<2>(s, b, added, entries);
-}
 
 void patch_moved_boxes(BoxState& s, const uint32_t* objects, uint32_t count) {
     for (uint32_t k = 0; k < count; ++k) {
