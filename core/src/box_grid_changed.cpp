@@ -2,8 +2,8 @@
 // change since the grid's frame (ObjectStore::changes_since): only the listed
 // objects are read, instead of comparing every object with the last frame.
 //
-// 1. The log's records, each object once (the moved bitmap marks the ones
-//    seen), into a list in log order.
+// 1. The log's records, each object once (marked in the moved bitmap), into
+//    a list by ascending object.
 // 2. Each listed object is evaluated without writing anything: box and layers
 //    against the frame's copies, then validation and the cell range of a
 //    changed box, the entries it removes and adds, and whether its old box
@@ -21,6 +21,7 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -394,12 +395,11 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
     trace.begin(TracePhase::box_rebuild);
     trace.begin(TracePhase::box_rebuild_listed);
 
-    // 1. Each logged object once, in log order (the moved bits mark the ones seen).
+    // 1. Each logged object once, by ascending index (the moved bits mark the
+    // ones logged; walking them in order reads the per-object arrays forwards).
     const uint32_t words = (n + 63) / 64;
     std::memset(s.change.moved, 0, words * sizeof(uint64_t));
     std::memset(s.change.leaving, 0, words * sizeof(uint64_t));
-    uint32_t* const listed = s.coarse_cell; // scratch of max_objects
-    uint32_t count = 0;
     uint64_t at = changes.begin % changes.ring_size;
     for (uint64_t c = 0; c < changes.size(); ++c) {
         const uint32_t i = changes.ring[at];
@@ -408,11 +408,13 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
             trace.next(TracePhase::box_rebuild_validate);
             return rebuild_checked(g, in, trace);
         }
-        const uint64_t bit = uint64_t{1} << (i & 63);
-        if ((s.change.moved[i >> 6] & bit) != 0) continue;
-        s.change.moved[i >> 6] |= bit;
-        listed[count++] = i;
+        s.change.moved[i >> 6] |= uint64_t{1} << (i & 63);
     }
+    uint32_t* const listed = s.coarse_cell; // scratch of max_objects
+    uint32_t count = 0;
+    for (uint32_t w = 0; w < words; ++w)
+        for (uint64_t bits = s.change.moved[w]; bits != 0; bits &= bits - 1)
+            listed[count++] = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
 
     bool applied = false;
     const uint64_t large_cells = g.config_.large_object_cells;
