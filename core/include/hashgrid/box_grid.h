@@ -85,15 +85,18 @@
 /// Frames from a store. rebuild(store, backend) on the store (and layout) of
 /// the last frame reads the store's change log (objects.h, "Change log"):
 /// when at most one object in eight was moved or given new layers since,
-/// only those are read and validated, instead of every object; when none of
-/// them changed cells, their entries are rewritten in place (O(changed
-/// objects x their cells x log cells)), else merged as above. The frame's
-/// bounds are extended by the changed boxes, and taken again from every
-/// object only when a changed object's old box lay on one of them. Same
-/// arrays, pairs and answers again; a trace shows box.rebuild.listed instead
-/// of box.rebuild.validate (then box.rebuild.validate as well, when the
-/// changed objects turn out to need the full build: one became or stopped
-/// being large, or they move more than a quarter of the entries).
+/// only those are read and validated, instead of every object. Entries of
+/// objects that stayed in their cells get their new boxes in place (found by
+/// key, then by object); when some changed cells, only the cells they leave
+/// or enter are merged, and the cells between move as blocks (a memmove of
+/// the entries after the first cell whose entry count changed). The frame's
+/// bounds follow from the changed boxes and a count of the objects on each
+/// bound: every object is read again only when the last one on a bound moves
+/// off it. Same arrays, pairs and answers again; a trace shows
+/// box.rebuild.listed instead of box.rebuild.validate (then
+/// box.rebuild.validate as well, when the changed objects turn out to need
+/// the full build: one became or stopped being large, or they move more
+/// than a quarter of the entries).
 ///
 /// Memory and cost (box_grid.cpp has the layout): per object about 140 B, per
 /// cell entry (max_cell_entries) about 104 B in 3D (64 B of them the frame and
