@@ -181,6 +181,17 @@ std::vector<hashgrid::Pair> all_pairs(BoxGrid& g, const hashgrid::ThreadBackend&
     return out;
 }
 
+/// The churned grid holds the fresh grid's frame: every array and every pair.
+void check_same_frame(BoxGrid& churned, BoxGrid& fresh, uint32_t dims, const hashgrid::ThreadBackend& backend,
+                      uint64_t max_pairs) {
+    REQUIRE(churned.entry_count() == fresh.entry_count());
+    CHECK(compare_views(churned.view(), fresh.view(), dims, fresh.entry_count()) == "");
+    const std::vector<hashgrid::Pair> a = all_pairs(churned, backend, max_pairs);
+    const std::vector<hashgrid::Pair> b = all_pairs(fresh, backend, max_pairs);
+    REQUIRE(a.size() == b.size());
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(hashgrid::Pair)) == 0);
+}
+
 /// Whether the last rebuild recorded into `trace` went through `phase`.
 bool took(const hashgrid::Trace& trace, TracePhase phase) {
     for (uint32_t e = 0; e < trace.size(); ++e) {
@@ -293,12 +304,7 @@ TEST_CASE("box rebuild: a frame merged into the last one equals the full build, 
                 BoxGrid fresh;
                 REQUIRE(fresh.init_allocate(config).ok());
                 REQUIRE(fresh.rebuild(scene.spans(), backend).ok());
-                REQUIRE(churned.entry_count() == fresh.entry_count());
-                CHECK(compare_views(churned.view(), fresh.view(), spec.dims, fresh.entry_count()) == "");
-                const std::vector<hashgrid::Pair> a = all_pairs(churned, backend, config.max_pairs);
-                const std::vector<hashgrid::Pair> b = all_pairs(fresh, backend, config.max_pairs);
-                REQUIRE(a.size() == b.size());
-                CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(hashgrid::Pair)) == 0);
+                check_same_frame(churned, fresh, spec.dims, backend, config.max_pairs);
             }
         }
     }
@@ -527,12 +533,7 @@ TEST_CASE("box rebuild from a store: the logged changes alone give the full buil
                 const Path path = listed ? (validated ? Path::listed_then_full : Path::listed) : Path::full;
                 CHECK(static_cast<int>(path) == static_cast<int>(expected_path(plan[f])));
                 ++counts[static_cast<int>(path)];
-                REQUIRE(churned.entry_count() == fresh.entry_count());
-                CHECK(compare_views(churned.view(), fresh.view(), spec.dims, fresh.entry_count()) == "");
-                const std::vector<hashgrid::Pair> a = all_pairs(churned, backend, config.max_pairs);
-                const std::vector<hashgrid::Pair> b = all_pairs(fresh, backend, config.max_pairs);
-                REQUIRE(a.size() == b.size());
-                CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(hashgrid::Pair)) == 0);
+                check_same_frame(churned, fresh, spec.dims, backend, config.max_pairs);
             }
         }
     }

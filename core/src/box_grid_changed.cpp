@@ -105,7 +105,15 @@ inline double bound_value(const ObjectScratch& o, uint32_t d, uint32_t e) {
         return o.hi[d] - o.lo[d];
     }
 }
-inline double bound_value(const BoxFrameBounds& f, uint32_t d, uint32_t e) {
+/// The widest span of a frame's or a chunk's bounds (the fields differ in name only).
+inline int32_t& widest(BoxFrameBounds& f, uint32_t d) { return f.max_span[d]; }
+inline int32_t& widest(ObjectChunk& c, uint32_t d) { return c.span[d]; }
+inline int32_t widest(const BoxFrameBounds& f, uint32_t d) { return f.max_span[d]; }
+inline int32_t widest(const ObjectChunk& c, uint32_t d) { return c.span[d]; }
+
+/// Bound kind e of axis d of a frame (BoxFrameBounds) or a chunk (ObjectChunk).
+template <typename Bounds>
+double bound_value(const Bounds& f, uint32_t d, uint32_t e) {
     switch (e) {
     case 0:
         return f.cell_lo[d];
@@ -116,10 +124,11 @@ inline double bound_value(const BoxFrameBounds& f, uint32_t d, uint32_t e) {
     case 3:
         return f.box_hi[d];
     default:
-        return f.max_span[d];
+        return widest(f, d);
     }
 }
-inline void set_bound(BoxFrameBounds& f, uint32_t d, uint32_t e, double v) {
+template <typename Bounds>
+void set_bound(Bounds& f, uint32_t d, uint32_t e, double v) {
     switch (e) {
     case 0:
         f.cell_lo[d] = static_cast<int32_t>(v);
@@ -134,41 +143,7 @@ inline void set_bound(BoxFrameBounds& f, uint32_t d, uint32_t e, double v) {
         f.box_hi[d] = static_cast<float>(v);
         break;
     default:
-        f.max_span[d] = static_cast<int32_t>(v);
-        break;
-    }
-}
-/// The same bounds in a chunk's fields (cell_lo, cell_hi, box_lo, box_hi, span).
-inline double chunk_bound(const ObjectChunk& c, uint32_t d, uint32_t e) {
-    switch (e) {
-    case 0:
-        return c.cell_lo[d];
-    case 1:
-        return c.cell_hi[d];
-    case 2:
-        return c.box_lo[d];
-    case 3:
-        return c.box_hi[d];
-    default:
-        return c.span[d];
-    }
-}
-inline void set_chunk_bound(ObjectChunk& c, uint32_t d, uint32_t e, double v) {
-    switch (e) {
-    case 0:
-        c.cell_lo[d] = static_cast<int32_t>(v);
-        break;
-    case 1:
-        c.cell_hi[d] = static_cast<int32_t>(v);
-        break;
-    case 2:
-        c.box_lo[d] = static_cast<float>(v);
-        break;
-    case 3:
-        c.box_hi[d] = static_cast<float>(v);
-        break;
-    default:
-        c.span[d] = static_cast<int32_t>(v);
+        widest(f, d) = static_cast<int32_t>(v);
         break;
     }
 }
@@ -214,14 +189,14 @@ void measure_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t gr
         for (uint32_t d = 0; d < D; ++d)
             for (uint32_t e = 0; e < kBoundKinds; ++e) {
                 chunk.hits[d][e] = t[d][e].hits;
-                set_chunk_bound(chunk, d, e, t[d][e].value);
+                set_bound(chunk, d, e, t[d][e].value);
             }
     });
     BoundTally t[3][kBoundKinds] = {};
     for (uint32_t c = 0; c < chunk_count(n, grain); ++c)
         for (uint32_t d = 0; d < D; ++d)
             for (uint32_t e = 0; e < kBoundKinds; ++e)
-                t[d][e].merge(e, BoundTally{chunk_bound(s.object_chunk[c], d, e), s.object_chunk[c].hits[d][e]});
+                t[d][e].merge(e, BoundTally{bound_value(s.object_chunk[c], d, e), s.object_chunk[c].hits[d][e]});
     f = BoxFrameBounds{};
     for (uint32_t d = 0; d < D; ++d)
         for (uint32_t e = 0; e < kBoundKinds; ++e) {
@@ -287,13 +262,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     }
     if (bad_count > 0) return bad_box(bad_code, bad_index, bad_count); // previous frame untouched
     const uint64_t entries = uint64_t{s.entry_count} - removed + added;
-    if (entries > s.max_entries) {
-        Status st;
-        st.code = StatusCode::entry_capacity;
-        st.needed = entries;
-        st.message = "boxes cover more cells than BoxGridConfig::max_cell_entries";
-        return st; // previous frame untouched
-    }
+    if (entries > s.max_entries) return entry_capacity(entries);     // previous frame untouched
     if ((added + removed) * kUpdateShare > s.entry_count) return {}; // the full rebuild's sort is cheaper
     // The new bounds: a bound moves out to a changed box beyond it, and
     // shrinks (then every object is measured again) when no object is left on it.

@@ -291,6 +291,8 @@ inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
 /// The status of a rejected box (code invalid_position, invalid_box or
 /// position_out_of_range), naming the lowest offending object and how many.
 Status bad_box(StatusCode code, uint32_t index, uint32_t count);
+/// The status of a frame whose boxes cover more than max_cell_entries cells.
+Status entry_capacity(uint64_t needed);
 
 /// The row table of the frame's occupied cells (BoxGridView::row_start),
 /// after the cells are written (box_grid_rebuild.cpp).

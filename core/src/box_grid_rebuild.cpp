@@ -372,6 +372,14 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
 
 } // namespace
 
+Status detail::entry_capacity(uint64_t needed) {
+    Status s;
+    s.code = StatusCode::entry_capacity;
+    s.needed = needed;
+    s.message = "boxes cover more cells than BoxGridConfig::max_cell_entries";
+    return s;
+}
+
 Status detail::bad_box(StatusCode code, uint32_t index, uint32_t count) {
     Status s;
     s.code = code;
@@ -513,13 +521,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
         entries += chunk.entries;
         large += chunk.large;
     }
-    if (entries > s.max_entries) {
-        Status st;
-        st.code = StatusCode::entry_capacity;
-        st.needed = entries;
-        st.message = "boxes cover more cells than BoxGridConfig::max_cell_entries";
-        return st; // previous frame untouched
-    }
+    if (entries > s.max_entries) return entry_capacity(entries); // previous frame untouched
 
     // The frame is accepted: from here on nothing fails. Few objects changed
     // cells: merge them into the previous frame (box_grid_update.cpp), which
