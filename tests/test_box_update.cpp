@@ -4,7 +4,11 @@
 // from the same boxes holds: every array of the view and every pair. The
 // fresh grid has no previous frame, so it always takes the full build; the
 // churned one merges whenever few objects changed cells (the trace shows
-// which path a frame took, and the test checks both were taken).
+// which path a frame took, and the test checks both were taken). The same
+// for grids rebuilt from an ObjectStore, which read only the objects its
+// change log lists: each frame's path (listed, listed then full, full) is
+// the one the rules give, and two grids on one store, a log that overflows
+// and a frame from spans in between each take the path they must.
 #include <doctest/doctest.h>
 
 #include "hashgrid/box_grid.h"
@@ -540,4 +544,81 @@ TEST_CASE("box rebuild from a store: the logged changes alone give the full buil
     CHECK(counts[0] >= 8 * 14);
     CHECK(counts[1] >= 8);
     CHECK(counts[2] >= 8 * 2);
+}
+
+TEST_CASE("box rebuild from a store: two grids on one store, a log that overflows, a frame from spans between") {
+    const Spec spec{2, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, true};
+    const uint32_t n = 600;
+    ParallelBackend pb(2);
+    const hashgrid::ThreadBackend backend = pb.backend();
+    Rng rng(0xfeed);
+    BoxScene mirror = make_scene(rng, spec, n);
+    hashgrid::ObjectStoreConfig store_config;
+    store_config.dimensions = 2;
+    store_config.max_objects = n;
+    hashgrid::ObjectStore store;
+    REQUIRE(store.init_allocate(store_config).ok());
+    std::vector<hashgrid::ObjectHandle> handle(n);
+    for (uint32_t i = 0; i < n; ++i)
+        handle[i] = store.add(box_of(mirror, i), mirror.category[i], mirror.mask[i], i).handle;
+    // Two grids of different cells on the same store, each with its own trace.
+    BoxGridConfig fine = config_for(spec, n);
+    fine.large_object_cells = 32;
+    BoxGridConfig coarse = fine;
+    coarse.cell_size = 2.5f;
+    BoxGrid grid[2];
+    hashgrid::Trace trace[2];
+    for (uint32_t k = 0; k < 2; ++k) {
+        REQUIRE(grid[k].init_allocate(k == 0 ? fine : coarse).ok());
+        REQUIRE(trace[k].init_allocate(4096).ok());
+        grid[k].set_trace(&trace[k]);
+        REQUIRE(grid[k].rebuild(store, backend).ok());
+    }
+    const auto jitter = [&](uint32_t every) {
+        for (uint32_t i = 0; i < n; i += every) {
+            BoxScene one = scene_of(store, 2);
+            move_box(rng, spec, one, i, false);
+            REQUIRE(store.move(handle[i], box_of(one, i)).ok());
+        }
+    };
+    // Rebuilds grid k and checks it against a fresh full build; returns whether it took the listed path.
+    const auto rebuild = [&](uint32_t k) {
+        trace[k].clear();
+        REQUIRE(grid[k].rebuild(store, backend).ok());
+        BoxGrid fresh;
+        REQUIRE(fresh.init_allocate(k == 0 ? fine : coarse).ok());
+        const BoxScene now = scene_of(store, 2);
+        REQUIRE(fresh.rebuild(now.spans(), backend).ok());
+        check_same_frame(grid[k], fresh, 2, backend, fine.max_pairs);
+        return took(trace[k], TracePhase::box_rebuild_listed);
+    };
+    // Grid 0 every frame, grid 1 every other one: each reads the changes since its own frame.
+    for (uint32_t f = 0; f < 6; ++f) {
+        CAPTURE(f);
+        jitter(23);
+        CHECK(rebuild(0));
+        if (f % 2 == 1) CHECK(rebuild(1));
+    }
+    // One object moved more times than the log holds: grid 0's list is
+    // incomplete (full comparison), and after it the log serves again.
+    for (uint32_t r = 0; r < n + 1; ++r) {
+        BoxScene one = scene_of(store, 2);
+        move_box(rng, spec, one, 7, false);
+        REQUIRE(store.move(handle[7], box_of(one, 7)).ok());
+    }
+    CHECK_FALSE(rebuild(0));
+    jitter(31);
+    CHECK(rebuild(0));
+    // Many records for few objects (more records than one object in eight): the full comparison.
+    for (uint32_t r = 0; r < n / 8 + 1; ++r)
+        REQUIRE(store.set_layers(handle[r % 3], 1u << (r % 3), ~0u).ok());
+    CHECK_FALSE(rebuild(0));
+    // A frame from spans between two from the store: the next one from the store compares every box.
+    const BoxScene spans_frame = scene_of(store, 2);
+    REQUIRE(grid[1].rebuild(spans_frame.spans(), backend).ok());
+    jitter(17);
+    CHECK_FALSE(rebuild(1));
+    jitter(19);
+    CHECK(rebuild(1));
+    CHECK(rebuild(0));
 }
