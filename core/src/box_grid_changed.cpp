@@ -49,10 +49,13 @@ Change evaluate(const BoxState& s, const BoxSpans& in, const AxisCells* axis, ui
     const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
     Change c;
     c.layers = layer_of(in.category, i) != s.category[i] || layer_of(in.mask, i) != s.mask[i];
+    // Against the frame's scratch of the object, which holds the frame's box
+    // bit for bit (as s.min / s.max do): one record instead of four arrays.
+    const ObjectScratch& was = s.object[i];
     uint32_t differ = 0;
     for (uint32_t d = 0; d < D; ++d)
         differ |=
-            (float_bits(lows[d][i]) ^ float_bits(s.min[d][i])) | (float_bits(highs[d][i]) ^ float_bits(s.max[d][i]));
+            (float_bits(lows[d][i]) ^ float_bits(was.min[d])) | (float_bits(highs[d][i]) ^ float_bits(was.max[d]));
     c.box = differ != 0;
     if (!c.box) return c;
     ObjectScratch& o = c.now;
@@ -243,10 +246,10 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
             common &= now;
         }
         if (!c.box) continue;
-        const bool was_large = s.is_large[i] != 0;
-        if (c.large != was_large) return {}; // the large set changes: full rebuild
-        if (c.large) continue;
         const ObjectScratch& old = s.object[i];
+        const bool was_large = is_far(old) || cells_covered(old) > large_cells; // the frame's is_large[i]
+        if (c.large != was_large) return {};                                    // the large set changes: full rebuild
+        if (c.large) continue;
         bool same = true;
         for (uint32_t d = 0; d < D; ++d) {
             same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
