@@ -548,7 +548,7 @@ TEST_CASE("box rebuild from a store: the logged changes alone give the full buil
 
 TEST_CASE("box rebuild from a store: two grids on one store, a log that overflows, a frame from spans between") {
     const Spec spec{2, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, true};
-    const uint32_t n = 600;
+    const uint32_t n = 2600;
     ParallelBackend pb(2);
     const hashgrid::ThreadBackend backend = pb.backend();
     Rng rng(0xfeed);
@@ -598,6 +598,18 @@ TEST_CASE("box rebuild from a store: two grids on one store, a log that overflow
         jitter(23);
         CHECK(rebuild(0));
         if (f % 2 == 1) CHECK(rebuild(1));
+    }
+    // One object in eight (325): the list splits into two chunks of 256 and 69
+    // objects, whose boundary falls inside one 64-bit word of the bitmaps
+    // (objects 0, 3, 11, 19, ...: the 256th and 257th are 2035 and 2043).
+    {
+        BoxScene one = scene_of(store, 2);
+        for (uint32_t i = 0, moved = 0; moved < n / 8; i = i == 0 ? 3 : i + 8, ++moved) {
+            move_box(rng, spec, one, i, false);
+            REQUIRE(store.move(handle[i], box_of(one, i)).ok());
+        }
+        CHECK(rebuild(0));
+        CHECK(rebuild(1));
     }
     // One object moved more times than the log holds: grid 0's list is
     // incomplete (full comparison), and after it the log serves again.

@@ -72,6 +72,7 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
     s.radix_hist = l.take<uint32_t>(uint64_t{kMaxEntryChunks} << kMaxDigitBits);
     s.entry_chunk = l.take<uint64_t>(kMaxEntryChunks + 1);
     s.merge_counts = l.take<MergeCounts>(kMaxEntryChunks);
+    s.listed_chunk = l.take<ListedChunk>(kMaxListedChunks);
     s.query_bad = l.take<BadParticle>(kMaxPairChunks);
     s.pair_chunk = l.take<PairChunk>(kMaxPairChunks);
     s.pool_blocks = pool_blocks_for(c);

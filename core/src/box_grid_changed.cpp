@@ -21,6 +21,7 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -219,51 +220,86 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
     const BoxFrameBounds old_bounds = s.bounds;
 
-    // 2. Evaluate (read only).
+    // 2. Evaluate (read only), in chunks of the list, then the chunks in order.
+    const ThreadBackend& b = trace.backend();
+    const auto listed_grain = static_cast<uint32_t>(grain_for(count, kListedGrain, kMaxListedChunks));
+    const uint32_t listed_chunks = chunk_count(count, listed_grain);
+    parallel_chunks(b, count, listed_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        ListedChunk r{};
+        r.bad_index = kNone;
+        r.common = ~0u;
+        BoundTally offered[3][kBoundKinds] = {};
+        for (uint32_t j = begin; j < end; ++j) {
+            const uint32_t i = listed[j];
+            const Change c = evaluate<D>(s, in, axis, i, large_cells);
+            if (c.bad != StatusCode::ok) {
+                if (r.bad_count++ == 0) { // the list ascends: the chunk's first is its lowest
+                    r.bad_index = i;
+                    r.bad_code = c.bad;
+                }
+                continue;
+            }
+            if (c.layers) {
+                const uint32_t was = s.category[i];
+                const uint32_t now = layer_of(in.category, i);
+                r.all_categories = r.all_categories || (now & ~was & ~s.category_common) != 0; // a bit may join
+                r.common &= now;
+            }
+            if (!c.box) continue;
+            const ObjectScratch& old = s.object[i];
+            const bool was_large = is_far(old) || cells_covered(old) > large_cells; // the frame's is_large[i]
+            r.large_changed = r.large_changed || c.large != was_large;
+            if (c.large || was_large) continue;
+            bool same = true;
+            for (uint32_t d = 0; d < D; ++d) {
+                same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
+                for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                    r.on_bound[d][e] += bound_value(old, d, e) == bound_value(old_bounds, d, e) ? 1 : 0;
+                    offered[d][e].offer(e, bound_value(c.now, d, e));
+                }
+            }
+            if (!same) {
+                r.removed += cells_covered(old);
+                r.added += cells_covered(c.now);
+            }
+        }
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                r.offered[d][e] = offered[d][e].value;
+                r.offered_hits[d][e] = offered[d][e].hits;
+            }
+        s.listed_chunk[begin / listed_grain] = r;
+    });
     uint32_t bad_count = 0, bad_index = kNone;
     StatusCode bad_code = StatusCode::ok;
     uint64_t added = 0, removed = 0;
-    bool all_categories = false; // the AND of the categories must be taken again
+    bool large_changed = false;
+    bool all_categories = false;
     uint32_t common = s.category_common;
-    // Per bound: how many changed objects lay on it, and the bound of their new boxes.
     uint32_t left[3][kBoundKinds] = {};
     BoundTally offered[3][kBoundKinds] = {};
-    for (uint32_t j = 0; j < count; ++j) {
-        const uint32_t i = listed[j];
-        const Change c = evaluate<D>(s, in, axis, i, large_cells);
-        if (c.bad != StatusCode::ok) {
-            ++bad_count;
-            if (i < bad_index) {
-                bad_index = i;
-                bad_code = c.bad;
-            }
-            continue;
+    for (uint32_t chunk = 0; chunk < listed_chunks; ++chunk) {
+        ListedChunk& r = s.listed_chunk[chunk];
+        if (r.bad_count > 0 && bad_count == 0) {
+            bad_index = r.bad_index;
+            bad_code = r.bad_code;
         }
-        if (c.layers) {
-            const uint32_t was = s.category[i];
-            const uint32_t now = layer_of(in.category, i);
-            if ((now & ~was & ~s.category_common) != 0) all_categories = true; // a bit may join the AND
-            common &= now;
-        }
-        if (!c.box) continue;
-        const ObjectScratch& old = s.object[i];
-        const bool was_large = is_far(old) || cells_covered(old) > large_cells; // the frame's is_large[i]
-        if (c.large != was_large) return {};                                    // the large set changes: full rebuild
-        if (c.large) continue;
-        bool same = true;
-        for (uint32_t d = 0; d < D; ++d) {
-            same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
+        bad_count += r.bad_count;
+        large_changed = large_changed || r.large_changed;
+        all_categories = all_categories || r.all_categories;
+        common &= r.common;
+        added += r.added;
+        const uint64_t chunk_removed = r.removed;
+        r.removed = removed; // now: where the chunk's left keys go
+        removed += chunk_removed;
+        for (uint32_t d = 0; d < D; ++d)
             for (uint32_t e = 0; e < kBoundKinds; ++e) {
-                left[d][e] += bound_value(old, d, e) == bound_value(old_bounds, d, e) ? 1 : 0;
-                offered[d][e].offer(e, bound_value(c.now, d, e));
+                left[d][e] += r.on_bound[d][e];
+                offered[d][e].merge(e, BoundTally{r.offered[d][e], r.offered_hits[d][e]});
             }
-        }
-        if (!same) {
-            removed += cells_covered(old);
-            added += cells_covered(c.now);
-        }
     }
     if (bad_count > 0) return bad_box(bad_code, bad_index, bad_count); // previous frame untouched
+    if (large_changed) return {};                                      // the large set changes: full rebuild
     const uint64_t entries = uint64_t{s.entry_count} - removed + added;
     if (entries > s.max_entries) return entry_capacity(entries);     // previous frame untouched
     if ((added + removed) * kUpdateShare > s.entry_count) return {}; // the full rebuild's sort is cheaper
@@ -292,40 +328,44 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     const uint32_t n = s.object_count;
     const uint32_t words = (n + 63) / 64;
     std::memset(s.change.moved, 0, words * sizeof(uint64_t)); // held the seen marks of step 1
-    uint64_t left_keys = 0;                                   // keys of the cells objects leave
-    for (uint32_t j = 0; j < count; ++j) {
-        const uint32_t i = listed[j];
-        const Change c = evaluate<D>(s, in, axis, i, large_cells);
-        if (c.layers) {
-            s.category[i] = layer_of(in.category, i);
-            s.mask[i] = layer_of(in.mask, i);
+    parallel_chunks(b, count, listed_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        uint64_t left_key = s.listed_chunk[begin / listed_grain].removed; // keys of the cells objects leave
+        for (uint32_t j = begin; j < end; ++j) {
+            const uint32_t i = listed[j];
+            const Change c = evaluate<D>(s, in, axis, i, large_cells);
+            if (c.layers) {
+                s.category[i] = layer_of(in.category, i);
+                s.mask[i] = layer_of(in.mask, i);
+            }
+            if (!c.box) continue;
+            ObjectScratch& o = s.object[i];
+            bool same = true;
+            for (uint32_t d = 0; d < D; ++d) {
+                same = same & (o.lo[d] == c.now.lo[d]) & (o.hi[d] == c.now.hi[d]);
+                s.min[d][i] = c.now.min[d];
+                s.max[d][i] = c.now.max[d];
+            }
+            // Chunks of the list may share a bitmap word.
+            const uint64_t bit = uint64_t{1} << (i & 63);
+            std::atomic_ref<uint64_t>(s.change.moved[i >> 6]).fetch_or(bit, std::memory_order_relaxed);
+            if (!c.large && !same) { // the keys of the cells it leaves, for the shift
+                std::atomic_ref<uint64_t>(s.change.leaving[i >> 6]).fetch_or(bit, std::memory_order_relaxed);
+                for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
+                    for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
+                        for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x)
+                            s.spare_cell_key[left_key++] = Lattice::pack(D, x, y, z);
+            }
+            o = c.now;
         }
-        if (!c.box) continue;
-        ObjectScratch& o = s.object[i];
-        bool same = true;
-        for (uint32_t d = 0; d < D; ++d) {
-            same = same & (o.lo[d] == c.now.lo[d]) & (o.hi[d] == c.now.hi[d]);
-            s.min[d][i] = c.now.min[d];
-            s.max[d][i] = c.now.max[d];
-        }
-        const uint64_t bit = uint64_t{1} << (i & 63);
-        s.change.moved[i >> 6] |= bit;
-        if (!c.large && !same) { // the keys of the cells it leaves, for the shift
-            s.change.leaving[i >> 6] |= bit;
-            for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
-                for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
-                    for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x)
-                        s.spare_cell_key[left_keys++] = Lattice::pack(D, x, y, z);
-        }
-        o = c.now;
-    }
+        HASHGRID_ASSERT(end == count || left_key == s.listed_chunk[begin / listed_grain + 1].removed,
+                        "box update: a chunk's left cells disagree with its count");
+    });
     if (all_categories) {
         common = ~0u;
         for (uint32_t i = 0; i < n; ++i)
             common &= s.category[i];
     }
     s.category_common = common;
-    const ThreadBackend& b = trace.backend();
     const uint32_t grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
     if (shrink) {
         measure_bounds<D>(s, b, n, grain, bounds);
@@ -334,10 +374,11 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
             for (uint32_t e = 0; e < kBoundKinds; ++e)
                 s.bound_hits[d][e] = hits[d][e];
     }
-    HASHGRID_ASSERT(left_keys == removed, "box update: left cells disagree with the count");
     bool cells_moved = false;
     if (added > 0) cells_moved = shift_listed_entries(s, b, added, removed, static_cast<uint32_t>(entries));
-    patch_moved_boxes(s, listed, count); // the objects that moved within their cells
+    // The objects that moved within their cells (each patches its own entries).
+    parallel_chunks(b, count, listed_grain,
+                    [&](uint32_t begin, uint32_t end, uint32_t) { patch_moved_boxes(s, listed + begin, end - begin); });
     bool same_box = true;
     for (uint32_t d = 0; d < 3; ++d)
         same_box = same_box && bounds.cell_lo[d] == old_bounds.cell_lo[d] && bounds.cell_hi[d] == old_bounds.cell_hi[d];

@@ -107,6 +107,25 @@ struct ObjectChunk {
     uint32_t hits[3][kBoundKinds];
 };
 
+/// Per chunk of a listed rebuild's changed objects (box_grid_changed.cpp):
+/// what its evaluation found, then where its left cells' keys go.
+struct ListedChunk {
+    uint32_t bad_count;
+    uint32_t bad_index; // lowest offending object (kNone: none)
+    StatusCode bad_code;
+    bool large_changed;                    // an object became or stopped being large
+    bool all_categories;                   // the AND of the categories must be taken again
+    uint32_t common;                       // AND of the chunk's new categories
+    uint64_t added;                        // entries of its objects that changed cells, new
+    uint64_t removed;                      // and old (then: where its left keys go)
+    uint32_t on_bound[3][kBoundKinds];     // objects whose old box lay on a bound
+    double offered[3][kBoundKinds];        // bound of its new small boxes
+    uint32_t offered_hits[3][kBoundKinds]; // how many lie on it (0: none offered)
+};
+inline constexpr uint32_t kMaxListedChunks = 64;
+/// Listed objects per chunk, at least.
+inline constexpr uint32_t kListedGrain = 256;
+
 /// Per chunk of an update's merge (box_grid_update.cpp): its cells and
 /// entries, then where they go.
 struct MergeCounts {
@@ -233,6 +252,7 @@ struct BoxState {
     uint32_t* radix_hist = nullptr;      // kMaxEntryChunks << kMaxDigitBits
     uint64_t* entry_chunk = nullptr;     // kMaxEntryChunks + 1
     MergeCounts* merge_counts = nullptr; // kMaxEntryChunks
+    ListedChunk* listed_chunk = nullptr; // kMaxListedChunks
     BadParticle* query_bad = nullptr;    // kMaxPairChunks
     PairChunk* pair_chunk = nullptr;     // kMaxPairChunks
     Pair* pool = nullptr;                // pool_blocks * kBoxPairBlock
