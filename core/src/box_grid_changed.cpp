@@ -21,7 +21,6 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -222,9 +221,27 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
 
     // 2. Evaluate (read only), in chunks of the list, then the chunks in order.
     const ThreadBackend& b = trace.backend();
-    const auto listed_grain = static_cast<uint32_t>(grain_for(count, kListedGrain, kMaxListedChunks));
+    // One chunk for a one-thread backend (the chunks change no result, only who runs what).
+    const auto listed_grain = b.worker_count > 1 && count > 0
+                                  ? static_cast<uint32_t>(grain_for(count, kListedGrain, kMaxListedChunks))
+                                  : count + 1;
     const uint32_t listed_chunks = chunk_count(count, listed_grain);
-    parallel_chunks(b, count, listed_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+    // Chunk k starts at k * grain, moved on past objects of the same bitmap
+    // word as the one before: no two chunks share a word (a word holds 64
+    // objects, fewer than a grain), so they set their bits without atomics.
+    const auto chunk_begin = [&](uint32_t chunk) {
+        uint32_t j = chunk * listed_grain < count ? chunk * listed_grain : count;
+        while (j > 0 && j < count && listed[j] >> 6 == listed[j - 1] >> 6)
+            ++j;
+        return j;
+    };
+    // Runs fn(chunk, begin, end) for every chunk of the list.
+    const auto for_chunks = [&](auto&& fn) {
+        parallel_chunks(b, listed_chunks, 1, [&](uint32_t chunk, uint32_t, uint32_t) {
+            fn(chunk, chunk_begin(chunk), chunk_begin(chunk + 1));
+        });
+    };
+    for_chunks([&](uint32_t chunk, uint32_t begin, uint32_t end) {
         ListedChunk r{};
         r.bad_index = kNone;
         r.common = ~0u;
@@ -268,7 +285,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
                 r.offered[d][e] = offered[d][e].value;
                 r.offered_hits[d][e] = offered[d][e].hits;
             }
-        s.listed_chunk[begin / listed_grain] = r;
+        s.listed_chunk[chunk] = r;
     });
     uint32_t bad_count = 0, bad_index = kNone;
     StatusCode bad_code = StatusCode::ok;
@@ -328,8 +345,8 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     const uint32_t n = s.object_count;
     const uint32_t words = (n + 63) / 64;
     std::memset(s.change.moved, 0, words * sizeof(uint64_t)); // held the seen marks of step 1
-    parallel_chunks(b, count, listed_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint64_t left_key = s.listed_chunk[begin / listed_grain].removed; // keys of the cells objects leave
+    for_chunks([&](uint32_t chunk, uint32_t begin, uint32_t end) {
+        uint64_t left_key = s.listed_chunk[chunk].removed; // keys of the cells objects leave
         for (uint32_t j = begin; j < end; ++j) {
             const uint32_t i = listed[j];
             const Change c = evaluate<D>(s, in, axis, i, large_cells);
@@ -345,11 +362,10 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
                 s.min[d][i] = c.now.min[d];
                 s.max[d][i] = c.now.max[d];
             }
-            // Chunks of the list may share a bitmap word.
-            const uint64_t bit = uint64_t{1} << (i & 63);
-            std::atomic_ref<uint64_t>(s.change.moved[i >> 6]).fetch_or(bit, std::memory_order_relaxed);
+            const uint64_t bit = uint64_t{1} << (i & 63); // the chunk's own words
+            s.change.moved[i >> 6] |= bit;
             if (!c.large && !same) { // the keys of the cells it leaves, for the shift
-                std::atomic_ref<uint64_t>(s.change.leaving[i >> 6]).fetch_or(bit, std::memory_order_relaxed);
+                s.change.leaving[i >> 6] |= bit;
                 for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
                     for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
                         for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x)
@@ -357,7 +373,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
             }
             o = c.now;
         }
-        HASHGRID_ASSERT(end == count || left_key == s.listed_chunk[begin / listed_grain + 1].removed,
+        HASHGRID_ASSERT(end == count || left_key == s.listed_chunk[chunk + 1].removed,
                         "box update: a chunk's left cells disagree with its count");
     });
     if (all_categories) {
@@ -377,8 +393,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     bool cells_moved = false;
     if (added > 0) cells_moved = shift_listed_entries(s, b, added, removed, static_cast<uint32_t>(entries));
     // The objects that moved within their cells (each patches its own entries).
-    parallel_chunks(b, count, listed_grain,
-                    [&](uint32_t begin, uint32_t end, uint32_t) { patch_moved_boxes(s, listed + begin, end - begin); });
+    for_chunks([&](uint32_t, uint32_t begin, uint32_t end) { patch_moved_boxes(s, listed + begin, end - begin); });
     bool same_box = true;
     for (uint32_t d = 0; d < 3; ++d)
         same_box = same_box && bounds.cell_lo[d] == old_bounds.cell_lo[d] && bounds.cell_hi[d] == old_bounds.cell_hi[d];
