@@ -4,17 +4,20 @@
 //
 // 1. The log's records, each object once (marked in the moved bitmap), into
 //    a list by ascending object.
-// 2. Each listed object is evaluated without writing anything: box and layers
-//    against the frame's copies, then validation and the cell range of a
-//    changed box, the entries it removes and adds, and whether its old box
-//    may have held the frame's bounds (then they are recomputed). A bad box
-//    is reported as the full rebuild reports it (only listed objects can be
-//    bad: the others were accepted with the last frame); a change of size
-//    class or too many entries to move falls back to the full rebuild.
-// 3. The frame's copies and scratch of the changed objects are written and
-//    their entries merged (box_grid_update.cpp), or, when no object changed
-//    cells, patched in place. The result is the full rebuild's, array for
-//    array (tests/test_box_update.cpp).
+// 2. Each listed object is evaluated without writing anything, in chunks of
+//    the list combined in chunk order: box and layers against the frame's,
+//    then validation and the cell range of a changed box, the entries it
+//    removes and adds, and the frame's bounds it leaves or extends (per axis,
+//    a count of the objects on each bound says when one shrinks; then every
+//    object is measured again). A bad box is reported as the full rebuild
+//    reports it (only listed objects can be bad: the others were accepted
+//    with the last frame); a change of size class or too many entries to
+//    move falls back to the full rebuild.
+// 3. The frame's copies and scratch of the changed objects are written; the
+//    entries of objects that changed cells are updated in place
+//    (box_grid_shift.cpp), those of objects that moved within their cells
+//    patched. The result is the full rebuild's, array for array
+//    (tests/test_box_update.cpp).
 #include "box_grid_internal.h"
 #include "trace_scope.h"
 
