@@ -17,7 +17,9 @@
 //    bit-identical, else it takes the new box; its first-cell flags stay (the
 //    cell and the object's range did not change) or are computed (new entry).
 // When no object changed cells, the boxes of the moved objects are rewritten
-// in place and nothing moves.
+// in place and nothing moves: by one pass over every entry here, or, for the
+// few objects a store's change log lists (box_grid_changed.cpp), by looking
+// up each one's entries (patch_moved_boxes).
 #include "box_grid_internal.h"
 #include "lattice/radix_sort.h"
 
