@@ -1438,6 +1438,7 @@ TEST_CASE("change log: moves and layer changes listed in order; incomplete acros
     ObjectStore never;
     CHECK_FALSE(never.changes_since(0).complete);
     CHECK(never.changes_since(0).size() == 0);
+    CHECK(never.changes_since(0)[0] == hashgrid::kInvalidObjectIndex); // past the end: no ring read
 
     ObjectStoreConfig c;
     c.dimensions = 2;
@@ -1475,6 +1476,8 @@ TEST_CASE("change log: moves and layer changes listed in order; incomplete acros
     CHECK(later[1] == 1);
     CHECK_FALSE(store.changes_since(c0 + 4).complete); // from the future
     CHECK(store.changes_since(c0 + 4).size() == 0);
+    CHECK(store.changes_since(c0 + 4)[0] == hashgrid::kInvalidObjectIndex);
+    CHECK(all[3] == hashgrid::kInvalidObjectIndex); // past the end of a complete list
 
     // The ring holds max_objects records: exactly that many are still listed, one more is not.
     const uint64_t c1 = store.change_clock();

@@ -166,8 +166,10 @@ struct ObjectChanges {
 
     /// Changes listed: end - begin when complete, else 0.
     [[nodiscard]] uint64_t size() const { return complete ? end - begin : 0; }
-    /// Dense index of the k-th change listed, k < size().
-    [[nodiscard]] uint32_t operator[](uint64_t k) const { return ring[(begin + k) % ring_size]; }
+    /// Dense index of the k-th change listed; kInvalidObjectIndex for k >= size().
+    [[nodiscard]] uint32_t operator[](uint64_t k) const {
+        return k < size() ? ring[(begin + k) % ring_size] : kInvalidObjectIndex;
+    }
 };
 
 /// Outcome of ObjectStore::add().
