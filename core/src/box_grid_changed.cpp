@@ -369,10 +369,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
             s.change.moved[i >> 6] |= bit;
             if (!c.large && !same) { // the keys of the cells it leaves, for the shift
                 s.change.leaving[i >> 6] |= bit;
-                for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
-                    for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
-                        for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x)
-                            s.spare_cell_key[left_key++] = Lattice::pack(D, x, y, z);
+                for_each_cell_key<D>(o, [&](uint64_t key) { s.spare_cell_key[left_key++] = key; });
             }
             o = c.now;
         }
@@ -412,9 +409,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
 
 Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const ObjectChanges& changes,
                                       const ThreadBackend& caller_backend) {
-    HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
-    if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
-    BoxState& s = state(g);
+    BoxState& s = state(g); // BoxGrid::rebuild(store) checked the init
     const uint32_t n = in.count;
     // The listed path needs the last frame in full (objects, layers) with the
     // same objects, and pays off only when few changed.

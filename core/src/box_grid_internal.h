@@ -308,6 +308,44 @@ struct AxisCells {
 /// Bit pattern of a float (boxes are compared with the previous frame's bit for bit).
 inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
 
+/// Calls fn(key) for every cell of a small object's range, by ascending key.
+template <uint32_t D, typename Fn>
+void for_each_cell_key(const ObjectScratch& o, Fn&& fn) {
+    for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
+        for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
+            for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x)
+                fn(Lattice::pack(D, x, y, z));
+}
+
+/// An update's new entries (packed cell key, object) of one object whose
+/// range changed, written from position e; returns the position after them.
+template <uint32_t D>
+uint64_t emit_object(const ObjectScratch& o, uint32_t object, uint64_t e, uint64_t* key, uint32_t* owner) {
+    for_each_cell_key<D>(o, [&](uint64_t k) {
+        key[e] = k;
+        owner[e] = object;
+        ++e;
+    });
+    return e;
+}
+
+/// The sort scratch of an update's new entries: their keys in the two halves
+/// of sort_key[0], their objects in sort_key[1] as two uint32 arrays (an
+/// update moves at most a quarter of max_entries).
+struct NewEntries {
+    uint64_t* key[2];
+    uint32_t* owner[2];
+};
+inline NewEntries new_entries(BoxState& s) {
+    const uint64_t half = s.max_entries / 2;
+    auto* owners = reinterpret_cast<uint32_t*>(s.sort_key[1]);
+    return {{s.sort_key[0], s.sort_key[0] + half}, {owners, owners + s.max_entries}};
+}
+/// Sorts the `count` new entries in key[0] / owner[0] by (key, object) (a
+/// stable radix sort of entries emitted by ascending object); returns the
+/// half that holds them (box_grid_update.cpp).
+uint32_t sort_new_entries(BoxState& s, const ThreadBackend& b, const NewEntries& n, uint32_t count);
+
 /// The status of a rejected box (code invalid_position, invalid_box or
 /// position_out_of_range), naming the lowest offending object and how many.
 Status bad_box(StatusCode code, uint32_t index, uint32_t count);
@@ -365,7 +403,8 @@ struct BoxGrid::Impl {
     // box_rebuild_validate phases that `trace` has opened.
     static Status rebuild_checked(BoxGrid& g, const BoxSpans& boxes, detail::PhaseTrace& trace);
     // box_grid_changed.cpp: the rebuild from a store whose changes since the
-    // frame are listed (falls back to rebuild() when they are too many).
+    // frame are listed (falls back to rebuild() when they are too many); the
+    // grid must be initialised.
     static Status rebuild_changed(BoxGrid& g, const BoxSpans& boxes, const ObjectChanges& changes,
                                   const ThreadBackend& caller_backend);
     // box_grid_pairs.cpp

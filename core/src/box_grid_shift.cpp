@@ -16,7 +16,6 @@
 //    yet (their order is kept). Each array and direction is a task of its own.
 // 4. The touched cells' merged entries go to their places.
 #include "box_grid_internal.h"
-#include "lattice/radix_sort.h"
 
 #include "hashgrid/assert.h"
 
@@ -88,31 +87,18 @@ Gap gap_before(const Touched& t, uint32_t g, uint32_t touched, uint32_t cells, u
 template <uint32_t D>
 bool shift(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed, uint32_t entries_after) {
     // 1. New entries, sorted by (key, object); the left cells' keys, sorted.
-    const uint64_t half = s.max_entries / 2;
-    uint64_t* const key[2] = {s.sort_key[0], s.sort_key[0] + half};
-    uint32_t* const owner[2] = {reinterpret_cast<uint32_t*>(s.sort_key[1]),
-                                reinterpret_cast<uint32_t*>(s.sort_key[1]) + s.max_entries};
+    const NewEntries fresh = new_entries(s);
     const uint32_t words = (s.object_count + 63) / 64;
     uint64_t e = 0;
     for (uint32_t w = 0; w < words; ++w)
         for (uint64_t bits = s.change.leaving[w]; bits != 0; bits &= bits - 1) {
             const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
-            const ObjectScratch& o = s.object[i];
-            for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
-                for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
-                    for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x) {
-                        key[0][e] = Lattice::pack(D, x, y, z);
-                        owner[0][e] = i;
-                        ++e;
-                    }
+            e = emit_object<D>(s.object[i], i, e, fresh.key[0], fresh.owner[0]);
         }
     HASHGRID_ASSERT(e == added, "box shift: emitted entries disagree with the count");
-    const auto count = static_cast<uint32_t>(added);
-    const auto entry_grain = static_cast<uint32_t>(grain_for(count, kEntryGrain, kMaxEntryChunks));
-    const uint64_t varying = varying_bits(b, key[0], count, entry_grain, s.entry_chunk);
-    const uint32_t src = radix_sort<uint64_t>(b, key, owner, count, varying, kMaxDigitBits, s.radix_hist, entry_grain);
-    const uint64_t* new_key = key[src];
-    const uint32_t* new_object = owner[src];
+    const uint32_t src = sort_new_entries(s, b, fresh, static_cast<uint32_t>(added));
+    const uint64_t* new_key = fresh.key[src];
+    const uint32_t* new_object = fresh.owner[src];
     uint64_t* left_key = s.spare_cell_key;
     std::sort(left_key, left_key + removed);
 
@@ -126,8 +112,8 @@ bool shift(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed
                               {s.spare_entry_min[0], s.spare_entry_min[1], s.spare_entry_min[2]},
                               {s.spare_entry_max[0], s.spare_entry_max[1], s.spare_entry_max[2]},
                               s.spare_entry_flags};
-    uint64_t* touched_key = key[1 - src]; // at most added + removed <= max_entries / 4 keys
-    const Touched touched{owner[1 - src]};
+    uint64_t* touched_key = fresh.key[1 - src]; // at most added + removed <= max_entries / 4 keys
+    const Touched touched{fresh.owner[1 - src]};
     const uint32_t cells = s.cell_count;
     const uint32_t entries = s.entry_count;
     uint64_t* cell_key = s.cell_key;

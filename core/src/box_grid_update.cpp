@@ -38,19 +38,6 @@ constexpr uint32_t kMergeGrain = 1024;
 /// Entries ahead whose object the merge prefetches.
 constexpr uint32_t kGatherAhead = 16;
 
-/// Step 1's entries of one object whose range changed.
-template <uint32_t D>
-uint64_t emit_object(const ObjectScratch& o, uint32_t object, uint64_t e, uint64_t* key, uint32_t* owner) {
-    for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
-        for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
-            for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x) {
-                key[e] = Lattice::pack(D, x, y, z);
-                owner[e] = object;
-                ++e;
-            }
-    return e;
-}
-
 /// The entry arrays of one half (current or spare).
 struct EntryArrays {
     uint64_t* cell_key;
@@ -272,23 +259,17 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
         return;
     }
     // 1. New entries into the halves of the sort scratch (added <= max_entries / 4).
-    const uint64_t half = s.max_entries / 2;
-    uint64_t* const key[2] = {s.sort_key[0], s.sort_key[0] + half};
-    uint32_t* const owner[2] = {reinterpret_cast<uint32_t*>(s.sort_key[1]),
-                                reinterpret_cast<uint32_t*>(s.sort_key[1]) + s.max_entries};
+    const NewEntries fresh = new_entries(s);
     parallel_chunks(b, n, object_grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         const ObjectChunk& chunk = s.object_chunk[begin / object_grain];
         if (chunk.moved == 0) return;
         uint64_t e = chunk.moved_offset;
         for (uint32_t i = begin; i < end; ++i)
-            if (s.change.is_leaving(i)) e = emit_object<D>(s.object[i], i, e, key[0], owner[0]);
+            if (s.change.is_leaving(i)) e = emit_object<D>(s.object[i], i, e, fresh.key[0], fresh.owner[0]);
     });
-    const auto count = static_cast<uint32_t>(added);
-    const auto entry_grain = static_cast<uint32_t>(grain_for(count, kEntryGrain, kMaxEntryChunks));
-    const uint64_t varying = varying_bits(b, key[0], count, entry_grain, s.entry_chunk);
-    const uint32_t src = radix_sort<uint64_t>(b, key, owner, count, varying, kMaxDigitBits, s.radix_hist, entry_grain);
+    const uint32_t src = sort_new_entries(s, b, fresh, static_cast<uint32_t>(added));
     // 2-3. Merge into the spare half and swap.
-    merge_entries<D>(s, b, added, key[src], owner[src], s.merge_counts, entries);
+    merge_entries<D>(s, b, added, fresh.key[src], fresh.owner[src], s.merge_counts, entries);
 }
 
 /// The entries of one object that moved within its cells get its new box:
@@ -299,25 +280,28 @@ void patch_object(BoxState& s, uint32_t object) {
     const ObjectScratch& o = s.object[object];
     const uint64_t* keys = s.cell_key;
     const uint32_t cells = s.cell_count;
-    for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
-        for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y)
-            for (int32_t x = o.lo[0]; x <= o.hi[0]; ++x) {
-                const uint64_t key = Lattice::pack(D, x, y, z);
-                const auto c = static_cast<uint32_t>(std::lower_bound(keys, keys + cells, key) - keys);
-                HASHGRID_ASSERT(c < cells && keys[c] == key, "box update: a moved object's cell is missing");
-                const uint32_t* first = s.entry_object + s.cell_start[c];
-                const uint32_t* last = s.entry_object + s.cell_start[c + 1];
-                const auto e = static_cast<uint32_t>(std::lower_bound(first, last, object) - s.entry_object);
-                HASHGRID_ASSERT(e < s.cell_start[c + 1] && s.entry_object[e] == object,
-                                "box update: a moved object's entry is missing");
-                for (uint32_t d = 0; d < D; ++d) {
-                    s.entry_min[d][e] = o.min[d];
-                    s.entry_max[d][e] = o.max[d];
-                }
-            }
+    for_each_cell_key<D>(o, [&](uint64_t key) {
+        const auto c = static_cast<uint32_t>(std::lower_bound(keys, keys + cells, key) - keys);
+        HASHGRID_ASSERT(c < cells && keys[c] == key, "box update: a moved object's cell is missing");
+        const uint32_t* first = s.entry_object + s.cell_start[c];
+        const uint32_t* last = s.entry_object + s.cell_start[c + 1];
+        const auto e = static_cast<uint32_t>(std::lower_bound(first, last, object) - s.entry_object);
+        HASHGRID_ASSERT(e < s.cell_start[c + 1] && s.entry_object[e] == object,
+                        "box update: a moved object's entry is missing");
+        for (uint32_t d = 0; d < D; ++d) {
+            s.entry_min[d][e] = o.min[d];
+            s.entry_max[d][e] = o.max[d];
+        }
+    });
 }
 
 } // namespace
+
+uint32_t sort_new_entries(BoxState& s, const ThreadBackend& b, const NewEntries& n, uint32_t count) {
+    const auto entry_grain = static_cast<uint32_t>(grain_for(count, kEntryGrain, kMaxEntryChunks));
+    const uint64_t varying = varying_bits(b, n.key[0], count, entry_grain, s.entry_chunk);
+    return radix_sort<uint64_t>(b, n.key, n.owner, count, varying, kMaxDigitBits, s.radix_hist, entry_grain);
+}
 
 void patch_moved_boxes(BoxState& s, const uint32_t* objects, uint32_t count) {
     for (uint32_t k = 0; k < count; ++k) {
