@@ -26,7 +26,6 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 namespace hashgrid::detail {
@@ -136,8 +135,9 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             }
         };
         // A run of old cells [run_first, run_first + run_cells) that keep their
-        // entries: copied in bulk, then the objects that moved within their
-        // cells get their new boxes.
+        // entries: copied in one loop over the run's entries, each taking its
+        // object's new box if it moved (runs are often a few entries long:
+        // one loop instead of a copy call per array).
         uint32_t run_first = 0;
         uint32_t run_cells = 0;
         const auto flush = [&] {
@@ -145,19 +145,24 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             const uint32_t e0 = old.cell_start[run_first];
             const uint32_t e1 = old.cell_start[run_first + run_cells];
             const size_t run = e1 - e0;
-            std::memcpy(out.object + oe, old.object + e0, run * sizeof(uint32_t));
-            for (uint32_t d = 0; d < D; ++d) {
-                std::memcpy(out.min[d] + oe, old.min[d] + e0, run * sizeof(float));
-                std::memcpy(out.max[d] + oe, old.max[d] + e0, run * sizeof(float));
-            }
-            std::memcpy(out.flags + oe, old.flags + e0, run * sizeof(uint32_t));
-            std::memcpy(out.cell_key + oc, old.cell_key + run_first, run_cells * sizeof(uint64_t));
-            for (uint32_t c = 0; c < run_cells; ++c)
+            for (uint32_t c = 0; c < run_cells; ++c) {
+                out.cell_key[oc + c] = old.cell_key[run_first + c];
                 out.cell_start[oc + c] = old.cell_start[run_first + c] - e0 + oe;
+            }
             for (uint32_t k = e0; k < e1; ++k) {
                 if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
                 const uint32_t object = old.object[k];
-                if (change.is_moved(object)) put_box(oe + (k - e0), objects[object]);
+                const uint32_t at = oe + (k - e0);
+                out.object[at] = object;
+                out.flags[at] = old.flags[k];
+                if (change.is_moved(object)) {
+                    put_box(at, objects[object]);
+                } else {
+                    for (uint32_t d = 0; d < D; ++d) {
+                        out.min[d][at] = old.min[d][k];
+                        out.max[d][at] = old.max[d][k];
+                    }
+                }
             }
             oc += run_cells;
             oe += static_cast<uint32_t>(run);
@@ -168,7 +173,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             const uint32_t e_end = from != kNone ? old.cell_start[from + 1] : 0;
             if (j0 == j1 && e < e_end) {
                 // Most cells: nothing enters or leaves. They join the run that
-                // is copied in bulk.
+                // is copied in one loop.
                 bool leaves = false;
                 for (uint32_t k = e; k < e_end; ++k)
                     leaves = leaves | change.is_leaving(old.object[k]);
@@ -183,38 +188,39 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             uint64_t j = j0;
             int32_t at[3] = {0, 0, 0};
             if (j0 < j1) Lattice::unpack(D, key, at[0], at[1], at[2]);
-            while (e < e_end || j < j1) {
-                if (e < e_end && change.is_leaving(old.object[e])) { // moved out of this cell
-                    ++e;
-                    continue;
-                }
-                const bool take_old = e < e_end && (j >= j1 || old.object[e] < new_object[j]);
-                if (take_old) {
-                    // Boxes of moved objects are gathered: fetch ahead (latency-bound).
-                    if (e + kGatherAhead < entries_end) __builtin_prefetch(&objects[old.object[e + kGatherAhead]]);
-                    const uint32_t object = old.object[e];
-                    out.object[oe] = object;
-                    if (!change.is_moved(object)) {
-                        for (uint32_t d = 0; d < D; ++d) {
-                            out.min[d][oe] = old.min[d][e];
-                            out.max[d][oe] = old.max[d][e];
-                        }
-                    } else {
-                        put_box(oe, objects[object]);
+            // A new entry (an object whose range changed and now covers this cell).
+            const auto put_new = [&](uint32_t object) {
+                const ObjectScratch& o = objects[object];
+                out.object[oe] = object;
+                put_box(oe, o);
+                out.flags[oe] =
+                    (at[0] == o.lo[0] ? 1u : 0u) | (at[1] == o.lo[1] ? 2u : 0u) | (at[2] == o.lo[2] ? 4u : 0u);
+                ++oe;
+            };
+            // The old entries that stay, with the few new ones put before the
+            // first old entry of a higher object (an object that left has no
+            // old entry kept; its new ones come from new_object).
+            for (; e < e_end; ++e) {
+                // Boxes of moved objects are gathered: fetch ahead (latency-bound).
+                if (e + kGatherAhead < entries_end) __builtin_prefetch(&objects[old.object[e + kGatherAhead]]);
+                const uint32_t object = old.object[e];
+                for (; j < j1 && new_object[j] < object; ++j)
+                    put_new(new_object[j]);
+                if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
+                out.object[oe] = object;
+                if (!change.is_moved(object)) {
+                    for (uint32_t d = 0; d < D; ++d) {
+                        out.min[d][oe] = old.min[d][e];
+                        out.max[d][oe] = old.max[d][e];
                     }
-                    out.flags[oe] = old.flags[e];
-                    ++e;
                 } else {
-                    const uint32_t object = new_object[j];
-                    const ObjectScratch& o = objects[object];
-                    out.object[oe] = object;
-                    put_box(oe, o);
-                    out.flags[oe] =
-                        (at[0] == o.lo[0] ? 1u : 0u) | (at[1] == o.lo[1] ? 2u : 0u) | (at[2] == o.lo[2] ? 4u : 0u);
-                    ++j;
+                    put_box(oe, objects[object]);
                 }
+                out.flags[oe] = old.flags[e];
                 ++oe;
             }
+            for (; j < j1; ++j)
+                put_new(new_object[j]);
             if (oe > cell_begin) {
                 out.cell_key[oc] = key;
                 out.cell_start[oc] = cell_begin;
