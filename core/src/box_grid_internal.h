@@ -361,6 +361,16 @@ void write_row_starts(BoxState& s, const ThreadBackend& b);
 /// rebuild's sort is cheaper than the merge's gathers.
 inline constexpr uint64_t kUpdateShare = 4;
 
+/// Rebuild step 1 (box_grid_validate.cpp): validates boxes [0, n) of `in`,
+/// computes each one's cell range into s.object and, per chunk of `grain`
+/// objects (a multiple of 64) in s.object_chunk, the entries, large objects,
+/// bounds and lowest offending box. With `compare` (s.object and s.min/s.max
+/// hold the previous frame, same count), unchanged boxes keep their ranges
+/// and every change is recorded in s.change and the chunk's counts. Writes
+/// scratch only (s.object may no longer hold the previous frame afterwards).
+void validate_boxes(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
+                    uint64_t large_cells, bool compare);
+
 /// Merges the changed objects' entries into the current frame (box_grid_update.cpp).
 /// Preconditions: validation passed with comparison, no large-set change,
 /// `added` new entries in total (in chunk order at ObjectChunk::moved_offset).

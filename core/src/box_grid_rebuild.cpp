@@ -1,7 +1,8 @@
 // BoxGrid::rebuild: boxes into the cells they cover.
 //
-// 1. Object pass (parallel over fixed chunks of objects, scratch only):
-//    validate each box and compute its cell range; per chunk, the entries of
+// 1. Object pass (box_grid_validate.cpp; parallel over fixed chunks of
+//    objects, scratch only): validate each box and compute its cell range;
+//    per chunk, the entries of
 //    the small objects, the number of large ones, the box of occupied cells
 //    and the lowest offending object. A rejected frame (bad box, too many
 //    entries) has written nothing but scratch: the previous frame stays.
@@ -23,7 +24,6 @@
 
 #include <atomic>
 #include <bit>
-#include <cmath>
 #include <cstring>
 
 namespace hashgrid {
@@ -48,143 +48,6 @@ struct DenseBox {
     int32_t lo[3];
     uint64_t extent[3];
 };
-
-/// Step 1 for D dimensions: validate each box, compute its cell range into
-/// s.object and, per chunk, the counts, the occupied box and the lowest
-/// offending object. With Compare (s.object holds the previous frame, same
-/// object count), a box bit-identical to the previous frame's (s.min/s.max)
-/// keeps its range without recomputing it, every object's change is recorded
-/// in s.change and the chunk counts what an update would move. Writes
-/// scratch only (s.object may no longer hold the previous frame afterwards).
-template <uint32_t D, bool Compare>
-void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
-                      uint64_t large_cells) {
-    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
-    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
-    const Lattice& k = s.cells;
-    const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
-    const bool bounded = k.bounded;
-    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        ObjectChunk chunk{}; // box_lo/hi 0 and span 0 on unused axes
-        chunk.bad = BadParticle{kNone, 0, StatusCode::ok};
-        for (uint32_t d = 0; d < 3; ++d) {
-            chunk.cell_lo[d] = INT32_MAX;
-            chunk.cell_hi[d] = INT32_MIN;
-        }
-        ObjectScratch* __restrict objects = s.object;
-        // Chunks start at multiples of 64 objects: each owns its bitmap words.
-        uint64_t* __restrict moved_bits = s.change.moved;
-        uint64_t* __restrict leaving_bits = s.change.leaving;
-        if constexpr (Compare) {
-            for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w)
-                moved_bits[w] = leaving_bits[w] = 0;
-        }
-        // A small object's entries and its share of the chunk's bounds.
-        const auto add_small = [&](const ObjectScratch& o, uint64_t covered) {
-            const bool first = chunk.entries == 0;
-            chunk.entries += covered;
-            for (uint32_t d = 0; d < D; ++d) {
-                chunk.cell_lo[d] = o.lo[d] < chunk.cell_lo[d] ? o.lo[d] : chunk.cell_lo[d];
-                chunk.cell_hi[d] = o.hi[d] > chunk.cell_hi[d] ? o.hi[d] : chunk.cell_hi[d];
-                chunk.box_lo[d] = first ? o.min[d] : std::min(chunk.box_lo[d], o.min[d]);
-                chunk.box_hi[d] = first ? o.max[d] : std::max(chunk.box_hi[d], o.max[d]);
-                chunk.span[d] = std::max(chunk.span[d], o.hi[d] - o.lo[d]);
-            }
-        };
-        for (uint32_t i = begin; i < end; ++i) {
-            ObjectScratch& o = objects[i];
-            // The previous frame's range and size class of this object (Compare only).
-            bool was_large = false;
-            int32_t old_lo[3] = {0, 0, 0};
-            int32_t old_hi[3] = {0, 0, 0};
-            if constexpr (Compare) {
-                uint32_t differ = 0;
-                for (uint32_t d = 0; d < D; ++d)
-                    differ |= (float_bits(lows[d][i]) ^ float_bits(s.min[d][i])) |
-                              (float_bits(highs[d][i]) ^ float_bits(s.max[d][i]));
-                was_large = s.is_large[i] != 0;
-                if (differ == 0) { // validated last frame; o still holds it
-                    if (was_large)
-                        ++chunk.large;
-                    else
-                        add_small(o, cells_covered(o));
-                    continue;
-                }
-                for (uint32_t d = 0; d < 3; ++d) {
-                    old_lo[d] = o.lo[d];
-                    old_hi[d] = o.hi[d];
-                }
-            }
-            bool finite = true;
-            bool ordered = true;
-            for (uint32_t d = 0; d < 3; ++d) {
-                const float lo = d < D ? lows[d][i] : 0.0f;
-                const float hi = d < D ? highs[d][i] : 0.0f;
-                o.min[d] = lo;
-                o.max[d] = hi;
-                finite = finite && std::isfinite(lo) && std::isfinite(hi);
-                ordered = ordered & (lo <= hi);
-            }
-            StatusCode code = StatusCode::ok;
-            bool beyond_keys = false;
-            if (!finite) {
-                code = StatusCode::invalid_position;
-            } else if (!ordered) {
-                code = StatusCode::invalid_box;
-            } else {
-                o.lo[2] = o.hi[2] = 0;
-                bool in_range = true;
-                for (uint32_t d = 0; d < D; ++d)
-                    in_range = axis[d].cell(o.min[d], o.lo[d]) && axis[d].cell(o.max[d], o.hi[d]) && in_range;
-                if (!in_range) {
-                    if (bounded) {
-                        code = StatusCode::position_out_of_range;
-                    } else {
-                        mark_far(o);
-                        beyond_keys = true;
-                    }
-                }
-            }
-            if (code != StatusCode::ok) {
-                if (chunk.bad.count++ == 0) {
-                    chunk.bad.index = i;
-                    chunk.bad.code = code;
-                }
-                continue;
-            }
-            const uint64_t covered = beyond_keys ? 0 : cells_covered(o);
-            const bool large = beyond_keys || covered > large_cells;
-            if constexpr (Compare) {
-                bool same = true;
-                for (uint32_t d = 0; d < D; ++d)
-                    same = same & (o.lo[d] == old_lo[d]) & (o.hi[d] == old_hi[d]);
-                const uint64_t bit = uint64_t{1} << (i & 63);
-                moved_bits[i >> 6] |= bit;
-                if (large != was_large) {
-                    ++chunk.large_changed; // a full build follows
-                } else if (!large && !same) {
-                    leaving_bits[i >> 6] |= bit;
-                    ++chunk.moved;
-                    chunk.added += covered;
-                    ObjectScratch old = o;
-                    for (uint32_t d = 0; d < 3; ++d) {
-                        old.lo[d] = old_lo[d];
-                        old.hi[d] = old_hi[d];
-                    }
-                    chunk.removed += cells_covered(old);
-                }
-            }
-            if (large)
-                ++chunk.large;
-            else
-                add_small(o, covered);
-        }
-        if constexpr (D == 2) {
-            if (chunk.entries > 0) chunk.cell_lo[2] = chunk.cell_hi[2] = 0;
-        }
-        s.object_chunk[begin / grain] = chunk;
-    });
-}
 
 /// Entries ahead whose object step 4 prefetches: the gather of scattered
 /// objects is latency-bound (an object may straddle two cache lines).
@@ -486,12 +349,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     // Compared with the previous frame when it is known and has as many objects.
     const bool compare = s.object_is_frame && built(g) && s.object_count == n && n > 0;
     s.object_is_frame = false; // until this frame is accepted
-    if (dims == 3)
-        compare ? validate_objects<3, true>(s, in, b, n, grain, large_cells)
-                : validate_objects<3, false>(s, in, b, n, grain, large_cells);
-    else
-        compare ? validate_objects<2, true>(s, in, b, n, grain, large_cells)
-                : validate_objects<2, false>(s, in, b, n, grain, large_cells);
+    validate_boxes(s, in, b, n, grain, large_cells, compare);
     const Status invalid = bad_box_status(s.object_chunk, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
 
