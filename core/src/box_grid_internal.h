@@ -361,6 +361,17 @@ void write_row_starts(BoxState& s, const ThreadBackend& b);
 /// rebuild's sort is cheaper than the merge's gathers.
 inline constexpr uint64_t kUpdateShare = 4;
 
+/// Whether merging into the previous frame (`entries` entries in `cells`
+/// cells; `changed` entries removed plus inserted) costs less than the full
+/// build. Measured on one core (AMD EPYC, 2D and 3D scenes of 20k-100k
+/// boxes): the merge takes about 12 ns per entry, 10 per cell and 28 per
+/// changed entry, the full build about 19 per entry; so the merge pays when
+/// 4 changed + 1.5 cells <= entries. Scenes of about one entry per cell
+/// (small boxes in small cells) take the full build even when few change.
+inline bool merge_pays(uint64_t changed, uint64_t cells, uint64_t entries) {
+    return changed * kUpdateShare + cells + cells / 2 <= entries;
+}
+
 /// Rebuild step 1 (box_grid_validate.cpp): validates boxes [0, n) of `in`,
 /// computes each one's cell range into s.object and, per chunk of `grain`
 /// objects (a multiple of 64) in s.object_chunk, the entries, large objects,

@@ -385,7 +385,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     // cells: merge them into the previous frame (box_grid_update.cpp), which
     // gives the arrays of the full build below.
     const bool update =
-        compare && large_changed == 0 && s.cell_count > 0 && (added + removed) * kUpdateShare <= s.entry_count;
+        compare && large_changed == 0 && s.cell_count > 0 && merge_pays(added + removed, s.cell_count, s.entry_count);
     trace.next(update ? TracePhase::box_rebuild_update : TracePhase::box_rebuild_entries);
     DenseBox box{};
     uint64_t volume = 1;

@@ -74,10 +74,11 @@
 /// last frame did (the same objects in the same order: a store without adds
 /// or removes, or your own stable arrays), it compares each box with the
 /// last frame's. Objects whose boxes are bit-identical keep their cells
-/// without any arithmetic; when the objects that changed cells own at most a
-/// quarter of the entries (and none became or stopped being large), their
-/// entries are merged into the last frame's cells instead of sorting all
-/// entries again. The result is the same arrays, pairs and query answers as
+/// without any arithmetic; when the objects that changed cells own a small
+/// share of the entries (at most a quarter, less the more occupied cells
+/// the frame has per entry: with small boxes in small cells sorting costs
+/// less) and none became or stopped being large, their entries are merged
+/// into the last frame's cells instead of sorting all entries again. The result is the same arrays, pairs and query answers as
 /// the full build, for any thread count; a trace shows box.rebuild.update
 /// instead of box.rebuild.entries for such a frame. A rejected rebuild makes
 /// the next one a full build.
