@@ -318,6 +318,57 @@ TEST_CASE("box rebuild: a frame merged into the last one equals the full build, 
     CHECK(full >= 8 * 3);
 }
 
+TEST_CASE("box rebuild: small boxes alone in small cells are sorted, not merged, even when few change cells") {
+    // About one entry per occupied cell (more than 2 cells per 3 entries):
+    // the merge's cost per cell would exceed what sorting every entry costs,
+    // so a frame where 5% of the boxes take a small step is built in full
+    // (the rule the churn above leaves unexercised), and equals a fresh build.
+    for (const uint32_t dims : {2u, 3u}) {
+        CAPTURE(dims);
+        const Spec spec{dims, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, false};
+        ParallelBackend pb(2);
+        const hashgrid::ThreadBackend backend = pb.backend();
+        Rng rng(0x5ca1e + dims);
+        const uint32_t n = dims == 2 ? 300u : 2000u; // sparse: 1600 or 64000 cells
+        const BoxGridConfig config = config_for(spec, n);
+        BoxScene scene;
+        scene.dims = dims;
+        for (uint32_t d = 0; d < 3; ++d) {
+            scene.lo[d].resize(n);
+            scene.hi[d].resize(n);
+        }
+        for (uint32_t i = 0; i < n; ++i) { // edges of a quarter to half a cell
+            float lo[3], hi[3];
+            for (uint32_t d = 0; d < 3; ++d) {
+                lo[d] = coordinate(rng, extent(spec) - 2.0f);
+                hi[d] = lo[d] + 0.25f + 0.125f * static_cast<float>(rng.below(3));
+            }
+            set_box(scene, i, lo, hi);
+        }
+        BoxGrid churned;
+        REQUIRE(churned.init_allocate(config).ok());
+        hashgrid::Trace trace;
+        REQUIRE(trace.init_allocate(4096).ok());
+        churned.set_trace(&trace);
+        REQUIRE(churned.rebuild(scene.spans(), backend).ok());
+        for (uint32_t f = 0; f < 4; ++f) {
+            CAPTURE(f);
+            const BoxGridView before = churned.view();
+            REQUIRE(uint64_t{before.cell_count} * 3 > uint64_t{churned.entry_count()} * 2);
+            for (uint32_t i = 0; i < n; ++i)
+                if (rng.below(20) == 0) move_box(rng, spec, scene, i, false);
+            trace.clear();
+            REQUIRE(churned.rebuild(scene.spans(), backend).ok());
+            CHECK(took(trace, TracePhase::box_rebuild_entries));
+            CHECK_FALSE(took_update(trace));
+            BoxGrid fresh;
+            REQUIRE(fresh.init_allocate(config).ok());
+            REQUIRE(fresh.rebuild(scene.spans(), backend).ok());
+            check_same_frame(churned, fresh, dims, backend, config.max_pairs);
+        }
+    }
+}
+
 namespace {
 
 enum class StoreChurn { still, jitter, few_jump, layers, edge, twice, back, grow, many_jump, bad, add_remove };

@@ -26,6 +26,7 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 namespace hashgrid::detail {
@@ -36,6 +37,9 @@ namespace {
 constexpr uint32_t kMergeGrain = 1024;
 /// Entries ahead whose object the merge prefetches.
 constexpr uint32_t kGatherAhead = 16;
+/// Entries of a run of untouched cells from which the merge copies it array
+/// by array (memcpy) rather than entry by entry.
+constexpr uint32_t kBulkRun = 64;
 
 /// The entry arrays of one half (current or spare).
 struct EntryArrays {
@@ -135,9 +139,10 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             }
         };
         // A run of old cells [run_first, run_first + run_cells) that keep their
-        // entries: copied in one loop over the run's entries, each taking its
-        // object's new box if it moved (runs are often a few entries long:
-        // one loop instead of a copy call per array).
+        // entries. A long run is copied array by array (memcpy), then the
+        // objects that moved within their cells get their new boxes; a short
+        // one (scenes of about one entry per cell have many) in one loop over
+        // its entries, which costs less than a copy call per array.
         uint32_t run_first = 0;
         uint32_t run_cells = 0;
         const auto flush = [&] {
@@ -149,18 +154,32 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                 out.cell_key[oc + c] = old.cell_key[run_first + c];
                 out.cell_start[oc + c] = old.cell_start[run_first + c] - e0 + oe;
             }
-            for (uint32_t k = e0; k < e1; ++k) {
-                if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
-                const uint32_t object = old.object[k];
-                const uint32_t at = oe + (k - e0);
-                out.object[at] = object;
-                out.flags[at] = old.flags[k];
-                if (change.is_moved(object)) {
-                    put_box(at, objects[object]);
-                } else {
-                    for (uint32_t d = 0; d < D; ++d) {
-                        out.min[d][at] = old.min[d][k];
-                        out.max[d][at] = old.max[d][k];
+            if (run >= kBulkRun) {
+                std::memcpy(out.object + oe, old.object + e0, run * sizeof(uint32_t));
+                for (uint32_t d = 0; d < D; ++d) {
+                    std::memcpy(out.min[d] + oe, old.min[d] + e0, run * sizeof(float));
+                    std::memcpy(out.max[d] + oe, old.max[d] + e0, run * sizeof(float));
+                }
+                std::memcpy(out.flags + oe, old.flags + e0, run * sizeof(uint32_t));
+                for (uint32_t k = e0; k < e1; ++k) {
+                    if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
+                    const uint32_t object = old.object[k];
+                    if (change.is_moved(object)) put_box(oe + (k - e0), objects[object]);
+                }
+            } else {
+                for (uint32_t k = e0; k < e1; ++k) {
+                    if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
+                    const uint32_t object = old.object[k];
+                    const uint32_t at = oe + (k - e0);
+                    out.object[at] = object;
+                    out.flags[at] = old.flags[k];
+                    if (change.is_moved(object)) {
+                        put_box(at, objects[object]);
+                    } else {
+                        for (uint32_t d = 0; d < D; ++d) {
+                            out.min[d][at] = old.min[d][k];
+                            out.max[d][at] = old.max[d][k];
+                        }
                     }
                 }
             }
