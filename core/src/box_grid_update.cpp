@@ -55,8 +55,8 @@ struct EntryArrays {
 /// by ascending key; calls cell(key, old cell or kNone, new range) for each
 /// key present in either, in key order.
 template <typename Cell>
-void walk_keys(const EntryArrays& old, uint32_t c0, uint32_t c1, const uint64_t* new_key, uint64_t n0, uint64_t n1,
-               Cell&& cell) {
+[[gnu::always_inline]] inline void walk_keys(const EntryArrays& old, uint32_t c0, uint32_t c1, const uint64_t* new_key,
+                                             uint64_t n0, uint64_t n1, Cell&& cell) {
     uint32_t c = c0;
     uint64_t j = n0;
     while (c < c1 || j < n1) {

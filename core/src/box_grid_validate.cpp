@@ -23,6 +23,11 @@ constexpr uint32_t kCellBlock = 64;
 /// reduction: the same result on every platform).
 constexpr uint32_t kBoundLanes = 8;
 
+/// What cell_block found: every box bit-identical to the previous frame's
+/// (nothing else computed), every box valid and in range (cells and bounds
+/// computed), or some box to check one by one.
+enum class BlockKind : uint8_t { unchanged, valid, check };
+
 /// One block of boxes, evaluated ahead of the per-object pass: the cell
 /// ranges, which boxes differ from the previous frame, and the bounds the
 /// block would add to its chunk if all its boxes were small.
@@ -59,20 +64,38 @@ template <bool Max>
 /// Fills `out` for boxes [begin, begin + count), 0 < count <= kCellBlock,
 /// without a branch per box, so that the compiler vectorizes the loops (and
 /// an AVX2 copy runs where the CPU has AVX2: the same IEEE operations, the
-/// same cells). Returns true when every box of the block is finite, ordered
-/// and inside the lattice's range on every axis: then each cell is
-/// AxisCells::cell's (min <= max makes the scaled min <= the scaled max, so
-/// testing the min against the lower end and the max against the upper
-/// covers both). Otherwise the caller checks the block box by box. The clamp
-/// keeps the integer conversion defined for any input; inside the range it
-/// changes no cell (the ends are integers). `previous` (null: none) are the
-/// previous frame's boxes, compared bit for bit.
+/// same cells). `previous` (null: none) are the previous frame's boxes,
+/// compared bit for bit first: a block where none changed is `unchanged`
+/// and nothing else is computed. Else `valid` when every box of the block is
+/// finite, ordered and inside the lattice's range on every axis: then each
+/// cell is AxisCells::cell's (min <= max makes the scaled min <= the scaled
+/// max, so testing the min against the lower end and the max against the
+/// upper covers both); otherwise `check`: the caller checks the block box by
+/// box. The clamp keeps the integer conversion defined for any input; inside
+/// the range it changes no cell (the ends are integers).
 template <uint32_t D>
-[[gnu::always_inline]] inline bool cell_block(const float* const* lows, const float* const* highs,
-                                              const float* const* previous_lows, const float* const* previous_highs,
-                                              const AxisCells* axis, uint32_t begin, uint32_t count, CellBlock& out) {
-    uint32_t valid = 1;
+[[gnu::always_inline]] inline BlockKind
+cell_block(const float* const* lows, const float* const* highs, const float* const* previous_lows,
+           const float* const* previous_highs, const AxisCells* axis, uint32_t begin, uint32_t count, CellBlock& out) {
     uint32_t differ[kCellBlock] = {};
+    if (previous_lows != nullptr) {
+        for (uint32_t d = 0; d < D; ++d) {
+            const float* __restrict low = lows[d] + begin;
+            const float* __restrict high = highs[d] + begin;
+            const float* __restrict was_low = previous_lows[d] + begin;
+            const float* __restrict was_high = previous_highs[d] + begin;
+            for (uint32_t k = 0; k < count; ++k)
+                differ[k] |=
+                    (float_bits(low[k]) ^ float_bits(was_low[k])) | (float_bits(high[k]) ^ float_bits(was_high[k]));
+        }
+        uint32_t any = 0;
+        for (uint32_t k = 0; k < count; ++k)
+            any |= differ[k];
+        if (any == 0) return BlockKind::unchanged;
+    }
+    for (uint32_t k = 0; k < count; ++k)
+        out.changed[k] = differ[k] != 0 ? 1 : 0;
+    uint32_t valid = 1;
     for (uint32_t d = 0; d < D; ++d) {
         const float* __restrict low = lows[d] + begin;
         const float* __restrict high = highs[d] + begin;
@@ -106,32 +129,23 @@ template <uint32_t D>
         out.span[d] = span;
         out.box_lo[d] = lane_extreme<false>(low, count);
         out.box_hi[d] = lane_extreme<true>(high, count);
-        if (previous_lows != nullptr) {
-            const float* __restrict was_low = previous_lows[d] + begin;
-            const float* __restrict was_high = previous_highs[d] + begin;
-            for (uint32_t k = 0; k < count; ++k)
-                differ[k] |=
-                    (float_bits(low[k]) ^ float_bits(was_low[k])) | (float_bits(high[k]) ^ float_bits(was_high[k]));
-        }
     }
-    for (uint32_t k = 0; k < count; ++k)
-        out.changed[k] = differ[k] != 0 ? 1 : 0;
-    return valid != 0;
+    return valid != 0 ? BlockKind::valid : BlockKind::check;
 }
 
 template <uint32_t D>
-bool cell_block_default(const float* const* lows, const float* const* highs, const float* const* previous_lows,
-                        const float* const* previous_highs, const AxisCells* axis, uint32_t begin, uint32_t count,
-                        CellBlock& out) {
+BlockKind cell_block_default(const float* const* lows, const float* const* highs, const float* const* previous_lows,
+                             const float* const* previous_highs, const AxisCells* axis, uint32_t begin, uint32_t count,
+                             CellBlock& out) {
     return cell_block<D>(lows, highs, previous_lows, previous_highs, axis, begin, count, out);
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
 template <uint32_t D>
-__attribute__((target("avx2"))) bool cell_block_avx2(const float* const* lows, const float* const* highs,
-                                                     const float* const* previous_lows,
-                                                     const float* const* previous_highs, const AxisCells* axis,
-                                                     uint32_t begin, uint32_t count, CellBlock& out) {
+__attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lows, const float* const* highs,
+                                                          const float* const* previous_lows,
+                                                          const float* const* previous_highs, const AxisCells* axis,
+                                                          uint32_t begin, uint32_t count, CellBlock& out) {
     return cell_block<D>(lows, highs, previous_lows, previous_highs, axis, begin, count, out);
 }
 #endif
@@ -157,8 +171,8 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
     const Lattice& k = s.cells;
     const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
     const bool bounded = k.bounded;
-    bool (*evaluate_block)(const float* const*, const float* const*, const float* const*, const float* const*,
-                           const AxisCells*, uint32_t, uint32_t, CellBlock&) = &cell_block_default<D>;
+    BlockKind (*evaluate_block)(const float* const*, const float* const*, const float* const*, const float* const*,
+                                const AxisCells*, uint32_t, uint32_t, CellBlock&) = &cell_block_default<D>;
 #if defined(__x86_64__) || defined(_M_X64)
     if (__builtin_cpu_supports("avx2")) evaluate_block = &cell_block_avx2<D>;
 #endif
@@ -221,7 +235,18 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
         CellBlock block;
         for (uint32_t first = begin; first < end; first += kCellBlock) {
             const uint32_t count = end - first < kCellBlock ? end - first : kCellBlock;
-            if (evaluate_block(lows, highs, previous_lows, previous_highs, axis, first, count, block)) {
+            const BlockKind kind =
+                evaluate_block(lows, highs, previous_lows, previous_highs, axis, first, count, block);
+            if (kind == BlockKind::unchanged) { // every box as last frame: validated then, o holds it
+                for (uint32_t i = first; i < first + count; ++i) {
+                    if (s.is_large[i] != 0)
+                        ++chunk.large;
+                    else
+                        add_small(objects[i], cells_covered(objects[i]));
+                }
+                continue;
+            }
+            if (kind == BlockKind::valid) {
                 // Every box of the block is valid and in range: cells from the block.
                 uint64_t small = 0;
                 for (uint32_t j = 0; j < count; ++j) {
