@@ -1,10 +1,12 @@
 // BoxGrid::rebuild, step 1: validate each box and compute its cell range
 // (box_grid_rebuild.cpp has the steps). Boxes go in blocks of 64, one word of
 // the change bitmaps: a block is evaluated ahead without a branch per box
-// (cells, bounds, which boxes changed; vectorized, AVX2 where the CPU has
-// it), and when every box of it is valid and in range the per-box pass only
-// copies and compares. A block with a bad, far or out-of-range box is checked
-// box by box, which names the lowest offending box and marks far boxes.
+// (which boxes changed; then cells and bounds, vectorized, AVX2 where the
+// CPU has it). A block where nothing changed since the last frame is counted
+// from its records; when every box of a block is valid and in range the
+// per-box pass only copies and compares. A block with a bad, far or
+// out-of-range box is checked box by box, which names the lowest offending
+// box and marks far boxes.
 #include "box_grid_internal.h"
 
 #include <algorithm>
@@ -19,6 +21,7 @@ namespace {
 
 /// Objects per block of validation: one word of the change bitmaps.
 constexpr uint32_t kCellBlock = 64;
+static_assert(kCellBlock == 64, "a block's small objects are one 64-bit mask");
 /// Lanes of the blocks' float minimum and maximum (a fixed order of
 /// reduction: the same result on every platform).
 constexpr uint32_t kBoundLanes = 8;
@@ -158,9 +161,10 @@ __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lo
 /// chunk counts what an update would move. Writes scratch only (s.object may
 /// no longer hold the previous frame afterwards).
 ///
-/// Boxes go in blocks of kCellBlock (cell_block): a block whose boxes are
-/// all valid and in range takes its cells and bounds from there; any other
-/// block is checked box by box (the lowest offending box, far boxes).
+/// Boxes go in blocks of kCellBlock (cell_block): a block where no box
+/// changed is counted from the records; a block whose boxes are all valid
+/// and in range takes its cells and bounds from cell_block; any other block
+/// is checked box by box (the lowest offending box, far boxes).
 template <uint32_t D, bool Compare>
 void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
                       uint64_t large_cells) {
@@ -295,7 +299,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                         small |= uint64_t{1} << j;
                     }
                 }
-                const uint64_t all = count == 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
+                const uint64_t all = count == kCellBlock ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
                 if (small == all) { // the block's bounds are its small objects'
                     add_bounds(block.cell_lo, block.cell_hi, block.box_lo, block.box_hi, block.span);
                 } else {
