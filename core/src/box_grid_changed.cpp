@@ -451,6 +451,7 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
         trace.next(TracePhase::box_rebuild_validate);
         return rebuild_checked(g, in, trace);
     }
+    s.block_summaries_valid = false; // the listed objects changed without their blocks'
     set_built(g);
     return {};
 }

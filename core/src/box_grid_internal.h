@@ -84,6 +84,20 @@ static_assert(sizeof(ObjectScratch) == 48, "ObjectScratch layout");
 /// them: cell_lo, cell_hi, box_lo, box_hi, max_span.
 inline constexpr uint32_t kBoundKinds = 5;
 
+/// What a block of 64 objects (box_grid_validate.cpp) adds to its chunk: its
+/// small objects' entries and bounds, its large objects. Kept per block so
+/// that a block whose boxes did not change is counted without reading them.
+struct BlockSummary {
+    uint64_t entries;
+    uint32_t large;
+    uint32_t any_small; // 1 when the bounds below hold a small object
+    int32_t cell_lo[3];
+    int32_t cell_hi[3];
+    int32_t span[3];
+    float box_lo[3];
+    float box_hi[3];
+};
+
 /// Per chunk of objects in rebuild: validation, entry and large counts, the
 /// box of occupied cells (then the chunk's output offsets).
 struct ObjectChunk {
@@ -242,22 +256,27 @@ struct BoxState {
     // listed rebuild after a full one, then kept up to date.
     uint32_t bound_hits[3][kBoundKinds] = {};
     bool bound_hits_valid = false;
+    // True when block_summary holds every block of the current frame: set by
+    // an accepted rebuild from spans (which writes them all), cleared by any
+    // other rebuild (a listed one changes objects without them).
+    bool block_summaries_valid = false;
 
     // Scratch.
     uint32_t* payload[2] = {};  // radix-sort ping-pong of object indices (frame: entry_object); + kEntryPad
     uint64_t* sort_key[2] = {}; // radix-sort ping-pong of keys (used as uint32 when they fit)
     ObjectScratch* object = nullptr;
-    ChangeBits change{};                 // per object when compared (scratch)
-    ObjectChunk* object_chunk = nullptr; // kMaxObjectChunks
-    uint32_t* radix_hist = nullptr;      // kMaxEntryChunks << kMaxDigitBits
-    uint64_t* entry_chunk = nullptr;     // kMaxEntryChunks + 1
-    MergeCounts* merge_counts = nullptr; // kMaxEntryChunks
-    ListedChunk* listed_chunk = nullptr; // kMaxListedChunks
-    BadParticle* query_bad = nullptr;    // kMaxPairChunks
-    PairChunk* pair_chunk = nullptr;     // kMaxPairChunks
-    Pair* pool = nullptr;                // pool_blocks * kBoxPairBlock
-    uint32_t* block_next = nullptr;      // pool_blocks
-    uint32_t blocks_used = 0;            // claimed atomically during a pair search
+    BlockSummary* block_summary = nullptr; // (max_objects + 63) / 64
+    ChangeBits change{};                   // per object when compared (scratch)
+    ObjectChunk* object_chunk = nullptr;   // kMaxObjectChunks
+    uint32_t* radix_hist = nullptr;        // kMaxEntryChunks << kMaxDigitBits
+    uint64_t* entry_chunk = nullptr;       // kMaxEntryChunks + 1
+    MergeCounts* merge_counts = nullptr;   // kMaxEntryChunks
+    ListedChunk* listed_chunk = nullptr;   // kMaxListedChunks
+    BadParticle* query_bad = nullptr;      // kMaxPairChunks
+    PairChunk* pair_chunk = nullptr;       // kMaxPairChunks
+    Pair* pool = nullptr;                  // pool_blocks * kBoxPairBlock
+    uint32_t* block_next = nullptr;        // pool_blocks
+    uint32_t blocks_used = 0;              // claimed atomically during a pair search
     // The coarse grid of the small objects (scratch: find_pairs builds it when
     // its large objects cover more cells than the frame has objects).
     CoarseGrid coarse{};
@@ -377,10 +396,13 @@ inline bool merge_pays(uint64_t changed, uint64_t cells, uint64_t entries) {
 /// objects (a multiple of 64) in s.object_chunk, the entries, large objects,
 /// bounds and lowest offending box. With `compare` (s.object and s.min/s.max
 /// hold the previous frame, same count), unchanged boxes keep their ranges
-/// and every change is recorded in s.change and the chunk's counts. Writes
-/// scratch only (s.object may no longer hold the previous frame afterwards).
+/// and every change is recorded in s.change and the chunk's counts; with
+/// `summaries` as well (s.block_summary holds the previous frame's), a block
+/// of 64 unchanged boxes is counted from its summary. Writes scratch only
+/// (s.object and s.block_summary may no longer hold the previous frame
+/// afterwards).
 void validate_boxes(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
-                    uint64_t large_cells, bool compare);
+                    uint64_t large_cells, bool compare, bool summaries);
 
 /// Merges the changed objects' entries into the current frame (box_grid_update.cpp).
 /// Preconditions: validation passed with comparison, no large-set change,

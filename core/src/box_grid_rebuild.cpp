@@ -348,8 +348,11 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     const uint32_t chunks = chunk_count(n, grain);
     // Compared with the previous frame when it is known and has as many objects.
     const bool compare = s.object_is_frame && built(g) && s.object_count == n && n > 0;
+    // Blocks whose boxes did not change take last frame's summaries.
+    const bool summaries = compare && s.block_summaries_valid;
     s.object_is_frame = false; // until this frame is accepted
-    validate_boxes(s, in, b, n, grain, large_cells, compare);
+    s.block_summaries_valid = false;
+    validate_boxes(s, in, b, n, grain, large_cells, compare, summaries);
     const Status invalid = bad_box_status(s.object_chunk, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
 
@@ -418,6 +421,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     s.large_count = large;
     s.layers = in.category != nullptr || in.mask != nullptr;
     s.object_is_frame = true;
+    s.block_summaries_valid = true; // validation wrote every block's
     set_built(g);
     return {};
 }

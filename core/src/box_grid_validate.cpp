@@ -167,7 +167,7 @@ __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lo
 /// is checked box by box (the lowest offending box, far boxes).
 template <uint32_t D, bool Compare>
 void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
-                      uint64_t large_cells) {
+                      uint64_t large_cells, bool summaries) {
     const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
     const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
     const float* const* const previous_lows = Compare ? s.min : nullptr;
@@ -195,23 +195,47 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w)
                 moved_bits[w] = leaving_bits[w] = 0;
         }
-        // A small object's share of the chunk's bounds.
-        bool any_small = false;
+        // The block being evaluated: what it adds to the chunk (kept in
+        // s.block_summary for the next frame), and the chunk's union so far.
+        BlockSummary sum{};
+        bool chunk_small = false;
         const auto add_bounds = [&](const int32_t* lo, const int32_t* hi, const float* min, const float* max,
                                     const int32_t* span) {
             for (uint32_t d = 0; d < D; ++d) {
-                chunk.cell_lo[d] = lo[d] < chunk.cell_lo[d] ? lo[d] : chunk.cell_lo[d];
-                chunk.cell_hi[d] = hi[d] > chunk.cell_hi[d] ? hi[d] : chunk.cell_hi[d];
-                chunk.box_lo[d] = !any_small ? min[d] : std::min(chunk.box_lo[d], min[d]);
-                chunk.box_hi[d] = !any_small ? max[d] : std::max(chunk.box_hi[d], max[d]);
-                chunk.span[d] = std::max(chunk.span[d], span[d]);
+                sum.cell_lo[d] = lo[d] < sum.cell_lo[d] ? lo[d] : sum.cell_lo[d];
+                sum.cell_hi[d] = hi[d] > sum.cell_hi[d] ? hi[d] : sum.cell_hi[d];
+                sum.box_lo[d] = sum.any_small == 0 ? min[d] : std::min(sum.box_lo[d], min[d]);
+                sum.box_hi[d] = sum.any_small == 0 ? max[d] : std::max(sum.box_hi[d], max[d]);
+                sum.span[d] = std::max(sum.span[d], span[d]);
             }
-            any_small = true;
+            sum.any_small = 1;
         };
         const auto add_small = [&](const ObjectScratch& o, uint64_t covered) {
-            chunk.entries += covered;
+            sum.entries += covered;
             const int32_t span[3] = {o.hi[0] - o.lo[0], o.hi[1] - o.lo[1], o.hi[2] - o.lo[2]};
             add_bounds(o.lo, o.hi, o.min, o.max, span);
+        };
+        const auto start_block = [&] {
+            sum = BlockSummary{};
+            for (uint32_t d = 0; d < 3; ++d) {
+                sum.cell_lo[d] = INT32_MAX;
+                sum.cell_hi[d] = INT32_MIN;
+            }
+        };
+        // The block's share into the chunk, in block order.
+        const auto end_block = [&](uint32_t first, bool keep) {
+            if (keep) s.block_summary[first / kCellBlock] = sum;
+            chunk.entries += sum.entries;
+            chunk.large += sum.large;
+            if (sum.any_small == 0) return;
+            for (uint32_t d = 0; d < D; ++d) {
+                chunk.cell_lo[d] = std::min(chunk.cell_lo[d], sum.cell_lo[d]);
+                chunk.cell_hi[d] = std::max(chunk.cell_hi[d], sum.cell_hi[d]);
+                chunk.box_lo[d] = !chunk_small ? sum.box_lo[d] : std::min(chunk.box_lo[d], sum.box_lo[d]);
+                chunk.box_hi[d] = !chunk_small ? sum.box_hi[d] : std::max(chunk.box_hi[d], sum.box_hi[d]);
+                chunk.span[d] = std::max(chunk.span[d], sum.span[d]);
+            }
+            chunk_small = true;
         };
         // What an object whose cell range is now `o`'s did against the
         // previous frame's `old_lo`/`old_hi` (Compare only).
@@ -242,14 +266,22 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             const BlockKind kind =
                 evaluate_block(lows, highs, previous_lows, previous_highs, axis, first, count, block);
             if (kind == BlockKind::unchanged) { // every box as last frame: validated then, o holds it
+                if (summaries) {
+                    sum = s.block_summary[first / kCellBlock];
+                    end_block(first, false);
+                    continue;
+                }
+                start_block();
                 for (uint32_t i = first; i < first + count; ++i) {
                     if (s.is_large[i] != 0)
-                        ++chunk.large;
+                        ++sum.large;
                     else
                         add_small(objects[i], cells_covered(objects[i]));
                 }
+                end_block(first, true);
                 continue;
             }
+            start_block();
             if (kind == BlockKind::valid) {
                 // Every box of the block is valid and in range: cells from the block.
                 uint64_t small = 0;
@@ -263,9 +295,9 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                         const bool was_large = s.is_large[i] != 0;
                         if (block.changed[j] == 0) { // validated last frame, the same cells
                             if (was_large) {
-                                ++chunk.large;
+                                ++sum.large;
                             } else {
-                                chunk.entries += covered;
+                                sum.entries += covered;
                                 small |= uint64_t{1} << j;
                             }
                             continue;
@@ -293,9 +325,9 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                         }
                     }
                     if (large) {
-                        ++chunk.large;
+                        ++sum.large;
                     } else {
-                        chunk.entries += covered;
+                        sum.entries += covered;
                         small |= uint64_t{1} << j;
                     }
                 }
@@ -317,6 +349,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                         add_bounds(lo, hi, min, max, span);
                     }
                 }
+                end_block(first, true);
                 continue;
             }
             // Box by box, with every check.
@@ -330,7 +363,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                     was_large = s.is_large[i] != 0;
                     if (block.changed[i - first] == 0) { // validated last frame; o still holds it
                         if (was_large)
-                            ++chunk.large;
+                            ++sum.large;
                         else
                             add_small(o, cells_covered(o));
                         continue;
@@ -381,10 +414,11 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 const bool large = beyond_keys || covered > large_cells;
                 if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);
                 if (large)
-                    ++chunk.large;
+                    ++sum.large;
                 else
                     add_small(o, covered);
             }
+            end_block(first, true);
         }
         if constexpr (D == 2) {
             if (chunk.entries > 0) chunk.cell_lo[2] = chunk.cell_hi[2] = 0;
@@ -396,13 +430,13 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
 } // namespace
 
 void validate_boxes(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
-                    uint64_t large_cells, bool compare) {
+                    uint64_t large_cells, bool compare, bool summaries) {
     if (s.dims == 3)
-        compare ? validate_objects<3, true>(s, in, b, n, grain, large_cells)
-                : validate_objects<3, false>(s, in, b, n, grain, large_cells);
+        compare ? validate_objects<3, true>(s, in, b, n, grain, large_cells, summaries)
+                : validate_objects<3, false>(s, in, b, n, grain, large_cells, summaries);
     else
-        compare ? validate_objects<2, true>(s, in, b, n, grain, large_cells)
-                : validate_objects<2, false>(s, in, b, n, grain, large_cells);
+        compare ? validate_objects<2, true>(s, in, b, n, grain, large_cells, summaries)
+                : validate_objects<2, false>(s, in, b, n, grain, large_cells, summaries);
 }
 
 } // namespace hashgrid::detail
