@@ -191,8 +191,8 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             uint32_t e = from != kNone ? old.cell_start[from] : 0;
             const uint32_t e_end = from != kNone ? old.cell_start[from + 1] : 0;
             if (j0 == j1 && e < e_end) {
-                // Most cells: nothing enters or leaves. They join the run that
-                // is copied in one loop.
+                // Most cells: nothing enters or leaves. They join the run of
+                // untouched cells that flush() copies.
                 bool leaves = false;
                 for (uint32_t k = e; k < e_end; ++k)
                     leaves = leaves | change.is_leaving(old.object[k]);
