@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -40,6 +41,7 @@ struct Spec {
     hashgrid::OutOfBounds out_of_bounds;
     float cell;
     bool layers;
+    uint32_t cells = 40; // per axis: the world is cells x cells (x cells) cells of `cell`
 };
 
 BoxGridConfig config_for(const Spec& spec, uint32_t max_objects) {
@@ -50,7 +52,7 @@ BoxGridConfig config_for(const Spec& spec, uint32_t max_objects) {
     c.out_of_bounds = spec.out_of_bounds;
     for (uint32_t d = 0; d < 3; ++d) {
         c.origin[d] = 0.0f;
-        c.cell_counts[d] = d < spec.dims ? 40u : 1u;
+        c.cell_counts[d] = d < spec.dims ? spec.cells : 1u;
     }
     c.max_objects = max_objects;
     c.max_cell_entries = max_objects * 40;
@@ -59,8 +61,16 @@ BoxGridConfig config_for(const Spec& spec, uint32_t max_objects) {
     return c;
 }
 
-/// World extent the scene uses: inside the bounded world (40 cells).
-float extent(const Spec& spec) { return spec.cell * 40.0f; }
+/// World extent the scene uses: inside the bounded world.
+float extent(const Spec& spec) { return spec.cell * static_cast<float>(spec.cells); }
+
+/// Cells per axis that keep the churn's objects per cell what they are at
+/// full size when HASHGRID_TEST_SCALE shrinks the object count (the merge
+/// pays only with a few entries per cell).
+uint32_t churn_cells(uint32_t dims) {
+    const double side = 40.0 * std::pow(hashgrid_test::test_scale(), 1.0 / dims);
+    return side < 16.0 ? 16u : static_cast<uint32_t>(side + 0.5);
+}
 
 /// A coordinate on a 1/8 grid (exact in float) in [0, extent).
 float coordinate(Rng& rng, float span) {
@@ -212,10 +222,10 @@ enum class Churn { still, jitter, few_jump, many_jump, grow, out_of_keys, bad, r
 
 TEST_CASE("box rebuild: a frame merged into the last one equals the full build, every frame of a churn") {
     const Spec specs[] = {
-        {2, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, false},
-        {3, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 0.5f, true},
-        {2, hashgrid::World::bounded, hashgrid::OutOfBounds::clamp, 2.0f, true},
-        {3, hashgrid::World::bounded, hashgrid::OutOfBounds::reject, 1.0f, false},
+        {2, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 1.0f, false, churn_cells(2)},
+        {3, hashgrid::World::unbounded, hashgrid::OutOfBounds::reject, 0.5f, true, churn_cells(3)},
+        {2, hashgrid::World::bounded, hashgrid::OutOfBounds::clamp, 2.0f, true, churn_cells(2)},
+        {3, hashgrid::World::bounded, hashgrid::OutOfBounds::reject, 1.0f, false, churn_cells(3)},
     };
     const Churn plan[] = {Churn::still,    Churn::jitter,      Churn::jitter, Churn::few_jump, Churn::jitter,
                           Churn::grow,     Churn::few_jump,    Churn::bad,    Churn::jitter,   Churn::many_jump,
