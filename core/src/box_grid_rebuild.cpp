@@ -3,8 +3,9 @@
 // 1. Object pass (box_grid_validate.cpp; parallel over fixed chunks of
 //    objects, scratch only): validate each box and compute its cell range;
 //    per chunk, the entries of the small objects, the number of large ones,
-//    the box of occupied cells and the lowest offending object. A rejected frame (bad box, too many
-//    entries) has written nothing but scratch: the previous frame stays.
+//    the box of occupied cells and the lowest offending object. A rejected
+//    frame (bad box, too many entries) has written nothing but scratch: the
+//    previous frame stays.
 // 2. Entry pass: the chunks' offsets come from a scan in chunk order, so
 //    every chunk writes its entries (dense cell index within the occupied
 //    box, object) and its large objects in ascending object order. The dense

@@ -138,6 +138,19 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                 out.max[d][at] = o.max[d];
             }
         };
+        // Old entry k (of `object`) kept at `at`: the object's new box if it moved.
+        const auto put_old = [&](uint32_t k, uint32_t object, uint32_t at) {
+            out.object[at] = object;
+            if (!change.is_moved(object)) {
+                for (uint32_t d = 0; d < D; ++d) {
+                    out.min[d][at] = old.min[d][k];
+                    out.max[d][at] = old.max[d][k];
+                }
+            } else {
+                put_box(at, objects[object]);
+            }
+            out.flags[at] = old.flags[k];
+        };
         // A run of old cells [run_first, run_first + run_cells) that keep their
         // entries. A long run is copied array by array (memcpy), then the
         // objects that moved within their cells get their new boxes; a short
@@ -169,18 +182,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             } else {
                 for (uint32_t k = e0; k < e1; ++k) {
                     if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
-                    const uint32_t object = old.object[k];
-                    const uint32_t at = oe + (k - e0);
-                    out.object[at] = object;
-                    out.flags[at] = old.flags[k];
-                    if (change.is_moved(object)) {
-                        put_box(at, objects[object]);
-                    } else {
-                        for (uint32_t d = 0; d < D; ++d) {
-                            out.min[d][at] = old.min[d][k];
-                            out.max[d][at] = old.max[d][k];
-                        }
-                    }
+                    put_old(k, old.object[k], oe + (k - e0));
                 }
             }
             oc += run_cells;
@@ -226,17 +228,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                 for (; j < j1 && new_object[j] < object; ++j)
                     put_new(new_object[j]);
                 if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
-                out.object[oe] = object;
-                if (!change.is_moved(object)) {
-                    for (uint32_t d = 0; d < D; ++d) {
-                        out.min[d][oe] = old.min[d][e];
-                        out.max[d][oe] = old.max[d][e];
-                    }
-                } else {
-                    put_box(oe, objects[object]);
-                }
-                out.flags[oe] = old.flags[e];
-                ++oe;
+                put_old(e, object, oe++);
             }
             for (; j < j1; ++j)
                 put_new(new_object[j]);

@@ -64,6 +64,21 @@ template <bool Max>
     return m;
 }
 
+/// Unites a cell range, a box and a widest span into the bounds of `into`
+/// (a block's BlockSummary or a chunk's ObjectChunk); `first`: `into` holds
+/// no small object yet, so its box is taken as is.
+template <uint32_t D, typename Bounds>
+void unite_bounds(Bounds& into, bool first, const int32_t* lo, const int32_t* hi, const float* min, const float* max,
+                  const int32_t* span) {
+    for (uint32_t d = 0; d < D; ++d) {
+        into.cell_lo[d] = std::min(into.cell_lo[d], lo[d]);
+        into.cell_hi[d] = std::max(into.cell_hi[d], hi[d]);
+        into.box_lo[d] = first ? min[d] : std::min(into.box_lo[d], min[d]);
+        into.box_hi[d] = first ? max[d] : std::max(into.box_hi[d], max[d]);
+        into.span[d] = std::max(into.span[d], span[d]);
+    }
+}
+
 /// Fills `out` for boxes [begin, begin + count), 0 < count <= kCellBlock,
 /// without a branch per box, so that the compiler vectorizes the loops (and
 /// an AVX2 copy runs where the CPU has AVX2: the same IEEE operations, the
@@ -115,10 +130,8 @@ cell_block(const float* const* lows, const float* const* highs, const float* con
             const double t_hi = (static_cast<double>(high[k]) - origin) * scale;
             valid &= static_cast<uint32_t>(t_lo >= lower) & static_cast<uint32_t>(t_hi < upper) &
                      static_cast<uint32_t>(low[k] <= high[k]);
-            const double c_lo = t_lo > lower ? (t_lo < last ? t_lo : last) : lower;
-            const double c_hi = t_hi > lower ? (t_hi < last ? t_hi : last) : lower;
-            const int32_t a = floor_to_int(c_lo);
-            const int32_t z = floor_to_int(c_hi);
+            const int32_t a = floor_to_int(clamp_into(t_lo, lower, last));
+            const int32_t z = floor_to_int(clamp_into(t_hi, lower, last));
             cell_lo[k] = a;
             cell_hi[k] = z;
             lo_min = a < lo_min ? a : lo_min;
@@ -201,13 +214,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
         bool chunk_small = false;
         const auto add_bounds = [&](const int32_t* lo, const int32_t* hi, const float* min, const float* max,
                                     const int32_t* span) {
-            for (uint32_t d = 0; d < D; ++d) {
-                sum.cell_lo[d] = lo[d] < sum.cell_lo[d] ? lo[d] : sum.cell_lo[d];
-                sum.cell_hi[d] = hi[d] > sum.cell_hi[d] ? hi[d] : sum.cell_hi[d];
-                sum.box_lo[d] = sum.any_small == 0 ? min[d] : std::min(sum.box_lo[d], min[d]);
-                sum.box_hi[d] = sum.any_small == 0 ? max[d] : std::max(sum.box_hi[d], max[d]);
-                sum.span[d] = std::max(sum.span[d], span[d]);
-            }
+            unite_bounds<D>(sum, sum.any_small == 0, lo, hi, min, max, span);
             sum.any_small = 1;
         };
         const auto add_small = [&](const ObjectScratch& o, uint64_t covered) {
@@ -228,13 +235,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             chunk.entries += sum.entries;
             chunk.large += sum.large;
             if (sum.any_small == 0) return;
-            for (uint32_t d = 0; d < D; ++d) {
-                chunk.cell_lo[d] = std::min(chunk.cell_lo[d], sum.cell_lo[d]);
-                chunk.cell_hi[d] = std::max(chunk.cell_hi[d], sum.cell_hi[d]);
-                chunk.box_lo[d] = !chunk_small ? sum.box_lo[d] : std::min(chunk.box_lo[d], sum.box_lo[d]);
-                chunk.box_hi[d] = !chunk_small ? sum.box_hi[d] : std::max(chunk.box_hi[d], sum.box_hi[d]);
-                chunk.span[d] = std::max(chunk.span[d], sum.span[d]);
-            }
+            unite_bounds<D>(chunk, !chunk_small, sum.cell_lo, sum.cell_hi, sum.box_lo, sum.box_hi, sum.span);
             chunk_small = true;
         };
         // What an object whose cell range is now `o`'s did against the
@@ -291,39 +292,29 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                     for (uint32_t d = 0; d < D; ++d)
                         covered *= static_cast<uint64_t>(int64_t{block.hi[d][j]} - block.lo[d][j] + 1);
                     const bool large = covered > large_cells;
-                    if constexpr (Compare) {
-                        const bool was_large = s.is_large[i] != 0;
-                        if (block.changed[j] == 0) { // validated last frame, the same cells
-                            if (was_large) {
-                                ++sum.large;
-                            } else {
-                                sum.entries += covered;
-                                small |= uint64_t{1} << j;
-                            }
-                            continue;
+                    const bool was_large = Compare && s.is_large[i] != 0;
+                    if (Compare && block.changed[j] == 0) { // validated last frame, the same cells
+                        if (was_large) {
+                            ++sum.large;
+                        } else {
+                            sum.entries += covered;
+                            small |= uint64_t{1} << j;
                         }
-                        ObjectScratch& o = objects[i];
-                        int32_t old_lo[3], old_hi[3];
-                        for (uint32_t d = 0; d < 3; ++d) {
+                        continue;
+                    }
+                    ObjectScratch& o = objects[i];
+                    int32_t old_lo[3] = {0, 0, 0}, old_hi[3] = {0, 0, 0}; // the previous frame's (Compare)
+                    for (uint32_t d = 0; d < 3; ++d) {
+                        if constexpr (Compare) {
                             old_lo[d] = o.lo[d];
                             old_hi[d] = o.hi[d];
                         }
-                        for (uint32_t d = 0; d < 3; ++d) {
-                            o.min[d] = d < D ? lows[d][i] : 0.0f;
-                            o.max[d] = d < D ? highs[d][i] : 0.0f;
-                            o.lo[d] = d < D ? block.lo[d][j] : 0;
-                            o.hi[d] = d < D ? block.hi[d][j] : 0;
-                        }
-                        record_change(i, o, old_lo, old_hi, large, was_large, covered);
-                    } else {
-                        ObjectScratch& o = objects[i];
-                        for (uint32_t d = 0; d < 3; ++d) {
-                            o.min[d] = d < D ? lows[d][i] : 0.0f;
-                            o.max[d] = d < D ? highs[d][i] : 0.0f;
-                            o.lo[d] = d < D ? block.lo[d][j] : 0;
-                            o.hi[d] = d < D ? block.hi[d][j] : 0;
-                        }
+                        o.min[d] = d < D ? lows[d][i] : 0.0f;
+                        o.max[d] = d < D ? highs[d][i] : 0.0f;
+                        o.lo[d] = d < D ? block.lo[d][j] : 0;
+                        o.hi[d] = d < D ? block.hi[d][j] : 0;
                     }
+                    if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);
                     if (large) {
                         ++sum.large;
                     } else {

@@ -51,6 +51,13 @@ inline int32_t floor_to_int(double t) {
     return i - (static_cast<double>(i) > t ? 1 : 0);
 }
 
+/// t clamped into [lo, hi1]; NaN becomes lo (maxsd/minsd semantics), so that
+/// floor_to_int of the result is always defined. Branch-free: vectorizes.
+inline double clamp_into(double t, double lo, double hi1) {
+    t = t > lo ? t : lo;
+    return t < hi1 ? t : hi1;
+}
+
 /// Per-chunk record of the lowest offending particle in validation passes.
 struct BadParticle {
     uint32_t index;

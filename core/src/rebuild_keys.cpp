@@ -38,13 +38,6 @@ StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell, bool& wra
     return StatusCode::ok;
 }
 
-/// t clamped into [lo, hi1]; NaN becomes lo (maxsd/minsd semantics), so the
-/// integer conversion below is always defined.
-inline double clamp_into(double t, double lo, double hi1) {
-    t = t > lo ? t : lo;
-    return t < hi1 ? t : hi1;
-}
-
 /// Cell of every particle in [begin, end), written as the dense index
 /// (bounded) or packed key (unbounded). Straight-line code the compiler
 /// vectorizes: validity is accumulated as a bit, and a chunk with any invalid

@@ -78,10 +78,11 @@
 /// share of the entries (at most a quarter, less the more occupied cells
 /// the frame has per entry: with small boxes in small cells sorting costs
 /// less) and none became or stopped being large, their entries are merged
-/// into the last frame's cells instead of sorting all entries again. The result is the same arrays, pairs and query answers as
-/// the full build, for any thread count; a trace shows box.rebuild.update
-/// instead of box.rebuild.entries for such a frame. A rejected rebuild makes
-/// the next one a full build.
+/// into the last frame's cells instead of sorting all entries again. The
+/// result is the same arrays, pairs and query answers as the full build, for
+/// any thread count; a trace shows box.rebuild.update instead of
+/// box.rebuild.entries for such a frame. A rejected rebuild makes the next
+/// one a full build.
 ///
 /// Frames from a store. rebuild(store, backend) on the store (and layout) of
 /// the last frame reads the store's change log (objects.h, "Change log"):

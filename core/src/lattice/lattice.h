@@ -15,7 +15,7 @@
 // through its CellIndex (cell_index.h).
 #pragma once
 
-#include "grid_internal.h" // floor_to_int
+#include "grid_internal.h" // floor_to_int, clamp_into
 #include "lattice/wrapped_cells.h"
 
 #include "hashgrid/box_grid.h"
@@ -60,9 +60,7 @@ struct Lattice {
     }
     /// Cell of scaled coordinate t (any double, NaN gives lo) clamped into [lo, hi].
     [[nodiscard]] int32_t clamped_cell(uint32_t d, double t) const {
-        t = t > lower(d) ? t : lower(d);
-        t = t < upper(d) - 1.0 ? t : upper(d) - 1.0;
-        return floor_to_int(t);
+        return floor_to_int(clamp_into(t, lower(d), upper(d) - 1.0));
     }
 
     /// Packed key of unbounded cell coordinates in `dims` dimensions.
