@@ -119,6 +119,13 @@ void copy_objects(BoxState& s, const BoxSpans& in, uint32_t dims, uint32_t begin
     const size_t count = end - begin;
     if (only_moved) { // the others hold their box already, bit for bit
         for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w) {
+            if (s.change.moved[w] == ~uint64_t{0}) { // the whole word moved (a whole word lies below n)
+                for (uint32_t d = 0; d < dims; ++d) {
+                    std::memcpy(s.min[d] + w * 64, lows[d] + w * 64, 64 * sizeof(float));
+                    std::memcpy(s.max[d] + w * 64, highs[d] + w * 64, 64 * sizeof(float));
+                }
+                continue;
+            }
             for (uint64_t bits = s.change.moved[w]; bits != 0; bits &= bits - 1) {
                 const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
                 for (uint32_t d = 0; d < dims; ++d) {

@@ -26,6 +26,7 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -125,31 +126,45 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
     HASHGRID_ASSERT(entry_total == entries, "box update: merged entries disagree with the validated count");
     (void)entries;
     // Write.
-    parallel_chunks(b, cells, grain, [&, old, out](uint32_t begin, uint32_t end, uint32_t) {
-        // old and out by value: their pointers stay in registers across the stores.
+    parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t n0 = 0, n1 = 0;
         new_range(begin, end, n0, n1);
-        const uint32_t entries_end = old.cell_start[end];
         auto oc = static_cast<uint32_t>(counts[begin / grain].cells);
         auto oe = static_cast<uint32_t>(counts[begin / grain].entries);
+        // Local restrict copies of the arrays: no store below changes where they point.
+        const uint32_t* __restrict old_start = old.cell_start;
+        const uint64_t* __restrict old_key = old.cell_key;
+        const uint32_t* __restrict old_object = old.object;
+        const uint32_t* __restrict old_flags = old.flags;
+        uint64_t* __restrict out_key = out.cell_key;
+        uint32_t* __restrict out_start = out.cell_start;
+        uint32_t* __restrict out_object = out.object;
+        uint32_t* __restrict out_flags = out.flags;
+        float* __restrict min_x = out.min[0];
+        float* __restrict min_y = out.min[1];
+        float* __restrict min_z = out.min[2];
+        float* __restrict max_x = out.max[0];
+        float* __restrict max_y = out.max[1];
+        float* __restrict max_z = out.max[2];
+        float* const out_min[3] = {min_x, min_y, min_z};
+        float* const out_max[3] = {max_x, max_y, max_z};
         const auto put_box = [&](uint32_t at, const ObjectScratch& o) {
-            for (uint32_t d = 0; d < D; ++d) {
-                out.min[d][at] = o.min[d];
-                out.max[d][at] = o.max[d];
+            min_x[at] = o.min[0];
+            min_y[at] = o.min[1];
+            max_x[at] = o.max[0];
+            max_y[at] = o.max[1];
+            if constexpr (D == 3) {
+                min_z[at] = o.min[2];
+                max_z[at] = o.max[2];
             }
         };
-        // Old entry k (of `object`) kept at `at`: the object's new box if it moved.
-        const auto put_old = [&](uint32_t k, uint32_t object, uint32_t at) {
-            out.object[at] = object;
-            if (!change.is_moved(object)) {
-                for (uint32_t d = 0; d < D; ++d) {
-                    out.min[d][at] = old.min[d][k];
-                    out.max[d][at] = old.max[d][k];
-                }
-            } else {
-                put_box(at, objects[object]);
+        // The boxes of output entries [e0, e1), gathered from the objects'
+        // records (each holds its object's box of this frame), fetched ahead.
+        const auto put_boxes = [&](uint32_t e0, uint32_t e1) {
+            for (uint32_t at = e0; at < e1; ++at) {
+                if (at + kGatherAhead < e1) __builtin_prefetch(&objects[out_object[at + kGatherAhead]]);
+                put_box(at, objects[out_object[at]]);
             }
-            out.flags[at] = old.flags[k];
         };
         // A run of old cells [run_first, run_first + run_cells) that keep their
         // entries. A long run is copied array by array (memcpy), then the
@@ -160,29 +175,38 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
         uint32_t run_cells = 0;
         const auto flush = [&] {
             if (run_cells == 0) return;
-            const uint32_t e0 = old.cell_start[run_first];
-            const uint32_t e1 = old.cell_start[run_first + run_cells];
+            const uint32_t e0 = old_start[run_first];
+            const uint32_t e1 = old_start[run_first + run_cells];
             const size_t run = e1 - e0;
             for (uint32_t c = 0; c < run_cells; ++c) {
-                out.cell_key[oc + c] = old.cell_key[run_first + c];
-                out.cell_start[oc + c] = old.cell_start[run_first + c] - e0 + oe;
+                out_key[oc + c] = old_key[run_first + c];
+                out_start[oc + c] = old_start[run_first + c] - e0 + oe;
             }
             if (run >= kBulkRun) {
-                std::memcpy(out.object + oe, old.object + e0, run * sizeof(uint32_t));
+                std::memcpy(out_object + oe, old_object + e0, run * sizeof(uint32_t));
                 for (uint32_t d = 0; d < D; ++d) {
-                    std::memcpy(out.min[d] + oe, old.min[d] + e0, run * sizeof(float));
-                    std::memcpy(out.max[d] + oe, old.max[d] + e0, run * sizeof(float));
+                    std::memcpy(out_min[d] + oe, old.min[d] + e0, run * sizeof(float));
+                    std::memcpy(out_max[d] + oe, old.max[d] + e0, run * sizeof(float));
                 }
-                std::memcpy(out.flags + oe, old.flags + e0, run * sizeof(uint32_t));
+                std::memcpy(out_flags + oe, old_flags + e0, run * sizeof(uint32_t));
                 for (uint32_t k = e0; k < e1; ++k) {
-                    if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
-                    const uint32_t object = old.object[k];
+                    if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old_object[k + kGatherAhead]]);
+                    const uint32_t object = old_object[k];
                     if (change.is_moved(object)) put_box(oe + (k - e0), objects[object]);
                 }
             } else {
                 for (uint32_t k = e0; k < e1; ++k) {
-                    if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old.object[k + kGatherAhead]]);
-                    put_old(k, old.object[k], oe + (k - e0));
+                    const uint32_t at = oe + (k - e0);
+                    out_object[at] = old_object[k];
+                    out_flags[at] = old_flags[k];
+                    for (uint32_t d = 0; d < D; ++d) {
+                        out_min[d][at] = old.min[d][k];
+                        out_max[d][at] = old.max[d][k];
+                    }
+                }
+                for (uint32_t k = e0; k < e1; ++k) {
+                    const uint32_t object = old_object[k];
+                    if (change.is_moved(object)) put_box(oe + (k - e0), objects[object]);
                 }
             }
             oc += run_cells;
@@ -190,14 +214,14 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             run_cells = 0;
         };
         walk_keys(old, begin, end, new_key, n0, n1, [&](uint64_t key, uint32_t from, uint64_t j0, uint64_t j1) {
-            uint32_t e = from != kNone ? old.cell_start[from] : 0;
-            const uint32_t e_end = from != kNone ? old.cell_start[from + 1] : 0;
+            uint32_t e = from != kNone ? old_start[from] : 0;
+            const uint32_t e_end = from != kNone ? old_start[from + 1] : 0;
             if (j0 == j1 && e < e_end) {
                 // Most cells: nothing enters or leaves. They join the run of
                 // untouched cells that flush() copies.
                 bool leaves = false;
                 for (uint32_t k = e; k < e_end; ++k)
-                    leaves = leaves | change.is_leaving(old.object[k]);
+                    leaves = leaves | change.is_leaving(old_object[k]);
                 if (!leaves) {
                     if (run_cells == 0) run_first = from;
                     ++run_cells;
@@ -206,35 +230,46 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             }
             flush();
             const uint32_t cell_begin = oe;
-            uint64_t j = j0;
-            int32_t at[3] = {0, 0, 0};
-            if (j0 < j1) Lattice::unpack(D, key, at[0], at[1], at[2]);
-            // A new entry (an object whose range changed and now covers this cell).
-            const auto put_new = [&](uint32_t object) {
-                const ObjectScratch& o = objects[object];
-                out.object[oe] = object;
-                put_box(oe, o);
-                out.flags[oe] =
-                    (at[0] == o.lo[0] ? 1u : 0u) | (at[1] == o.lo[1] ? 2u : 0u) | (at[2] == o.lo[2] ? 4u : 0u);
-                ++oe;
-            };
-            // The old entries that stay, with the few new ones put before the
-            // first old entry of a higher object (an object that left has no
-            // old entry kept; its new ones come from new_object).
-            for (; e < e_end; ++e) {
-                // Boxes of moved objects are gathered: fetch ahead (latency-bound).
-                if (e + kGatherAhead < entries_end) __builtin_prefetch(&objects[old.object[e + kGatherAhead]]);
-                const uint32_t object = old.object[e];
-                for (; j < j1 && new_object[j] < object; ++j)
+            // The cell's objects first (the old entries that stay, with the few
+            // new ones put before the first old entry of a higher object; an
+            // object that left has no old entry kept, its new ones come from
+            // new_object), then their boxes in one gather.
+            if (j0 == j1) {
+                for (; e < e_end; ++e) {
+                    const uint32_t object = old_object[e];
+                    if (change.is_leaving(object)) continue; // moved out of this cell
+                    out_object[oe] = object;
+                    out_flags[oe] = old_flags[e];
+                    ++oe;
+                }
+            } else {
+                int32_t at[3] = {0, 0, 0};
+                Lattice::unpack(D, key, at[0], at[1], at[2]);
+                // A new entry (an object whose range changed and now covers this cell).
+                const auto put_new = [&](uint32_t object) {
+                    const ObjectScratch& o = objects[object];
+                    out_object[oe] = object;
+                    out_flags[oe] =
+                        (at[0] == o.lo[0] ? 1u : 0u) | (at[1] == o.lo[1] ? 2u : 0u) | (at[2] == o.lo[2] ? 4u : 0u);
+                    ++oe;
+                };
+                uint64_t j = j0;
+                for (; e < e_end; ++e) {
+                    const uint32_t object = old_object[e];
+                    for (; j < j1 && new_object[j] < object; ++j)
+                        put_new(new_object[j]);
+                    if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
+                    out_object[oe] = object;
+                    out_flags[oe] = old_flags[e];
+                    ++oe;
+                }
+                for (; j < j1; ++j)
                     put_new(new_object[j]);
-                if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
-                put_old(e, object, oe++);
             }
-            for (; j < j1; ++j)
-                put_new(new_object[j]);
+            put_boxes(cell_begin, oe);
             if (oe > cell_begin) {
-                out.cell_key[oc] = key;
-                out.cell_start[oc] = cell_begin;
+                out_key[oc] = key;
+                out_start[oc] = cell_begin;
                 ++oc;
             }
         });
@@ -281,8 +316,13 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
         const ObjectChunk& chunk = s.object_chunk[begin / object_grain];
         if (chunk.moved == 0) return;
         uint64_t e = chunk.moved_offset;
-        for (uint32_t i = begin; i < end; ++i)
-            if (s.change.is_leaving(i)) e = emit_object<D>(s.object[i], i, e, fresh.key[0], fresh.owner[0]);
+        // Chunks start at multiples of 64 objects and own their words; no bit is set at or past n.
+        for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w) {
+            for (uint64_t bits = s.change.leaving[w]; bits != 0; bits &= bits - 1) {
+                const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
+                e = emit_object<D>(s.object[i], i, e, fresh.key[0], fresh.owner[0]);
+            }
+        }
     });
     const uint32_t src = sort_new_entries(s, b, fresh, static_cast<uint32_t>(added));
     // 2-3. Merge into the spare half and swap.

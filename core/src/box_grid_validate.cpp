@@ -204,10 +204,10 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
         // Chunks start at multiples of 64 objects: each owns its bitmap words.
         uint64_t* __restrict moved_bits = s.change.moved;
         uint64_t* __restrict leaving_bits = s.change.leaving;
-        if constexpr (Compare) {
-            for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w)
-                moved_bits[w] = leaving_bits[w] = 0;
-        }
+        // The block's words of the change bitmaps (a block is one word),
+        // stored once at its end rather than updated in memory per object.
+        uint64_t moved_word = 0;
+        uint64_t leaving_word = 0;
         // The block being evaluated: what it adds to the chunk (kept in
         // s.block_summary for the next frame), and the chunk's union so far.
         BlockSummary sum{};
@@ -232,6 +232,11 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
         // The block's share into the chunk, in block order.
         const auto end_block = [&](uint32_t first, bool keep) {
             if (keep) s.block_summary[first / kCellBlock] = sum;
+            if constexpr (Compare) {
+                moved_bits[first / 64] = moved_word;
+                leaving_bits[first / 64] = leaving_word;
+                moved_word = leaving_word = 0;
+            }
             chunk.entries += sum.entries;
             chunk.large += sum.large;
             if (sum.any_small == 0) return;
@@ -246,11 +251,11 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             for (uint32_t d = 0; d < D; ++d)
                 same = same & (o.lo[d] == old_lo[d]) & (o.hi[d] == old_hi[d]);
             const uint64_t bit = uint64_t{1} << (i & 63);
-            moved_bits[i >> 6] |= bit;
+            moved_word |= bit;
             if (large != was_large) {
                 ++chunk.large_changed; // a full build follows
             } else if (!large && !same) {
-                leaving_bits[i >> 6] |= bit;
+                leaving_word |= bit;
                 ++chunk.moved;
                 chunk.added += covered;
                 ObjectScratch old = o;
