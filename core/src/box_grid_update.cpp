@@ -234,38 +234,40 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             // new ones put before the first old entry of a higher object; an
             // object that left has no old entry kept, its new ones come from
             // new_object), then their boxes in one gather.
+            uint32_t o = oe; // a local, not the captured oe: it stays in a register
             if (j0 == j1) {
                 for (; e < e_end; ++e) {
                     const uint32_t object = old_object[e];
                     if (change.is_leaving(object)) continue; // moved out of this cell
-                    out_object[oe] = object;
-                    out_flags[oe] = old_flags[e];
-                    ++oe;
+                    out_object[o] = object;
+                    out_flags[o] = old_flags[e];
+                    ++o;
                 }
             } else {
                 int32_t at[3] = {0, 0, 0};
                 Lattice::unpack(D, key, at[0], at[1], at[2]);
-                // A new entry (an object whose range changed and now covers this cell).
-                const auto put_new = [&](uint32_t object) {
-                    const ObjectScratch& o = objects[object];
-                    out_object[oe] = object;
-                    out_flags[oe] =
-                        (at[0] == o.lo[0] ? 1u : 0u) | (at[1] == o.lo[1] ? 2u : 0u) | (at[2] == o.lo[2] ? 4u : 0u);
-                    ++oe;
-                };
                 uint64_t j = j0;
-                for (; e < e_end; ++e) {
-                    const uint32_t object = old_object[e];
-                    for (; j < j1 && new_object[j] < object; ++j)
-                        put_new(new_object[j]);
+                uint32_t next = new_object[j]; // the next new object; kNone past the last (objects < 2^31)
+                for (;;) {
+                    const uint32_t object = e < e_end ? old_object[e] : kNone;
+                    // New entries (objects whose range changed and now cover this cell).
+                    while (next < object) {
+                        const ObjectScratch& r = objects[next];
+                        out_object[o] = next;
+                        out_flags[o] =
+                            (at[0] == r.lo[0] ? 1u : 0u) | (at[1] == r.lo[1] ? 2u : 0u) | (at[2] == r.lo[2] ? 4u : 0u);
+                        ++o;
+                        next = ++j < j1 ? new_object[j] : kNone;
+                    }
+                    if (e == e_end) break;
+                    ++e;
                     if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
-                    out_object[oe] = object;
-                    out_flags[oe] = old_flags[e];
-                    ++oe;
+                    out_object[o] = object;
+                    out_flags[o] = old_flags[e - 1];
+                    ++o;
                 }
-                for (; j < j1; ++j)
-                    put_new(new_object[j]);
             }
+            oe = o;
             put_boxes(cell_begin, oe);
             if (oe > cell_begin) {
                 out_key[oc] = key;
