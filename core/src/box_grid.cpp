@@ -65,7 +65,7 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
     s.payload[1] = l.take<uint32_t>(e + kEntryPad);
     s.sort_key[0] = l.take<uint64_t>(e);
     s.sort_key[1] = l.take<uint64_t>(e);
-    s.object = l.take<ObjectScratch>(n);
+    s.object = c.dimensions == 3 ? static_cast<void*>(l.take<ObjectRecord<3>>(n)) : l.take<ObjectRecord<2>>(n);
     s.block_summary = l.take<BlockSummary>((n + 63) / 64);
     s.change.moved = l.take<uint64_t>((n + 63) / 64);
     s.change.leaving = l.take<uint64_t>((n + 63) / 64);

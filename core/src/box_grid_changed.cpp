@@ -54,7 +54,7 @@ Change evaluate(const BoxState& s, const BoxSpans& in, const AxisCells* axis, ui
     c.layers = layer_of(in.category, i) != s.category[i] || layer_of(in.mask, i) != s.mask[i];
     // Against the frame's scratch of the object, which holds the frame's box
     // bit for bit (as s.min / s.max do): one record instead of four arrays.
-    const ObjectScratch& was = s.object[i];
+    const ObjectRecord<D>& was = object_records<D>(s)[i];
     uint32_t differ = 0;
     for (uint32_t d = 0; d < D; ++d)
         differ |=
@@ -186,7 +186,7 @@ void measure_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t gr
         BoundTally t[3][kBoundKinds] = {};
         for (uint32_t i = begin; i < end; ++i) {
             if (s.is_large[i] != 0) continue;
-            const ObjectScratch& o = s.object[i];
+            const ObjectScratch o = unpack<D>(object_records<D>(s)[i]);
             for (uint32_t d = 0; d < D; ++d)
                 for (uint32_t e = 0; e < kBoundKinds; ++e)
                     t[d][e].offer(e, bound_value(o, d, e));
@@ -266,7 +266,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
                 r.common &= now;
             }
             if (!c.box) continue;
-            const ObjectScratch& old = s.object[i];
+            const ObjectScratch old = unpack<D>(object_records<D>(s)[i]);
             const bool was_large = is_far(old) || cells_covered(old) > large_cells; // the frame's is_large[i]
             r.large_changed = r.large_changed || c.large != was_large;
             if (c.large || was_large) continue;
@@ -358,7 +358,8 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
                 s.mask[i] = layer_of(in.mask, i);
             }
             if (!c.box) continue;
-            ObjectScratch& o = s.object[i];
+            ObjectRecord<D>& record = object_records<D>(s)[i];
+            const ObjectScratch o = unpack<D>(record);
             bool same = true;
             for (uint32_t d = 0; d < D; ++d) {
                 same = same & (o.lo[d] == c.now.lo[d]) & (o.hi[d] == c.now.hi[d]);
@@ -371,7 +372,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
                 s.change.leaving[i >> 6] |= bit;
                 for_each_cell_key<D>(o, [&](uint64_t key) { s.spare_cell_key[left_key++] = key; });
             }
-            o = c.now;
+            pack<D>(record, c.now);
         }
         HASHGRID_ASSERT(end == count || left_key == s.listed_chunk[chunk + 1].removed,
                         "box update: a chunk's left cells disagree with its count");

@@ -68,7 +68,7 @@ void bin_objects(BoxState& s, uint64_t cells, uint32_t* __restrict start, uint32
         if (!Large && is_large[i] != 0) continue;
         uint64_t cell = 0;
         for (uint32_t d = D; d-- > 0;) {
-            const int32_t fine = frame_cells ? s.object[i].lo[d] : fine_cell(s, d, lo[d][i]);
+            const int32_t fine = frame_cells ? object_records<D>(s)[i].lo[d] : fine_cell(s, d, lo[d][i]);
             int64_t c = (int64_t{fine} >> g.level) - g.lo[d];
             if constexpr (Large) c = std::clamp<int64_t>(c, 0, int64_t{g.n[d]} - 1);
             cell = cell * g.n[d] + static_cast<uint64_t>(c);

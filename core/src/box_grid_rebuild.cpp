@@ -63,7 +63,7 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
     const auto ex = static_cast<K>(box.extent[0]);
     const auto ey = static_cast<K>(box.extent[1]);
     parallel_chunks(b, entries, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        const ObjectScratch* __restrict objects = s.object;
+        const ObjectRecord<D>* __restrict objects = object_records<D>(s);
         float* __restrict min_x = s.entry_min[0];
         float* __restrict min_y = s.entry_min[1];
         float* __restrict min_z = s.entry_min[2];
@@ -94,9 +94,9 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
             if (e + kGatherAhead < end) {
                 const char* ahead = reinterpret_cast<const char*>(&objects[object[e + kGatherAhead]]);
                 __builtin_prefetch(ahead);
-                __builtin_prefetch(ahead + sizeof(ObjectScratch) - 1);
+                __builtin_prefetch(ahead + sizeof(ObjectRecord<D>) - 1);
             }
-            const ObjectScratch& o = objects[object[e]];
+            const ObjectRecord<D>& o = objects[object[e]];
             min_x[e] = o.min[0];
             min_y[e] = o.min[1];
             max_x[e] = o.max[0];
@@ -105,7 +105,9 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
                 min_z[e] = o.min[2];
                 max_z[e] = o.max[2];
             }
-            flags[e] = (cx == o.lo[0] ? 1u : 0u) | (cy == o.lo[1] ? 2u : 0u) | (cz == o.lo[2] ? 4u : 0u);
+            uint32_t z_first = 4u; // 2D: always (z = 0)
+            if constexpr (D == 3) z_first = cz == o.lo[2] ? 4u : 0u;
+            flags[e] = (cx == o.lo[0] ? 1u : 0u) | (cy == o.lo[1] ? 2u : 0u) | z_first;
         }
     });
 }
@@ -170,12 +172,12 @@ void emit_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint3
         const ObjectChunk& chunk = s.object_chunk[begin / grain];
         uint64_t e = chunk.entry_offset;
         uint32_t l = chunk.large_offset;
-        const ObjectScratch* __restrict objects = s.object;
+        const ObjectRecord<D>* __restrict objects = object_records<D>(s);
         K* __restrict keys = out_key;
         uint32_t* __restrict entry_object = s.payload[0];
         uint8_t* __restrict is_large = s.is_large;
         for (uint32_t i = begin; i < end; ++i) {
-            const ObjectScratch& o = objects[i];
+            const ObjectScratch o = unpack<D>(objects[i]);
             if (is_far(o) || cells_covered(o) > large_cells) {
                 is_large[i] = 1;
                 s.large_object[l++] = i;

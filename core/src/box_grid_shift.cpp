@@ -93,7 +93,7 @@ bool shift(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed
     for (uint32_t w = 0; w < words; ++w)
         for (uint64_t bits = s.change.leaving[w]; bits != 0; bits &= bits - 1) {
             const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
-            e = emit_object<D>(s.object[i], i, e, fresh.key[0], fresh.owner[0]);
+            e = emit_object<D>(unpack<D>(object_records<D>(s)[i]), i, e, fresh.key[0], fresh.owner[0]);
         }
     HASHGRID_ASSERT(e == added, "box shift: emitted entries disagree with the count");
     const uint32_t src = sort_new_entries(s, b, fresh, static_cast<uint32_t>(added));
@@ -147,7 +147,7 @@ bool shift(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed
                 ++x;
             } else {
                 const uint32_t object = new_object[j];
-                const ObjectScratch& o = s.object[object];
+                const ObjectScratch o = unpack<D>(object_records<D>(s)[object]);
                 merged.object[out] = object;
                 for (uint32_t d = 0; d < D; ++d) {
                     merged.min[d][out] = o.min[d];

@@ -91,7 +91,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
     const auto grain = static_cast<uint32_t>(grain_for(cells, kMergeGrain, kMaxEntryChunks));
     const uint32_t chunks = chunk_count(cells, grain);
     const ChangeBits change = s.change;
-    const ObjectScratch* objects = s.object;
+    const ObjectRecord<D>* objects = object_records<D>(s);
     // The new entries of chunk k: keys in [first key of k, first key of k + 1).
     const auto new_range = [&](uint32_t begin, uint32_t end, uint64_t& n0, uint64_t& n1) {
         n0 = begin == 0
@@ -148,7 +148,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
         float* __restrict max_z = out.max[2];
         float* const out_min[3] = {min_x, min_y, min_z};
         float* const out_max[3] = {max_x, max_y, max_z};
-        const auto put_box = [&](uint32_t at, const ObjectScratch& o) {
+        const auto put_box = [&](uint32_t at, const ObjectRecord<D>& o) {
             min_x[at] = o.min[0];
             min_y[at] = o.min[1];
             max_x[at] = o.max[0];
@@ -252,7 +252,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                     const uint32_t object = e < e_end ? old_object[e] : kNone;
                     // New entries (objects whose range changed and now cover this cell).
                     while (next < object) {
-                        const ObjectScratch& r = objects[next];
+                        const ObjectScratch r = unpack<D>(objects[next]);
                         out_object[o] = next;
                         out_flags[o] =
                             (at[0] == r.lo[0] ? 1u : 0u) | (at[1] == r.lo[1] ? 2u : 0u) | (at[2] == r.lo[2] ? 4u : 0u);
@@ -297,7 +297,7 @@ void refresh_boxes(BoxState& s, const ThreadBackend& b, uint32_t entries) {
         for (uint32_t e = begin; e < end; ++e) {
             const uint32_t object = s.entry_object[e];
             if (!s.change.is_moved(object)) continue;
-            const ObjectScratch& o = s.object[object];
+            const ObjectRecord<D>& o = object_records<D>(s)[object];
             for (uint32_t d = 0; d < D; ++d) {
                 s.entry_min[d][e] = o.min[d];
                 s.entry_max[d][e] = o.max[d];
@@ -322,7 +322,7 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
         for (uint32_t w = begin / 64; w < (end + 63) / 64; ++w) {
             for (uint64_t bits = s.change.leaving[w]; bits != 0; bits &= bits - 1) {
                 const uint32_t i = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
-                e = emit_object<D>(s.object[i], i, e, fresh.key[0], fresh.owner[0]);
+                e = emit_object<D>(unpack<D>(object_records<D>(s)[i]), i, e, fresh.key[0], fresh.owner[0]);
             }
         }
     });
@@ -336,7 +336,7 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
 /// ascend by object).
 template <uint32_t D>
 void patch_object(BoxState& s, uint32_t object) {
-    const ObjectScratch& o = s.object[object];
+    const ObjectScratch o = unpack<D>(object_records<D>(s)[object]);
     const uint64_t* keys = s.cell_key;
     const uint32_t cells = s.cell_count;
     for_each_cell_key<D>(o, [&](uint64_t key) {

@@ -35,6 +35,8 @@ enum class BlockKind : uint8_t { unchanged, valid, check };
 /// ranges, which boxes differ from the previous frame, and the bounds the
 /// block would add to its chunk if all its boxes were small.
 struct CellBlock {
+    float min[3][kCellBlock]; // the boxes, copied (the per-object pass reads them here)
+    float max[3][kCellBlock];
     int32_t lo[3][kCellBlock];
     int32_t hi[3][kCellBlock];
     uint8_t changed[kCellBlock]; // with a previous frame: the box differs from it bit for bit
@@ -117,6 +119,8 @@ cell_block(const float* const* lows, const float* const* highs, const float* con
     for (uint32_t d = 0; d < D; ++d) {
         const float* __restrict low = lows[d] + begin;
         const float* __restrict high = highs[d] + begin;
+        float* __restrict box_min = out.min[d];
+        float* __restrict box_max = out.max[d];
         int32_t* __restrict cell_lo = out.lo[d];
         int32_t* __restrict cell_hi = out.hi[d];
         const double origin = axis[d].origin;
@@ -132,6 +136,8 @@ cell_block(const float* const* lows, const float* const* highs, const float* con
                      static_cast<uint32_t>(low[k] <= high[k]);
             const int32_t a = floor_to_int(clamp_into(t_lo, lower, last));
             const int32_t z = floor_to_int(clamp_into(t_hi, lower, last));
+            box_min[k] = low[k];
+            box_max[k] = high[k];
             cell_lo[k] = a;
             cell_hi[k] = z;
             lo_min = a < lo_min ? a : lo_min;
@@ -200,7 +206,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             chunk.cell_lo[d] = INT32_MAX;
             chunk.cell_hi[d] = INT32_MIN;
         }
-        ObjectScratch* __restrict objects = s.object;
+        ObjectRecord<D>* __restrict objects = object_records<D>(s);
         // Chunks start at multiples of 64 objects: each owns its bitmap words.
         uint64_t* __restrict moved_bits = s.change.moved;
         uint64_t* __restrict leaving_bits = s.change.leaving;
@@ -281,8 +287,10 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                 for (uint32_t i = first; i < first + count; ++i) {
                     if (s.is_large[i] != 0)
                         ++sum.large;
-                    else
-                        add_small(objects[i], cells_covered(objects[i]));
+                    else {
+                        const ObjectScratch o = unpack<D>(objects[i]);
+                        add_small(o, cells_covered(o));
+                    }
                 }
                 end_block(first, true);
                 continue;
@@ -307,18 +315,20 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                         }
                         continue;
                     }
-                    ObjectScratch& o = objects[i];
+                    ObjectRecord<D>& record = objects[i];
+                    ObjectScratch o{};
                     int32_t old_lo[3] = {0, 0, 0}, old_hi[3] = {0, 0, 0}; // the previous frame's (Compare)
-                    for (uint32_t d = 0; d < 3; ++d) {
+                    for (uint32_t d = 0; d < D; ++d) {
                         if constexpr (Compare) {
-                            old_lo[d] = o.lo[d];
-                            old_hi[d] = o.hi[d];
+                            old_lo[d] = record.lo[d];
+                            old_hi[d] = record.hi[d];
                         }
-                        o.min[d] = d < D ? lows[d][i] : 0.0f;
-                        o.max[d] = d < D ? highs[d][i] : 0.0f;
-                        o.lo[d] = d < D ? block.lo[d][j] : 0;
-                        o.hi[d] = d < D ? block.hi[d][j] : 0;
+                        o.min[d] = block.min[d][j];
+                        o.max[d] = block.max[d][j];
+                        o.lo[d] = block.lo[d][j];
+                        o.hi[d] = block.hi[d][j];
                     }
+                    pack<D>(record, o);
                     if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);
                     if (large) {
                         ++sum.large;
@@ -339,8 +349,8 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                             lo[d] = block.lo[d][j];
                             hi[d] = block.hi[d][j];
                             span[d] = hi[d] - lo[d];
-                            min[d] = lows[d][first + j];
-                            max[d] = highs[d][first + j];
+                            min[d] = block.min[d][j];
+                            max[d] = block.max[d][j];
                         }
                         add_bounds(lo, hi, min, max, span);
                     }
@@ -350,7 +360,8 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
             }
             // Box by box, with every check.
             for (uint32_t i = first; i < first + count; ++i) {
-                ObjectScratch& o = objects[i];
+                ObjectRecord<D>& record = objects[i];
+                ObjectScratch o = unpack<D>(record);
                 // The previous frame's range and size class of this object (Compare only).
                 bool was_large = false;
                 int32_t old_lo[3] = {0, 0, 0};
@@ -406,6 +417,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
                     }
                     continue;
                 }
+                pack<D>(record, o);
                 const uint64_t covered = beyond_keys ? 0 : cells_covered(o);
                 const bool large = beyond_keys || covered > large_cells;
                 if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);

@@ -100,12 +100,13 @@
 /// the full build: one became or stopped being large, or they move more
 /// than a quarter of the entries).
 ///
-/// Memory and cost (box_grid.cpp has the layout): per object about 140 B, per
-/// cell entry (max_cell_entries) about 104 B in 3D (64 B of them the frame and
-/// sort scratch, 40 B the second half of the cell and entry arrays that a
-/// merge writes), per pair of max_pairs 8 B (a pool that keeps each chunk's
-/// pairs until they are published) plus up to 768 blocks of 2 KiB of slack
-/// (one per chunk that find_pairs can have with the config, at most 1.5 MiB).
+/// Memory and cost (box_grid.cpp has the layout): per object about 140 B in
+/// 3D and 115 B in 2D, per cell entry (max_cell_entries) about 104 B in 3D
+/// (64 B of them the frame and sort scratch, 40 B the second half of the
+/// cell and entry arrays that a merge writes), per pair of max_pairs 8 B (a
+/// pool that keeps each chunk's pairs until they are published) plus up to
+/// 768 blocks of 2 KiB of slack (one per chunk that find_pairs can have with
+/// the config, at most 1.5 MiB).
 /// rebuild() is O(N + entries) with a radix sort over the bits of the
 /// occupied cells' box, or O(N + entries) copies plus the sort of the moved
 /// objects' entries when it merges; find_pairs() is O(entry pairs within
