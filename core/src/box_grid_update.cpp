@@ -159,12 +159,16 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             }
         };
         // The boxes of output entries [e0, e1), gathered from the objects'
-        // records (each holds its object's box of this frame), fetched ahead.
+        // records (each holds its object's box of this frame). The loops that
+        // list a cell's objects fetch the records of old entries ahead, across
+        // cells (small cells have too few entries to fetch ahead within one).
+        const uint32_t entries_end = old_start[end];
+        const auto fetch_ahead = [&](uint32_t e) {
+            if (e + kGatherAhead < entries_end) __builtin_prefetch(&objects[old_object[e + kGatherAhead]]);
+        };
         const auto put_boxes = [&](uint32_t e0, uint32_t e1) {
-            for (uint32_t at = e0; at < e1; ++at) {
-                if (at + kGatherAhead < e1) __builtin_prefetch(&objects[out_object[at + kGatherAhead]]);
+            for (uint32_t at = e0; at < e1; ++at)
                 put_box(at, objects[out_object[at]]);
-            }
         };
         // A run of old cells [run_first, run_first + run_cells) that keep their
         // entries. A long run is copied array by array (memcpy), then the
@@ -237,6 +241,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
             uint32_t o = oe; // a local, not the captured oe: it stays in a register
             if (j0 == j1) {
                 for (; e < e_end; ++e) {
+                    fetch_ahead(e);
                     const uint32_t object = old_object[e];
                     if (change.is_leaving(object)) continue; // moved out of this cell
                     out_object[o] = object;
@@ -260,6 +265,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                         next = ++j < j1 ? new_object[j] : kNone;
                     }
                     if (e == e_end) break;
+                    fetch_ahead(e);
                     ++e;
                     if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
                     out_object[o] = object;
