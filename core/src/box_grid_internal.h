@@ -322,6 +322,28 @@ struct BoxState {
     CoarseObject* coarse_object = nullptr; // max_objects: each grid's objects by cell, then index
 };
 
+/// An entry's first-cell bits (bit d: the cell is the object's first on axis
+/// d) in cell (x, y, z) of an object whose range starts at `lo` (z = lo[2] =
+/// 0 in 2D: bit 2 always set there).
+inline uint32_t first_cell_flags(int32_t x, int32_t y, int32_t z, const int32_t* lo) {
+    return (x == lo[0] ? 1u : 0u) | (y == lo[1] ? 2u : 0u) | (z == lo[2] ? 4u : 0u);
+}
+
+/// Writes an object's box into entry `at` of the entry arrays (no z arrays in 2D).
+template <uint32_t D>
+[[gnu::always_inline]] inline void
+put_entry_box(float* __restrict min_x, float* __restrict min_y, float* __restrict min_z, float* __restrict max_x,
+              float* __restrict max_y, float* __restrict max_z, uint32_t at, const ObjectRecord<D>& o) {
+    min_x[at] = o.min[0];
+    min_y[at] = o.min[1];
+    max_x[at] = o.max[0];
+    max_y[at] = o.max[1];
+    if constexpr (D == 3) {
+        min_z[at] = o.min[2];
+        max_z[at] = o.max[2];
+    }
+}
+
 /// The per-object records of a box grid of D dimensions.
 template <uint32_t D>
 inline ObjectRecord<D>* object_records(const BoxState& s) {

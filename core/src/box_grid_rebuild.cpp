@@ -97,17 +97,8 @@ void write_cells(BoxState& s, const ThreadBackend& b, const K* sorted, const uin
                 __builtin_prefetch(ahead + sizeof(ObjectRecord<D>) - 1);
             }
             const ObjectRecord<D>& o = objects[object[e]];
-            min_x[e] = o.min[0];
-            min_y[e] = o.min[1];
-            max_x[e] = o.max[0];
-            max_y[e] = o.max[1];
-            if constexpr (D == 3) {
-                min_z[e] = o.min[2];
-                max_z[e] = o.max[2];
-            }
-            uint32_t z_first = 4u; // 2D: always (z = 0)
-            if constexpr (D == 3) z_first = cz == o.lo[2] ? 4u : 0u;
-            flags[e] = (cx == o.lo[0] ? 1u : 0u) | (cy == o.lo[1] ? 2u : 0u) | z_first;
+            put_entry_box<D>(min_x, min_y, min_z, max_x, max_y, max_z, e, o);
+            flags[e] = first_cell_flags(cx, cy, cz, unpack<D>(o).lo);
         }
     });
 }

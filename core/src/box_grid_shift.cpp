@@ -153,8 +153,7 @@ bool shift(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed
                     merged.min[d][out] = o.min[d];
                     merged.max[d][out] = o.max[d];
                 }
-                merged.flags[out] =
-                    (at[0] == o.lo[0] ? 1u : 0u) | (at[1] == o.lo[1] ? 2u : 0u) | (at[2] == o.lo[2] ? 4u : 0u);
+                merged.flags[out] = first_cell_flags(at[0], at[1], at[2], o.lo);
                 ++j;
             }
             ++out;

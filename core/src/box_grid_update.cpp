@@ -149,14 +149,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
         float* const out_min[3] = {min_x, min_y, min_z};
         float* const out_max[3] = {max_x, max_y, max_z};
         const auto put_box = [&](uint32_t at, const ObjectRecord<D>& o) {
-            min_x[at] = o.min[0];
-            min_y[at] = o.min[1];
-            max_x[at] = o.max[0];
-            max_y[at] = o.max[1];
-            if constexpr (D == 3) {
-                min_z[at] = o.min[2];
-                max_z[at] = o.max[2];
-            }
+            put_entry_box<D>(min_x, min_y, min_z, max_x, max_y, max_z, at, o);
         };
         // The boxes of output entries [e0, e1), gathered from the objects'
         // records (each holds its object's box of this frame). The loops that
@@ -259,8 +252,7 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
                     while (next < object) {
                         const ObjectScratch r = unpack<D>(objects[next]);
                         out_object[o] = next;
-                        out_flags[o] =
-                            (at[0] == r.lo[0] ? 1u : 0u) | (at[1] == r.lo[1] ? 2u : 0u) | (at[2] == r.lo[2] ? 4u : 0u);
+                        out_flags[o] = first_cell_flags(at[0], at[1], at[2], r.lo);
                         ++o;
                         next = ++j < j1 ? new_object[j] : kNone;
                     }
