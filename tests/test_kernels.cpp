@@ -107,7 +107,8 @@ TEST_CASE("every kernel gives the same bytes, 2D and 3D, uniform and per-particl
 TEST_CASE("a cell with more candidates than one packed block (fallback path) is exact for every kernel") {
     KernelGuard guard;
     // 3000 points in a 2 x 2 x 2 cube with cell 1: each cell has ~375 points,
-    // so a cell's forward candidates exceed the 1024-entry packed block.
+    // so the forward candidates of cells (0, 0, 0) and (1, 0, 0), ~3000 and
+    // ~2600, exceed the 2048-entry packed block.
     Rng rng(11);
     const Scene s = uniform_scene(rng, 3, 3000, 0.0f, 2.0f);
     const hashgrid::GridConfig config = unbounded_config(3, 1.0f, 1.0f, 3000, 3000ull * 3000);
