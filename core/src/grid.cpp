@@ -78,11 +78,18 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, GridS
     a.chunk_overflow = l.take<uint8_t>(s.pair_chunks);
     a.bucket_hist = l.take<uint32_t>(uint64_t{s.sort_chunks} * s.buckets);
     a.bucket_start = l.take<uint32_t>(uint64_t{s.buckets} + 1);
-    a.stage_cell = l.take<uint32_t>(s.particles);
-    a.stage_index = l.take<uint32_t>(s.particles);
+    // One region: the counting sort's scatter writes it as records of
+    // (cell, index, position, radius) words, the merge as the arrays below.
+    const uint64_t stage_words = uint64_t{s.particles} * (3 + c.dimensions);
+    a.stage = l.take<uint32_t>(stage_words);
+    a.stage_cell = a.stage;
+    a.stage_index = a.stage + s.particles;
     for (uint32_t d = 0; d < 3; ++d)
-        a.stage_pos[d] = d < c.dimensions ? l.take<float>(s.particles) : nullptr;
-    a.stage_radius = l.take<float>(s.particles);
+        a.stage_pos[d] = d < c.dimensions && a.stage != nullptr
+                             ? reinterpret_cast<float*>(a.stage + uint64_t{s.particles} * (2 + d))
+                             : nullptr;
+    a.stage_radius =
+        a.stage != nullptr ? reinterpret_cast<float*>(a.stage + uint64_t{s.particles} * (2 + c.dimensions)) : nullptr;
     a.dense_start = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr;
     a.dense_count = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr;
     a.chunk_box = l.take<int32_t>(uint64_t{s.chunk_slots} * 6);

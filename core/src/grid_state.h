@@ -63,7 +63,11 @@ struct GridState {
     // counting-sorted on its own, cache-resident.
     uint32_t* bucket_hist = nullptr;  // [chunk][bucket] counts, then offsets
     uint32_t* bucket_start = nullptr; // bucket_capacity + 1
-    uint32_t* stage_cell = nullptr;   // bucket-ordered copies of the particles
+    // Bucket-ordered copies of the particles: the counting sort's records
+    // (stage_record_words() words each), or the merge's arrays, all in one
+    // region of max_particles * (3 + dimensions) words.
+    uint32_t* stage = nullptr;
+    uint32_t* stage_cell = nullptr;
     uint32_t* stage_index = nullptr;
     float* stage_pos[3] = {nullptr, nullptr, nullptr};
     float* stage_radius = nullptr;

@@ -14,6 +14,7 @@
 #include "hashgrid/assert.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace hashgrid::detail {
 
@@ -93,46 +94,59 @@ void scan_buckets(GridState& s, RebuildFrame& f) {
     f.buckets = buckets;
 }
 
-void scatter_to_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
-    const uint32_t dims = f.dims;
+namespace {
+
+/// Words of one staging record: cell, index, D coordinates and, with radii,
+/// the radius (bit copies of the floats). Records rather than one array per
+/// field: the scatter then writes one stream per bucket instead of four to
+/// six, so the lines it is filling (buckets x streams) stay in L1.
+template <uint32_t D, bool Radius>
+inline constexpr uint32_t kStageWords = 2 + D + (Radius ? 1 : 0);
+
+template <uint32_t D, bool Radius>
+void scatter_records(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
+    constexpr uint32_t W = kStageWords<D, Radius>;
     const uint32_t grain = f.grain;
     const uint32_t buckets_max = f.buckets_max;
     const uint32_t shift = f.shift;
     const KeyParams& k = f.keys;
-    const bool radius = k.radius != nullptr;
+    const uint32_t* const particle_cell = s.particle_cell;
+    uint32_t* const stage = s.stage;
     // The cursor of the current bucket lives in a register while runs last
     // (sorted input): back-to-back increments of one memory counter would
     // serialise on store forwarding.
     parallel_chunks(b, f.n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint32_t* h = s.bucket_hist + uint64_t{begin / grain} * buckets_max;
-        uint32_t current = begin < end ? s.particle_cell[begin] >> shift : 0;
+        uint32_t current = begin < end ? particle_cell[begin] >> shift : 0;
         uint32_t at = h[current];
         for (uint32_t i = begin; i < end; ++i) {
-            const uint32_t cell = s.particle_cell[i];
+            const uint32_t cell = particle_cell[i];
             const uint32_t bucket = cell >> shift;
             if (bucket != current) {
                 h[current] = at;
                 current = bucket;
                 at = h[bucket];
             }
-            s.stage_cell[at] = cell;
-            s.stage_index[at] = i;
-            for (uint32_t d = 0; d < dims; ++d)
-                s.stage_pos[d][at] = k.coord[d][i];
-            if (radius) s.stage_radius[at] = k.radius[i];
+            uint32_t* const record = stage + uint64_t{at} * W;
+            record[0] = cell;
+            record[1] = i;
+            for (uint32_t d = 0; d < D; ++d)
+                record[2 + d] = std::bit_cast<uint32_t>(k.coord[d][i]);
+            if constexpr (Radius) record[2 + D] = std::bit_cast<uint32_t>(k.radius[i]);
             ++at;
         }
     });
 }
 
-void sort_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
-    const uint32_t dims = f.dims;
+template <uint32_t D, bool Radius>
+void sort_records(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
+    constexpr uint32_t W = kStageWords<D, Radius>;
     const uint32_t cells = f.cells;
     const uint32_t shift = f.shift;
-    const bool radius = f.keys.radius != nullptr;
+    const uint32_t* const stage = s.stage;
     // The dense path sorts over the box, compacted afterwards.
     uint32_t* const starts = f.dense ? s.dense_start : s.cell_start;
-    uint32_t* const counts = f.dense ? s.dense_count : s.cell_cursor;
+    uint32_t* const count = f.dense ? s.dense_count : s.cell_cursor;
     // As in the scatter, the current cell's cursor lives in a register.
     parallel_chunks(b, f.buckets, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t bucket = begin; bucket < end; ++bucket) {
@@ -140,10 +154,10 @@ void sort_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
             const uint32_t last_cell = (uint64_t{bucket + 1} << shift) < cells ? (bucket + 1) << shift : cells;
             const uint32_t first = s.bucket_start[bucket];
             const uint32_t last = s.bucket_start[bucket + 1];
-            uint32_t* count = counts;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell)
                 count[cell] = 0;
-            add_counts(s.stage_cell, first, last, 0, count);
+            for (uint32_t at = first; at < last; ++at)
+                ++count[stage[uint64_t{at} * W]];
             uint32_t running = first;
             for (uint32_t cell = first_cell; cell < last_cell; ++cell) {
                 starts[cell] = running;
@@ -152,24 +166,43 @@ void sort_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
                 running += v;
             }
             if (first == last) continue;
-            uint32_t current = s.stage_cell[first];
+            uint32_t current = stage[uint64_t{first} * W];
             uint32_t to = count[current];
             for (uint32_t at = first; at < last; ++at) {
-                const uint32_t cell = s.stage_cell[at];
+                const uint32_t* const record = stage + uint64_t{at} * W;
+                const uint32_t cell = record[0];
                 if (cell != current) {
                     count[current] = to;
                     current = cell;
                     to = count[cell];
                 }
-                s.order[to] = s.stage_index[at];
-                for (uint32_t d = 0; d < dims; ++d)
-                    s.sorted[d][to] = s.stage_pos[d][at];
-                if (radius) s.sorted_radius[to] = s.stage_radius[at];
+                s.order[to] = record[1];
+                for (uint32_t d = 0; d < D; ++d)
+                    s.sorted[d][to] = std::bit_cast<float>(record[2 + d]);
+                if constexpr (Radius) s.sorted_radius[to] = std::bit_cast<float>(record[2 + D]);
                 ++to;
             }
         }
     });
     starts[cells] = f.n;
+}
+
+} // namespace
+
+void scatter_to_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
+    const bool radius = f.keys.radius != nullptr;
+    if (f.dims == 3)
+        radius ? scatter_records<3, true>(s, f, b) : scatter_records<3, false>(s, f, b);
+    else
+        radius ? scatter_records<2, true>(s, f, b) : scatter_records<2, false>(s, f, b);
+}
+
+void sort_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
+    const bool radius = f.keys.radius != nullptr;
+    if (f.dims == 3)
+        radius ? sort_records<3, true>(s, f, b) : sort_records<3, false>(s, f, b);
+    else
+        radius ? sort_records<2, true>(s, f, b) : sort_records<2, false>(s, f, b);
 }
 
 } // namespace hashgrid::detail
