@@ -64,8 +64,9 @@ struct GridState {
     uint32_t* bucket_hist = nullptr;  // [chunk][bucket] counts, then offsets
     uint32_t* bucket_start = nullptr; // bucket_capacity + 1
     // Bucket-ordered copies of the particles: the counting sort's records
-    // (stage_record_words() words each), or the merge's arrays, all in one
-    // region of max_particles * (3 + dimensions) words.
+    // (2 + dimensions words each, one more with radii: rebuild_sort.cpp), or
+    // the merge's arrays below, all in one region of
+    // max_particles * (3 + dimensions) words.
     uint32_t* stage = nullptr;
     uint32_t* stage_cell = nullptr;
     uint32_t* stage_index = nullptr;

@@ -37,12 +37,12 @@ inline constexpr uint32_t kPackCapacity = 2048;
 inline constexpr uint32_t kPackPad = 16;
 
 /// A home cell's forward candidates copied contiguously (on the sweeping
-/// thread's stack: 41 KB, the largest frame the library puts there). The
-/// padding after the last candidate holds NaN coordinates, which fail every
-/// distance test, so a last partial vector needs no lane mask. 2048, not
-/// 1024: clustered scenes (bench_pairs C3) have cells whose forward
-/// candidates exceed 1024, and the range-by-range fallback costs about a
-/// tenth of their pair phase.
+/// thread's stack: 41 KB of the sweep's 44 KB frame, the largest the library
+/// puts there). The padding after the last candidate holds NaN coordinates,
+/// which fail every distance test, so a last partial vector needs no lane
+/// mask. 2048, not 1024: clustered scenes (bench_pairs C3) have cells whose
+/// forward candidates exceed 1024, and the range-by-range fallback costs
+/// about a tenth of their pair phase.
 struct PackedCandidates {
     alignas(32) float x[kPackCapacity + kPackPad];
     alignas(32) float y[kPackCapacity + kPackPad];
