@@ -26,6 +26,9 @@ struct GridState {
     // dense_start still holds the mapped frame's starts over its box (it was
     // sorted or merged there): the next frame may merge into them.
     bool box_starts = false;
+    // The mapped frame's box was also the frame's before it: the next key
+    // pass guesses it (KeyParams::guess). Speed only: the guess is checked.
+    bool box_repeated = false;
     RebuildTimings rebuild_timings{};
     PairTimings pair_timings{};
 

@@ -71,6 +71,17 @@ RebuildFrame frame_for(const GridConfig& c, const GridState& s, const ParticleSp
         f.cells = static_cast<uint32_t>(uint64_t{c.cell_counts[0]} * c.cell_counts[1] *
                                         (f.dims == 3 ? c.cell_counts[2] : 1u));
         f.shift = bucket_shift(f.cells, f.buckets_max);
+    } else if (s.built && s.mapped && s.box_repeated) {
+        // The box held still for a frame: expect it again (checked after the
+        // key pass; a wrong guess costs the dense path's pass it would skip).
+        k.guess = true;
+        uint32_t volume = 1;
+        for (uint32_t d = 0; d < 3; ++d) {
+            k.guess_lo[d] = s.map_lo[d];
+            k.guess_extent[d] = s.map_extent[d];
+            volume *= s.map_extent[d]; // at most dense_capacity: it was a dense box
+        }
+        k.guess_shift = bucket_shift(volume, f.buckets_max);
     }
     return f;
 }
@@ -183,6 +194,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     s.wrapped = f.wrapped;
     s.mapped = f.mapped;
     s.box_starts = f.box_sorted;
+    s.box_repeated = f.box_repeated;
     s.built = true;
     return {};
 }

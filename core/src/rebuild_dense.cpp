@@ -80,6 +80,9 @@ void find_dense_box(const GridState& s, RebuildFrame& f) {
     }
     f.dense = volume <= capacity;
     if (f.dense) f.cells = static_cast<uint32_t>(volume);
+    f.box_repeated = f.dense && s.built && s.mapped;
+    for (uint32_t d = 0; d < 3; ++d)
+        f.box_repeated = f.box_repeated && f.box_lo[d] == s.map_lo[d] && f.extent[d] == s.map_extent[d];
 }
 
 Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
@@ -92,13 +95,16 @@ Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     f.shift = shift;
     const int32_t* const box_lo = f.box_lo;
     const uint32_t ex = f.extent[0], exy = f.extent[0] * f.extent[1];
-    // Dense index within the box, per particle, and the bucket counts.
-    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t i = begin; i < end; ++i)
-            s.particle_cell[i] = box_index(s.particle_key[i], dims, box_lo, ex, exy);
-        count_buckets(s.particle_cell, begin, end, shift, s.bucket_hist + uint64_t{begin / grain} * buckets_max,
-                      buckets_max);
-    });
+    // Dense index within the box, per particle, and the bucket counts: the
+    // key pass wrote them (and no keys) if it guessed this very box.
+    if (!f.keys.guess) {
+        parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t i = begin; i < end; ++i)
+                s.particle_cell[i] = box_index(s.particle_key[i], dims, box_lo, ex, exy);
+            count_buckets(s.particle_cell, begin, end, shift, s.bucket_hist + uint64_t{begin / grain} * buckets_max,
+                          buckets_max);
+        });
+    }
     // A box of at most max_cells cells cannot hold more occupied ones. A
     // larger box may: count them now, before the sort overwrites the previous
     // frame (one more pass, only for such frames).

@@ -38,11 +38,33 @@ StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell, bool& wra
     return StatusCode::ok;
 }
 
+/// Index of wrapped cell (wx, wy, wz) in the guessed dense box, each
+/// coordinate clamped into the box: exact for a cell inside it, and within
+/// the box's cells (safe to count and scatter) for any other.
+template <uint32_t D>
+[[gnu::always_inline]] inline uint32_t guessed_box_index(int32_t wx, int32_t wy, int32_t wz, int32_t gx, int32_t gy,
+                                                         int32_t gz, uint32_t gex, uint32_t gey, uint32_t gez,
+                                                         uint32_t gexy) {
+    // Unsigned differences: a cell below the box wraps to a large value and
+    // clamps to the box's last cell along that axis.
+    uint32_t ux = static_cast<uint32_t>(wx) - static_cast<uint32_t>(gx);
+    uint32_t uy = static_cast<uint32_t>(wy) - static_cast<uint32_t>(gy);
+    ux = ux < gex ? ux : gex - 1;
+    uy = uy < gey ? uy : gey - 1;
+    uint32_t index = ux + gex * uy;
+    if constexpr (D == 3) {
+        uint32_t uz = static_cast<uint32_t>(wz) - static_cast<uint32_t>(gz);
+        uz = uz < gez ? uz : gez - 1;
+        index += gexy * uz;
+    }
+    return index;
+}
+
 /// Cell of every particle in [begin, end), written as the dense index
 /// (bounded) or packed key (unbounded). Straight-line code the compiler
 /// vectorizes: validity is accumulated as a bit, and a chunk with any invalid
 /// particle is re-checked on the slow path. Returns true if all were valid.
-template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
 [[gnu::always_inline]] inline bool key_block(const KeyParams& k, uint32_t begin, uint32_t end,
                                              uint32_t* __restrict particle_cell, uint64_t* __restrict particle_key,
                                              int32_t* __restrict box, uint32_t& wrapped) {
@@ -58,6 +80,9 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
     const double ux = k.upper[0], uy = k.upper[1], uz = k.upper[2];
     const uint32_t nx = k.lattice.n[0], nxy = k.lattice.n[0] * k.lattice.n[1];
     const float cell_size = k.lattice.cell_size;
+    const int32_t gx = k.guess_lo[0], gy = k.guess_lo[1], gz = k.guess_lo[2];
+    const uint32_t gex = k.guess_extent[0], gey = k.guess_extent[1], gez = k.guess_extent[2];
+    const uint32_t gexy = gex * gey;
     uint32_t valid = 1;
     for (uint32_t i = begin; i < end; ++i) {
         const float vx = px[i], vy = py[i], vz = D == 3 ? pz[i] : 0.0f;
@@ -92,7 +117,10 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
             const int32_t wz = D == 3 ? wrap_fast_cell<D>(cz) : cz;
             wraps |=
                 static_cast<uint32_t>(wx != cx) | static_cast<uint32_t>(wy != cy) | static_cast<uint32_t>(wz != cz);
-            particle_key[i] = D == 3 ? pack_key3(wx, wy, wz) : pack_key2(wx, wy);
+            if constexpr (Guess)
+                particle_cell[i] = guessed_box_index<D>(wx, wy, wz, gx, gy, gz, gex, gey, gez, gexy);
+            else
+                particle_key[i] = D == 3 ? pack_key3(wx, wy, wz) : pack_key2(wx, wy);
             lo_x = wx < lo_x ? wx : lo_x;
             lo_y = wy < lo_y ? wy : lo_y;
             lo_z = wz < lo_z ? wz : lo_z;
@@ -113,20 +141,20 @@ template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
     return valid != 0;
 }
 
-template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
 bool key_block_default(const KeyParams& k, uint32_t begin, uint32_t end, uint32_t* particle_cell,
                        uint64_t* particle_key, int32_t* box, uint32_t& wrapped) {
-    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box, wrapped);
+    return key_block<D, Bounded, Clamp, Radius, Guess>(k, begin, end, particle_cell, particle_key, box, wrapped);
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
 // The same loop compiled for AVX2 (4 doubles per instruction): the same IEEE
 // operations, so the same cells. Chosen at run time.
-template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
 __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t begin, uint32_t end,
                                                     uint32_t* particle_cell, uint64_t* particle_key, int32_t* box,
                                                     uint32_t& wrapped) {
-    return key_block<D, Bounded, Clamp, Radius>(k, begin, end, particle_cell, particle_key, box, wrapped);
+    return key_block<D, Bounded, Clamp, Radius, Guess>(k, begin, end, particle_cell, particle_key, box, wrapped);
 }
 #endif
 
@@ -134,9 +162,9 @@ __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t
 /// invalid particles, or (unbounded) coordinates beyond the fast formula's
 /// range. Unbounded: every key and the chunk's box come from here. Counts the
 /// invalid particles into `record`, naming the first.
-template <uint32_t D, bool Bounded>
-void recheck_chunk(const KeyParams& k, uint32_t begin, uint32_t end, uint64_t* particle_key, int32_t* chunk_box,
-                   BadParticle& record) {
+template <uint32_t D, bool Bounded, bool Guess>
+void recheck_chunk(const KeyParams& k, uint32_t begin, uint32_t end, uint32_t* particle_cell, uint64_t* particle_key,
+                   int32_t* chunk_box, BadParticle& record) {
     if constexpr (!Bounded) {
         for (uint32_t d = 0; d < 3; ++d) {
             chunk_box[d] = INT32_MAX;
@@ -148,7 +176,12 @@ void recheck_chunk(const KeyParams& k, uint32_t begin, uint32_t end, uint64_t* p
         const StatusCode code = cell_checked<D, Bounded>(k, i, c, record.wrapped);
         if (code == StatusCode::ok) {
             if constexpr (!Bounded) {
-                particle_key[i] = D == 3 ? pack_key3(c[0], c[1], c[2]) : pack_key2(c[0], c[1]);
+                if constexpr (Guess)
+                    particle_cell[i] = guessed_box_index<D>(c[0], c[1], c[2], k.guess_lo[0], k.guess_lo[1],
+                                                            k.guess_lo[2], k.guess_extent[0], k.guess_extent[1],
+                                                            k.guess_extent[2], k.guess_extent[0] * k.guess_extent[1]);
+                else
+                    particle_key[i] = D == 3 ? pack_key3(c[0], c[1], c[2]) : pack_key2(c[0], c[1]);
                 for (uint32_t d = 0; d < 3; ++d) {
                     chunk_box[d] = c[d] < chunk_box[d] ? c[d] : chunk_box[d];
                     chunk_box[3 + d] = c[d] > chunk_box[3 + d] ? c[d] : chunk_box[3 + d];
@@ -163,36 +196,44 @@ void recheck_chunk(const KeyParams& k, uint32_t begin, uint32_t end, uint64_t* p
     }
 }
 
-/// Key pass over every chunk: the fast block, the bounded bucket counts, and
-/// the checked path where the block reported a problem; one validation
-/// record per chunk.
-template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+/// Key pass over every chunk: the fast block, the checked path where the
+/// block reported a problem, and the bucket counts (bounded, or unbounded
+/// guessing last frame's box); one validation record per chunk.
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
 void key_pass(const RebuildFrame& f, GridState& s, const ThreadBackend& b) {
     const KeyParams& k = f.keys;
     const uint32_t grain = f.grain;
     const uint32_t buckets = f.buckets_max;
-    const uint32_t shift = f.shift;
+    const uint32_t shift = Guess ? k.guess_shift : f.shift;
     uint32_t* const particle_cell = s.particle_cell;
     uint64_t* const particle_key = s.particle_key;
     int32_t* const box = s.chunk_box;
     uint32_t* const hist = s.bucket_hist;
     BadParticle* const bad = s.bad;
     bool (*block)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*, int32_t*, uint32_t&) =
-        &key_block_default<D, Bounded, Clamp, Radius>;
+        &key_block_default<D, Bounded, Clamp, Radius, Guess>;
 #if defined(__x86_64__) || defined(_M_X64)
-    if (__builtin_cpu_supports("avx2")) block = &key_block_avx2<D, Bounded, Clamp, Radius>;
+    if (__builtin_cpu_supports("avx2")) block = &key_block_avx2<D, Bounded, Clamp, Radius, Guess>;
 #endif
     parallel_chunks(b, f.n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         const uint32_t chunk = begin / grain;
         int32_t* chunk_box = box + uint64_t{chunk} * 6;
         uint32_t fast_wrapped = 0;
         const bool ok = block(k, begin, end, particle_cell, particle_key, chunk_box, fast_wrapped);
-        if constexpr (Bounded)
-            count_buckets(particle_cell, begin, end, shift, hist + uint64_t{chunk} * buckets, buckets);
         BadParticle record{kNone, 0, StatusCode::ok, fast_wrapped != 0};
-        if (!ok) recheck_chunk<D, Bounded>(k, begin, end, particle_key, chunk_box, record);
+        if (!ok) recheck_chunk<D, Bounded, Guess>(k, begin, end, particle_cell, particle_key, chunk_box, record);
+        if constexpr (Bounded || Guess)
+            count_buckets(particle_cell, begin, end, shift, hist + uint64_t{chunk} * buckets, buckets);
         bad[chunk] = record;
     });
+}
+
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius>
+void key_pass_guessing(const RebuildFrame& f, GridState& s, const ThreadBackend& b) {
+    if (!Bounded && f.keys.guess)
+        key_pass<D, Bounded, Clamp, Radius, !Bounded>(f, s, b);
+    else
+        key_pass<D, Bounded, Clamp, Radius, false>(f, s, b);
 }
 
 template <uint32_t D, bool Bounded>
@@ -200,14 +241,14 @@ void key_pass_for(const RebuildFrame& f, GridState& s, const ThreadBackend& b) {
     const bool radius = f.keys.radius != nullptr;
     if (Bounded && f.keys.lattice.clamp) {
         if (radius)
-            key_pass<D, Bounded, true, true>(f, s, b);
+            key_pass<D, Bounded, true, true, false>(f, s, b);
         else
-            key_pass<D, Bounded, true, false>(f, s, b);
+            key_pass<D, Bounded, true, false, false>(f, s, b);
     } else {
         if (radius)
-            key_pass<D, Bounded, false, true>(f, s, b);
+            key_pass_guessing<D, Bounded, false, true>(f, s, b);
         else
-            key_pass<D, Bounded, false, false>(f, s, b);
+            key_pass_guessing<D, Bounded, false, false>(f, s, b);
     }
 }
 
@@ -242,7 +283,9 @@ Status first_bad(const BadParticle* bad, uint32_t chunks) {
 
 } // namespace
 
-Status compute_keys(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
+namespace {
+
+void run_key_pass(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
     if (f.dims == 3) {
         if (f.bounded)
             key_pass_for<3, true>(f, s, b);
@@ -254,9 +297,31 @@ Status compute_keys(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
         else
             key_pass_for<2, false>(f, s, b);
     }
+}
+
+/// Whether the frame's dense box is the one the key pass guessed.
+bool guess_held(const GridState& s, RebuildFrame& f) {
+    if (f.n == 0) return false;
+    find_dense_box(s, f);
+    bool held = f.dense;
+    for (uint32_t d = 0; d < 3; ++d)
+        held = held && f.box_lo[d] == f.keys.guess_lo[d] && f.extent[d] == f.keys.guess_extent[d];
+    return held;
+}
+
+} // namespace
+
+Status compute_keys(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
+    run_key_pass(s, f, b);
     const uint32_t chunks = f.chunks;
     const Status invalid = first_bad(s.bad, chunks);
     if (!invalid.ok()) return invalid;
+    if (f.keys.guess && !guess_held(s, f)) {
+        // Another box: the keys were not written. The same input again,
+        // so the same validation result.
+        f.keys.guess = false;
+        run_key_pass(s, f, b);
+    }
     bool wrapped = false;
     for (uint32_t ch = 0; ch < chunks; ++ch)
         wrapped = wrapped || s.bad[ch].wrapped;

@@ -23,7 +23,8 @@ bool input_in_cell_order(const GridState& s, const RebuildFrame& f, const Thread
         if (std::atomic_ref<uint32_t>(unsorted).load(std::memory_order_relaxed) != 0) return;
         const uint32_t from = begin > 0 ? begin : 1;
         bool sorted = true;
-        if (f.bounded) {
+        if (f.bounded || f.keys.guess) { // indices in the dense box sort as its keys do
+
             const uint32_t* cell = s.particle_cell;
             for (uint32_t i = from; i < end && sorted; ++i)
                 sorted = cell[i - 1] <= cell[i];
@@ -58,15 +59,19 @@ void bounded_starts(GridState& s, const RebuildFrame& f, const ThreadBackend& b)
 }
 
 /// Unbounded: the distinct keys are the run heads, already in key order.
-/// Returns their number; writes cell_key and cell_start only when they fit
-/// max_cells (the previous frame's keys are needed to restore its table).
-uint64_t unbounded_cells_from_runs(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
-    const uint64_t* key = s.particle_key;
+/// `run` holds what the runs are of (each particle's key, or its index in
+/// the dense box when the key pass guessed the box) and key_of turns a run's
+/// value into its cell key. Returns their number; writes cell_key and
+/// cell_start only when they fit max_cells (the previous frame's keys are
+/// needed to restore its table).
+template <typename Value, typename KeyOf>
+uint64_t cells_from_runs(GridState& s, const RebuildFrame& f, const Value* run, const KeyOf& key_of,
+                         const ThreadBackend& b) {
     const uint32_t chunks = chunk_count(f.n, kCellGrain);
     parallel_chunks(b, f.n, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t heads = 0;
         for (uint32_t i = begin; i < end; ++i)
-            heads += i == 0 || key[i] != key[i - 1] ? 1 : 0;
+            heads += i == 0 || run[i] != run[i - 1] ? 1 : 0;
         s.chunk_scratch[begin / kCellGrain] = heads;
     });
     const uint64_t distinct = scan_chunk_sums(s.chunk_scratch, chunks);
@@ -74,14 +79,22 @@ uint64_t unbounded_cells_from_runs(GridState& s, const RebuildFrame& f, const Th
     parallel_chunks(b, f.n, kCellGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t out = s.chunk_scratch[begin / kCellGrain];
         for (uint32_t i = begin; i < end; ++i)
-            if (i == 0 || key[i] != key[i - 1]) {
-                s.cell_key[out] = key[i];
+            if (i == 0 || run[i] != run[i - 1]) {
+                s.cell_key[out] = key_of(run[i]);
                 s.cell_start[out] = i;
                 ++out;
             }
     });
     s.cell_start[distinct] = f.n;
     return distinct;
+}
+
+uint64_t unbounded_cells_from_runs(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
+    if (!f.keys.guess)
+        return cells_from_runs(
+            s, f, s.particle_key, [](uint64_t key) { return key; }, b);
+    return cells_from_runs(
+        s, f, s.particle_cell, [&f](uint32_t v) { return dense_box_key(f, v); }, b);
 }
 
 /// The sorted copy: the identity permutation and the input's positions.

@@ -34,6 +34,16 @@ struct KeyParams {
     // bounded, the lattice's; unbounded, the fast key formula's.
     double upper[3];
     double lower;
+    // Unbounded: last frame's dense box, when this frame is expected to have
+    // the same one (GridState::box_repeated). The key pass then writes each
+    // particle's index in that box (clamped into it) and the chunks' bucket
+    // counts instead of the keys: the dense path's per-particle pass is
+    // skipped. After compute_keys, guess is true only if the frame's box is
+    // that box (otherwise the pass ran again and wrote the keys).
+    bool guess = false;
+    int32_t guess_lo[3] = {0, 0, 0};
+    uint32_t guess_extent[3] = {1, 1, 1};
+    uint32_t guess_shift = 0; // bucket_shift of the box's cells
 };
 
 /// What the steps of one rebuild hand to each other.
@@ -59,6 +69,7 @@ struct RebuildFrame {
     bool box_sorted = false; // unbounded: dense_start holds this frame's starts over the box
     int32_t box_lo[3] = {0, 0, 0};
     uint32_t extent[3] = {1, 1, 1}; // dense box cells per axis
+    bool box_repeated = false;      // dense, and its box is that of the frame the grid holds (mapped)
 };
 
 /// What a rejected rebuild must give back besides the unbounded table.
@@ -73,17 +84,20 @@ struct PreviousFrame {
 
 /// Key pass: particle_cell (bounded, with each chunk's bucket counts) or
 /// particle_key and chunk_box (unbounded) for every particle; sets wrapped.
+/// Unbounded with a guess that held: particle_cell in the box (and the
+/// bucket counts) instead of particle_key, and the dense box is found.
 /// Writes scratch only: an invalid particle leaves the previous frame intact.
 Status compute_keys(GridState& s, RebuildFrame& f, const ThreadBackend& b);
 
 // rebuild_dense.cpp
 
-/// Unbounded, n > 0: sets dense, box_lo, extent and (when dense) cells from
-/// the chunks' boxes.
+/// Unbounded, n > 0: sets dense, box_lo, extent, box_repeated and (when
+/// dense) cells from the chunks' boxes.
 void find_dense_box(const GridState& s, RebuildFrame& f);
-/// Dense path: each particle's index in the box and the bucket counts;
-/// cell_capacity if the box holds too many occupied cells. Writes scratch
-/// only (the previous frame, its table and box map stay).
+/// Dense path: each particle's index in the box and the bucket counts (kept
+/// from the key pass when it guessed this box); cell_capacity if the box
+/// holds too many occupied cells. Writes scratch only (the previous frame,
+/// its table and box map stay).
 Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b);
 /// Dense path, after the sort: the non-empty cells of the box become the
 /// frame's cells (keys, starts, box map); cells becomes their number.
@@ -185,6 +199,15 @@ inline uint32_t bucket_shift(uint32_t cells, uint32_t buckets) {
     while ((uint64_t{cells} + (uint64_t{1} << shift) - 1) >> shift > buckets)
         ++shift;
     return shift;
+}
+
+/// Key of the cell at index v of the frame's dense box (x fastest).
+inline uint64_t dense_box_key(const RebuildFrame& f, uint32_t v) {
+    const uint32_t ex = f.extent[0], ey = f.extent[1];
+    const auto x = static_cast<int32_t>(v % ex) + f.box_lo[0];
+    const auto y = static_cast<int32_t>(v / ex % ey) + f.box_lo[1];
+    const auto z = static_cast<int32_t>(v / ex / ey) + f.box_lo[2];
+    return f.dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);
 }
 
 /// Slot holding `key`, or kNone (lattice/cell_table.h).
