@@ -43,6 +43,8 @@
 // --trace E attaches a hashgrid::Trace of E events to every grid (every phase
 // and chunk is recorded; the ring wraps): the cost of tracing.
 
+#include "dense_reference.h"
+
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
 #include "hashgrid/platform/tbb_backend.h"
@@ -458,6 +460,131 @@ void bench_hashgrid(benchmark::State& state, const std::string& name, Scene& s, 
     }
 }
 
+// The dense reference (dense_reference.h): the counting-sort grid a user
+// would write instead, over the bounded grid's box, on the same backend.
+
+dense_reference::Box dense_box(const Scene& s) {
+    const GridConfig c = grid_config(s, World::bounded);
+    dense_reference::Box b;
+    b.dims = s.dimensions;
+    for (uint32_t a = 0; a < 3; ++a) {
+        b.origin[a] = c.origin[a];
+        b.cells[a] = c.cell_counts[a];
+    }
+    b.r = c.interaction_distance;
+    return b;
+}
+
+/// The written pairs of every thread's region, by point identity.
+PairDigest region_digest(const Points& points, const dense_reference::DenseGrid& g) {
+    PairDigest d;
+    for (uint32_t t = 0; t < g.threads(); ++t) {
+        const dense_reference::IndexPair* r = g.region(t);
+        for (uint64_t k = 0; k < g.region_count(t); ++k)
+            d.add(points.id[r[k].a], points.id[r[k].b]);
+    }
+    return d;
+}
+
+constexpr size_t kDensePhaseCount = 4;
+constexpr const char* kDensePhaseNames[kDensePhaseCount] = {"keys_ms", "scan_ms", "scatter_ms", "gather_ms"};
+
+/// `write`: every pair is written (the check compares the pair set);
+/// otherwise only counted (the check compares the count, and the pair
+/// phase's floor has no output bytes).
+void bench_dense_reference(benchmark::State& state, const std::string& name, Scene& s, bool write,
+                           const std::string& order, const TbbBackend& tbb) {
+    const Options& o = g_options;
+    const hashgrid::ThreadBackend backend = tbb.backend();
+    std::string error;
+    const PairDigest* want = reference(s, error);
+    if (want == nullptr) {
+        state.SkipWithError(error.c_str());
+        return;
+    }
+    Points points(s);
+    dense_reference::DenseGrid g(dense_box(s), s.n, tbb.threads(), write ? s.max_pairs : 0);
+    uint64_t total = 0;
+    const auto rebuild = [&] {
+        const float* pos[3] = {points.pos[0].data(), points.pos[1].data(),
+                               s.dimensions == 3 ? points.pos[2].data() : nullptr};
+        g.rebuild(pos, s.n, backend);
+        return true;
+    };
+    const auto find = [&] {
+        for (;;) {
+            total = write ? g.write_pairs(backend) : g.count_pairs(backend);
+            if (!g.overflowed()) return true;
+            uint64_t most = 0;
+            for (uint32_t t = 0; t < g.threads(); ++t)
+                most = std::max(most, g.found(t));
+            g.grow_regions(most + most / 10 + 4096);
+        }
+    };
+    // The frame's pair set as far as this mode knows it: the digest, or the count alone.
+    const auto matches = [&](const PairDigest& expected, PairDigest& got) {
+        got = write ? region_digest(points, g) : PairDigest{total, 0};
+        return write ? got == expected : got.count == expected.count;
+    };
+    const auto describe = [&](const PairDigest& got) {
+        return write ? got.describe() : std::to_string(got.count) + " pairs (counted)";
+    };
+    rebuild();
+    find();
+    if (PairDigest got; !matches(*want, got)) {
+        hashgrid_support::check_failed(state, name, "frame 0: " + describe(got) + ", reference " + want->describe());
+        return;
+    }
+    const bool sorted = order != "random";
+    const bool moving = order != "static";
+    PhaseTime rebuild_time, pairs_time;
+    double phase_ns[kDensePhaseCount] = {};
+    uint32_t current = 0;
+    const uint32_t frame = hashgrid_support::run_frames(
+        state, o.warmup, rebuild_time, pairs_time, error,
+        [&](uint32_t f) {
+            current = f;
+            if (sorted) points.permute(g.sorted_to_original());
+            if (moving) points.move(s, f);
+            return true;
+        },
+        [&](uint32_t) { return rebuild(); },
+        [&] {
+            find();
+            if (current > o.warmup) {
+                const dense_reference::RebuildTimes& r = g.last_rebuild_times();
+                const uint64_t ns[kDensePhaseCount] = {r.keys, r.scan, r.scatter, r.gather};
+                for (size_t i = 0; i < kDensePhaseCount; ++i)
+                    phase_ns[i] += static_cast<double>(ns[i]);
+            }
+            return true;
+        });
+    if (frame == 0) return;
+    // Written pairs join the scene's per-frame sets like Hashgrid's; a count is only compared.
+    const uint32_t key = moving ? frame : 0;
+    if (const auto seen = s.seen.find(key); seen != s.seen.end() || !moving) {
+        const PairDigest& expected = seen != s.seen.end() ? seen->second : *want;
+        if (PairDigest got; !matches(expected, got)) {
+            hashgrid_support::check_failed(state, name,
+                                           "frame " + std::to_string(frame) + ": " + describe(got) + ", other runs " +
+                                               expected.describe());
+            return;
+        }
+    } else if (write) {
+        s.seen.emplace(key, region_digest(points, g));
+    }
+    const unsigned threads = tbb.threads();
+    state.counters["pairs"] = static_cast<double>(total);
+    hashgrid_support::set_frame_counters(
+        state, {{"rebuild", rebuild_time, rebuild_floor(s)}, {"pairs", pairs_time, pairs_floor(s, write ? total : 0)}},
+        threads);
+    hashgrid_support::set_candidate_rate(state, stencil_candidates(s, grid_config(s, World::bounded)), pairs_time);
+    if (o.phases) {
+        for (size_t i = 0; i < kDensePhaseCount; ++i)
+            state.counters[kDensePhaseNames[i]] = phase_ns[i] * 1e-6 / static_cast<double>(state.iterations());
+    }
+}
+
 // nanoflann (KD-tree, radius search per point).
 
 using Cloud = hashgrid_support::NanoflannCloud<3>;
@@ -575,6 +702,18 @@ int main(int argc, char** argv) {
                     const TbbBackend* tbb = backends[t].get();
                     hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
                         bench_hashgrid(state, name, scene(scene_name), world, order, *tbb);
+                    });
+                }
+            }
+        }
+        for (const bool write : {false, true}) {
+            for (const std::string& order : o.orders) {
+                for (uint32_t t : o.threads) {
+                    const std::string name = std::string(scene_name) + "/dense_reference/" +
+                                             (write ? "write/" : "count/") + order + "/threads:" + std::to_string(t);
+                    const TbbBackend* tbb = backends[t].get();
+                    hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+                        bench_dense_reference(state, name, scene(scene_name), write, order, *tbb);
                     });
                 }
             }
