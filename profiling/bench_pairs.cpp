@@ -1,5 +1,6 @@
 // bench_pairs: Hashgrid's rebuild and pair phases on 1M-point scenes, side by
-// side with nanoflann's radius search, on Google Benchmark.
+// side with a hand-written dense grid (dense_reference.h) and nanoflann's
+// radius search, on Google Benchmark.
 //
 // Scenes (n points, default 1M; r keeps the neighbour count for any n):
 //   P3  uniform in the unit cube, r such that n * 4/3 pi r^3 = 30 neighbours
@@ -7,8 +8,15 @@
 //   C3  100 Gaussian clusters (sigma 0.04, centres in [0.15, 0.85]^3), P3's r
 // Benchmarks, one per (scene, implementation, world, order, threads):
 //   <scene>/hashgrid/<bounded|unbounded>/<random|sorted|static>/threads:<t>
+//   <scene>/dense_reference/<count|write>/<random|sorted|static>/threads:<t>
 //   P3/nanoflann/kdtree/static/threads:<t>
-// The bounded world is the points' bounding box with cell = r. Order "random"
+// The bounded world is the points' bounding box with cell = r. The dense
+// reference is the grid a user would write instead (dense_reference.h: a
+// counting sort into the bounded world's cells, an AVX2 pair kernel), on
+// the same thread backend, to read Hashgrid's figures against what a few
+// hundred plain lines do on the same machine in the same run: "count" only
+// counts the pairs, "write" writes them (two original indices per pair, one
+// region per thread, where Hashgrid's pairs are one array). Order "random"
 // feeds the points in identity order, "sorted" in last frame's sorted order
 // (inputs permuted by the previous rebuild's sorted_to_original()), "static"
 // (not in the default list) is sorted with nothing moved: the rebuild's
@@ -24,7 +32,8 @@
 // Checks (before the figures count): frame 0's pair set (count and an
 // order-independent digest by point identity) must equal the reference, a
 // single-threaded bounded Hashgrid grid's; every benchmark of a scene that
-// reaches the same frame must find the same pairs there. A mismatch fails
+// reaches the same frame must find the same pairs there (the dense
+// reference's count mode: the same number of pairs). A mismatch fails
 // the benchmark and the program exits with status 1.
 //
 // Counters: pairs (last frame), rebuild_ms and pairs_ms (means per frame),
@@ -32,7 +41,8 @@
 // memory floor, hashgrid_support/bench_harness.h), cand_per_ns (point pairs
 // in the same or neighbouring cells, counted on frame 0, per ns of the pair
 // phase), other_load; with --phases the grid's own phase times (keys_ms ..
-// publish_ms).
+// publish_ms; the dense reference: keys_ms, scan_ms, scatter_ms, gather_ms).
+// The dense reference's count mode has no pair bytes in its pairs floor.
 //
 //   bench_pairs [--n N] [--threads 1,2] [--orders random,sorted,static]
 //               [--frames F] [--warmup W] [--sigma S] [--phases] [--trace E]
