@@ -54,25 +54,46 @@ public:
         if (filter_.accept != nullptr && !filter_.accept(filter_.context, a, b)) return;
         ++count_;
         if (overflow_) return;
-        if (used_ == kBoxPairBlock) {
-            const uint32_t block = std::atomic_ref<uint32_t>(s_.blocks_used).fetch_add(1, std::memory_order_relaxed);
-            if (block >= s_.pool_blocks) {
-                overflow_ = true;
-                return;
-            }
-            s_.block_next[block] = kNone;
-            if (last_ == kNone)
-                first_ = block;
-            else
-                s_.block_next[last_] = block;
-            last_ = block;
-            used_ = 0;
-        }
+        if (used_ == kBoxPairBlock && !claim()) return;
         s_.pool[uint64_t{last_} * kBoxPairBlock + used_++] = Pair{a, b};
+    }
+    /// emit() of each of pairs[0, n), in order.
+    void emit_pairs(const Pair* pairs, uint32_t n) {
+        if (filter_.accept != nullptr) {
+            for (uint32_t p = 0; p < n; ++p)
+                emit(pairs[p].a, pairs[p].b);
+            return;
+        }
+        count_ += n;
+        while (n > 0 && !overflow_) {
+            if (used_ == kBoxPairBlock && !claim()) return;
+            const uint32_t take = std::min(n, kBoxPairBlock - used_);
+            std::copy(pairs, pairs + take, s_.pool + uint64_t{last_} * kBoxPairBlock + used_);
+            used_ += take;
+            pairs += take;
+            n -= take;
+        }
     }
     [[nodiscard]] PairChunk record() const { return PairChunk{count_, 0, first_, overflow_ ? 1u : 0u}; }
 
 private:
+    /// Appends a block of the pool to the chunk's list; false (and overflow) when none is left.
+    bool claim() {
+        const uint32_t block = std::atomic_ref<uint32_t>(s_.blocks_used).fetch_add(1, std::memory_order_relaxed);
+        if (block >= s_.pool_blocks) {
+            overflow_ = true;
+            return false;
+        }
+        s_.block_next[block] = kNone;
+        if (last_ == kNone)
+            first_ = block;
+        else
+            s_.block_next[last_] = block;
+        last_ = block;
+        used_ = 0;
+        return true;
+    }
+
     BoxState& s_;
     PairFilter filter_;
     uint64_t count_ = 0;
@@ -91,6 +112,10 @@ public:
         if (filter_.accept != nullptr && !filter_.accept(filter_.context, a, b)) return;
         if (at_ < limit_) out_[at_] = Pair{a, b};
         ++at_;
+    }
+    void emit_pairs(const Pair* pairs, uint32_t n) {
+        for (uint32_t p = 0; p < n; ++p)
+            emit(pairs[p].a, pairs[p].b);
     }
 
 private:
@@ -406,9 +431,20 @@ void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink&
             }
         }
         if (!crowded) {
+            // In batches of pairs, the layer test on the way.
             const uint32_t* sorted = sort_partners(found, scratch, n, s.object_count);
-            for (uint32_t h = 0; h < n; ++h)
-                emit(sorted[h]);
+            Pair batch[kBatch];
+            uint32_t filled = 0;
+            for (uint32_t h = 0; h < n; ++h) {
+                const uint32_t o = sorted[h];
+                if (layers && !layers_match(s.category[big], s.mask[big], s.category[o], s.mask[o])) continue;
+                batch[filled++] = o < big ? Pair{o, big} : Pair{big, o};
+                if (filled == kBatch) {
+                    sink.emit_pairs(batch, filled);
+                    filled = 0;
+                }
+            }
+            sink.emit_pairs(batch, filled);
             continue;
         }
         const uint32_t objects = s.object_count;
