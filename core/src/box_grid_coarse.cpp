@@ -53,6 +53,9 @@ uint64_t coarse_cells(const int32_t lo[3], const int32_t hi[3], uint32_t dims, u
 template <uint32_t D, bool Large>
 void bin_objects(BoxState& s, uint64_t cells, uint32_t* __restrict start, uint32_t first) {
     const CoarseGrid& g = s.coarse;
+    const uint32_t level = Large ? g.large_level : g.level;
+    const int32_t* grid_lo = Large ? g.large_lo : g.lo;
+    const uint32_t* grid_n = Large ? g.large_n : g.n;
     const uint32_t count = Large ? s.large_count : s.object_count;
     const uint8_t* __restrict is_large = s.is_large;
     const uint32_t* __restrict large = s.large_object;
@@ -69,9 +72,9 @@ void bin_objects(BoxState& s, uint64_t cells, uint32_t* __restrict start, uint32
         uint64_t cell = 0;
         for (uint32_t d = D; d-- > 0;) {
             const int32_t fine = frame_cells ? object_records<D>(s)[i].lo[d] : fine_cell(s, d, lo[d][i]);
-            int64_t c = (int64_t{fine} >> g.level) - g.lo[d];
-            if constexpr (Large) c = std::clamp<int64_t>(c, 0, int64_t{g.n[d]} - 1);
-            cell = cell * g.n[d] + static_cast<uint64_t>(c);
+            int64_t c = (int64_t{fine} >> level) - grid_lo[d];
+            if constexpr (Large) c = std::clamp<int64_t>(c, 0, int64_t{grid_n[d]} - 1);
+            cell = cell * grid_n[d] + static_cast<uint64_t>(c);
         }
         cell_of[i] = static_cast<uint32_t>(cell);
         ++start[cell + 2];
@@ -140,6 +143,15 @@ bool plan_coarse_grid(BoxState& s) {
         g.large_reach[d] = large_reach[d];
     }
     HASHGRID_ASSERT(uint64_t{g.n[0]} * g.n[1] * g.n[2] <= capacity, "coarse grid: more cells than its arrays hold");
+    // The large grid: cells at least the large objects' mean span wide.
+    uint32_t large_level = std::max(level, static_cast<uint32_t>(std::bit_width(mean_span - 1)));
+    while (large_level < 31 && coarse_cells(f.cell_lo, f.cell_hi, dims, large_level) > capacity)
+        ++large_level;
+    g.large_level = large_level;
+    for (uint32_t d = 0; d < 3; ++d) {
+        g.large_lo[d] = d < dims ? static_cast<int32_t>(int64_t{f.cell_lo[d]} >> large_level) : 0;
+        g.large_n[d] = d < dims ? static_cast<uint32_t>((int64_t{f.cell_hi[d]} >> large_level) - g.large_lo[d] + 1) : 1;
+    }
     g.small = s.object_count - s.large_count;
     g.large_start = s.coarse_start + capacity + 2;
     return true;
@@ -148,12 +160,13 @@ bool plan_coarse_grid(BoxState& s) {
 void build_coarse_grid(BoxState& s) {
     const CoarseGrid& g = s.coarse;
     const uint64_t cells = uint64_t{g.n[0]} * g.n[1] * g.n[2];
+    const uint64_t large_cells = uint64_t{g.large_n[0]} * g.large_n[1] * g.large_n[2];
     if (s.dims == 3) {
         bin_objects<3, false>(s, cells, s.coarse_start, 0);
-        bin_objects<3, true>(s, cells, g.large_start, g.small);
+        bin_objects<3, true>(s, large_cells, g.large_start, g.small);
     } else {
         bin_objects<2, false>(s, cells, s.coarse_start, 0);
-        bin_objects<2, true>(s, cells, g.large_start, g.small);
+        bin_objects<2, true>(s, large_cells, g.large_start, g.small);
     }
 }
 

@@ -222,6 +222,13 @@ struct CoarseGrid {
     /// The same for the large objects (whose cells are clamped into the grid;
     /// 64 bits: 2D keys span more than 2^31 cells).
     int64_t large_reach[3] = {0, 0, 0};
+    /// The large objects' grid has cells of its own, 2^large_level fine
+    /// cells wide (at least the small grid's, about the large objects' mean
+    /// span: a scan for the large objects near a large one reads a few rows),
+    /// over the same fine cells.
+    uint32_t large_level = 0;
+    int32_t large_lo[3] = {0, 0, 0};
+    uint32_t large_n[3] = {1, 1, 1};
     /// Small objects: the first `small` records of coarse_object, cell c's
     /// at [coarse_start[c], coarse_start[c + 1]). Large objects: the records
     /// after them, cell c's at small + [large_start[c], large_start[c + 1]).

@@ -297,13 +297,17 @@ void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box,
 template <uint32_t D, bool Clamped>
 void scan_coarse(const BoxState& s, const uint32_t* start, uint32_t first, const int64_t reach[3], uint32_t from,
                  const TestBox& box, const int32_t c_lo[3], const int32_t c_hi[3], uint32_t* found, uint32_t& n) {
+    // The large objects' grid (the clamped one) has cells of its own.
     const CoarseGrid& g = s.coarse;
+    const uint32_t level = Clamped ? g.large_level : g.level;
+    const int32_t* grid_lo = Clamped ? g.large_lo : g.lo;
+    const uint32_t* grid_n = Clamped ? g.large_n : g.n;
     int64_t lo[3] = {0, 0, 0};
     int64_t hi[3] = {0, 0, 0};
     for (uint32_t d = 0; d < D; ++d) {
-        lo[d] = ((c_lo[d] - reach[d]) >> g.level) - g.lo[d];
-        hi[d] = (int64_t{c_hi[d]} >> g.level) - g.lo[d];
-        const int64_t last = int64_t{g.n[d]} - 1;
+        lo[d] = ((c_lo[d] - reach[d]) >> level) - grid_lo[d];
+        hi[d] = (int64_t{c_hi[d]} >> level) - grid_lo[d];
+        const int64_t last = int64_t{grid_n[d]} - 1;
         if constexpr (Clamped) {
             lo[d] = std::clamp<int64_t>(lo[d], 0, last);
             hi[d] = std::clamp<int64_t>(hi[d], 0, last);
@@ -321,7 +325,7 @@ void scan_coarse(const BoxState& s, const uint32_t* start, uint32_t first, const
     uint32_t count = n;
     for (int64_t z = lo[2]; z <= hi[2]; ++z)
         for (int64_t y = lo[1]; y <= hi[1]; ++y) {
-            const auto row = static_cast<uint64_t>((z * g.n[1] + y) * g.n[0]);
+            const auto row = static_cast<uint64_t>((z * grid_n[1] + y) * grid_n[0]);
             const CoarseObject* o = s.coarse_object + first + start[row + static_cast<uint64_t>(lo[0])];
             const CoarseObject* const end = s.coarse_object + first + start[row + static_cast<uint64_t>(hi[0]) + 1];
             for (; o < end; ++o) {
