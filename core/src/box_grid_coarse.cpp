@@ -85,12 +85,20 @@ void bin_objects(BoxState& s, uint64_t cells, uint32_t* __restrict start, uint32
     for (uint32_t k = 0; k < count; ++k) {
         const uint32_t i = Large ? large[k] : k;
         if (!Large && is_large[i] != 0) continue;
-        CoarseObject& to = object[start[cell_of[i] + 1]++];
-        to = CoarseObject{{0.0f, 0.0f, 0.0f}, i, {0.0f, 0.0f, 0.0f}, 0};
-        for (uint32_t d = 0; d < D; ++d) {
-            to.min[d] = lo[d][i];
-            to.max[d] = hi[d][i];
+        CoarseObject record{{0.0f, 0.0f, 0.0f}, i, {0.0f, 0.0f, 0.0f}, 0};
+        if (frame_cells) { // the box as validated, one sequential record instead of 2 * D arrays
+            const ObjectRecord<D>& r = object_records<D>(s)[i];
+            for (uint32_t d = 0; d < D; ++d) {
+                record.min[d] = r.min[d];
+                record.max[d] = r.max[d];
+            }
+        } else {
+            for (uint32_t d = 0; d < D; ++d) {
+                record.min[d] = lo[d][i];
+                record.max[d] = hi[d][i];
+            }
         }
+        object[start[cell_of[i] + 1]++] = record;
     }
 }
 
