@@ -7,10 +7,12 @@
 // 125-343 cells), and a test against every other large object. Here each
 // object is binned once, by the cell of its minimum corner, into a dense
 // lattice of cells 2^level fine cells wide (the small objects and the large
-// ones in two grids of the same cells): a large object covering fine cells
-// [a, b] reads the coarse cells of [a - reach, b] of each grid (reach: the
-// widest span of that grid's objects), row by row, each run of cells one
-// contiguous range of objects. The candidates are a superset of the
+// ones in two grids over the same fine cells; the large objects' cells are
+// 2^large_level wide, about one large object, so that the few large ones
+// near a large object take a few rows to read): a large object covering
+// fine cells [a, b] reads the coarse cells of [a - reach, b] of each grid
+// (reach: the widest span of that grid's objects), row by row, each run of
+// cells one contiguous range of objects. The candidates are a superset of the
 // overlapping objects (cell() is monotone, and so is the clamp of a large
 // object's coarse cell into the grid), the pairs are the same, and
 // find_pairs sorts each large object's partners either way, so the output

@@ -207,7 +207,8 @@ struct ChangeBits {
 
 /// The objects of a frame binned by the cell of their minimum corner in a
 /// coarse dense lattice (cells of 2^level fine cells per axis), the small
-/// objects and the large ones in two grids of the same cells, for the large
+/// objects and the large ones in two grids (the large grid's cells as wide or
+/// wider: large_level), for the large
 /// objects' pair search (box_grid_coarse.cpp): each object is in exactly one
 /// coarse cell, so a large object reads each candidate once, and its coarse
 /// cells, instead of every fine cell and entry its box covers and every

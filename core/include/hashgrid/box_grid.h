@@ -34,7 +34,8 @@
 /// terrain box reads every entry once). When the large objects' cells add
 /// up to more than the frame has objects (many buildings over small props),
 /// find_pairs instead bins every object once, by its minimum corner, into
-/// coarse grids whose cells are about half a large object wide, and each
+/// coarse grids whose cells are about half a large object wide (about one
+/// for the grid of the large objects themselves), and each
 /// large object tests the objects of the coarse cells near its box: same
 /// pairs, same order, at about the cost of the objects around each large one.
 ///
