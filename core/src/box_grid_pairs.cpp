@@ -26,6 +26,7 @@
 // volume), then the large objects. Order per query: by cell (z, y, x), by
 // object index within the cell, then the large objects by index.
 #include "box_grid_internal.h"
+#include "box_pair_sinks.h"
 #include "lattice/cell_index.h"
 #include "trace_scope.h"
 
@@ -44,86 +45,6 @@ namespace hashgrid {
 using namespace detail;
 
 namespace {
-
-/// Keeps a chunk's pairs in linked blocks of the pool.
-class PoolSink {
-public:
-    PoolSink(BoxState& s, PairFilter filter) : s_(s), filter_(filter) {}
-
-    void emit(uint32_t a, uint32_t b) {
-        if (filter_.accept != nullptr && !filter_.accept(filter_.context, a, b)) return;
-        ++count_;
-        if (overflow_) return;
-        if (used_ == kBoxPairBlock && !claim()) return;
-        s_.pool[uint64_t{last_} * kBoxPairBlock + used_++] = Pair{a, b};
-    }
-    /// emit() of each of pairs[0, n), in order.
-    void emit_pairs(const Pair* pairs, uint32_t n) {
-        if (filter_.accept != nullptr) {
-            for (uint32_t p = 0; p < n; ++p)
-                emit(pairs[p].a, pairs[p].b);
-            return;
-        }
-        count_ += n;
-        while (n > 0 && !overflow_) {
-            if (used_ == kBoxPairBlock && !claim()) return;
-            const uint32_t take = std::min(n, kBoxPairBlock - used_);
-            std::copy(pairs, pairs + take, s_.pool + uint64_t{last_} * kBoxPairBlock + used_);
-            used_ += take;
-            pairs += take;
-            n -= take;
-        }
-    }
-    [[nodiscard]] PairChunk record() const { return PairChunk{count_, 0, first_, overflow_ ? 1u : 0u}; }
-
-private:
-    /// Appends a block of the pool to the chunk's list; false (and overflow) when none is left.
-    bool claim() {
-        const uint32_t block = std::atomic_ref<uint32_t>(s_.blocks_used).fetch_add(1, std::memory_order_relaxed);
-        if (block >= s_.pool_blocks) {
-            overflow_ = true;
-            return false;
-        }
-        s_.block_next[block] = kNone;
-        if (last_ == kNone)
-            first_ = block;
-        else
-            s_.block_next[last_] = block;
-        last_ = block;
-        used_ = 0;
-        return true;
-    }
-
-    BoxState& s_;
-    PairFilter filter_;
-    uint64_t count_ = 0;
-    uint32_t first_ = kNone;
-    uint32_t last_ = kNone;
-    uint32_t used_ = kBoxPairBlock;
-    bool overflow_ = false;
-};
-
-/// Writes a chunk's pairs straight into the output, from its offset up to the limit.
-class DirectSink {
-public:
-    DirectSink(Pair* out, uint64_t at, uint64_t limit, PairFilter filter)
-        : out_(out), at_(at), limit_(limit), filter_(filter) {}
-    void emit(uint32_t a, uint32_t b) {
-        if (filter_.accept != nullptr && !filter_.accept(filter_.context, a, b)) return;
-        if (at_ < limit_) out_[at_] = Pair{a, b};
-        ++at_;
-    }
-    void emit_pairs(const Pair* pairs, uint32_t n) {
-        for (uint32_t p = 0; p < n; ++p)
-            emit(pairs[p].a, pairs[p].b);
-    }
-
-private:
-    Pair* out_;
-    uint64_t at_;
-    uint64_t limit_;
-    PairFilter filter_;
-};
 
 inline bool layers_match(uint32_t category_a, uint32_t mask_a, uint32_t category_b, uint32_t mask_b) {
     return (category_a & mask_b) != 0 && (category_b & mask_a) != 0;
