@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 
 namespace hashgrid::detail {
 
@@ -45,6 +46,7 @@ constexpr uint32_t kDisplacedSlack = 16;      // ... plus a few (short chunks)
 constexpr uint32_t kMergeMinParticles = 4096; // below this the counting sort is as cheap
 constexpr uint32_t kMaxDigitBits = 11;        // radix sort digits of the displaced cells: 8 KB of counts
 constexpr uint32_t kSortBlock = 8192;         // pairs per block of the parallel radix passes
+constexpr uint32_t kRunBlock = 8;             // particles per copy of a run of kept particles
 
 /// The displaced particles, sorted by (cell, index): each one's cell and slot.
 struct Displaced {
@@ -247,11 +249,11 @@ struct DisplacedCursor {
 /// bound_cell and bound_old, room for kept_limit / kMergeGrain + 2 each),
 /// before any chunk overwrites cell_start.
 ///
-/// A chunk writes its cells' starts (old start, minus the displaced before
-/// it, plus the displaced of lower cells), then walks its old positions
-/// once, merging the kept particles with its cells' displaced ones by
-/// (cell, index). Per particle, not per cell: branches fire only at
-/// displaced particles.
+/// A chunk walks its old positions once, merging the kept particles with its
+/// cells' displaced ones by (cell, index): runs of kept particles are copied
+/// whole, and branches fire only at displaced particles. Then it writes its
+/// cells' starts (old start, minus the displaced before it, plus the
+/// displaced of lower cells).
 template <uint32_t D, bool Radius>
 void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, const Displaced& moved,
                  uint32_t kept_limit, uint32_t* bound_cell, uint32_t* bound_old, const ThreadBackend& b) {
@@ -269,7 +271,6 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
     parallel_chunks(b, chunks, 1, [&](uint32_t first, uint32_t last, uint32_t) {
         // Local copies: stores into the frame's arrays must not make the
         // compiler reload these for every particle.
-        const uint32_t* __restrict const cell = s.particle_cell;
         uint32_t* __restrict const order = s.order;
         float* __restrict out[3] = {s.sorted[0], s.sorted[1], s.sorted[2]};
         float* __restrict const out_radius = s.sorted_radius;
@@ -290,30 +291,25 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
             const uint32_t d_end = static_cast<uint32_t>(
                 std::lower_bound(moved_cell + d_first, moved_cell + moved.count, c1) - moved_cell);
 
-            // Cell starts. Each old start is read just before this chunk
-            // overwrites it; no other chunk writes these cells.
-            {
-                DisplacedCursor out_of_place(lists, lo);
-                uint32_t dp = d_first;
-                for (uint32_t c = c0; c < c1; ++c) {
-                    const uint32_t old = std::min(start[c], kept_limit);
-                    while (out_of_place.position < old)
-                        out_of_place.next();
-                    while (dp < d_end && moved_cell[dp] < c)
-                        ++dp;
-                    start[c] = old - out_of_place.rank() + dp;
-                }
-            }
-
-            // Particles: the kept ones in position order (that is (cell,
-            // index) order), each preceded by the displaced ones of smaller
-            // (cell, index).
+            // Particles first, while cell_start still holds this chunk's old
+            // starts (the next chunk's first old start is bound_old[k + 1]).
+            // A displaced particle goes before the first kept particle of its
+            // cell with a larger index: its cell's old range lies wholly before
+            // or after its index (else it would be kept), so that is the range's
+            // start or end. These insertion points ascend with (cell, index),
+            // and between them and the displaced positions the kept particles
+            // are runs copied as they stand.
+            auto old_start = [&](uint32_t c) { return std::min(c == c1 ? bound_old[k + 1] : start[c], kept_limit); };
+            auto insertion = [&](uint32_t at) {
+                if (at >= d_end) return kNone;
+                const uint32_t c = moved_cell[at];
+                const uint32_t begin = old_start(c);
+                return moved_index[moved_slot[at]] < begin ? begin : old_start(c + 1);
+            };
             DisplacedCursor out_of_place(lists, lo);
             uint32_t p = lo - out_of_place.rank() + d_first;
+            const uint32_t p_end = hi - DisplacedCursor(lists, hi).rank() + d_end; // this chunk's output
             uint32_t dp = d_first;
-            auto moved_key = [&](uint32_t at) {
-                return at < d_end ? uint64_t{moved_cell[at]} << 32 | moved_index[moved_slot[at]] : ~uint64_t{0};
-            };
             auto emit_moved = [&](uint32_t at) {
                 const uint32_t slot = moved_slot[at];
                 order[p] = moved_index[slot];
@@ -322,25 +318,61 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
                 if constexpr (Radius) out_radius[p] = moved_radius[slot];
                 ++p;
             };
-            uint64_t next_moved = moved_key(dp);
-            for (uint32_t i = lo; i < hi; ++i) {
-                if (i == out_of_place.position) [[unlikely]] {
+            uint32_t next_insert = insertion(dp);
+            for (uint32_t i = lo;;) {
+                while (next_insert <= i) {
+                    emit_moved(dp);
+                    next_insert = insertion(++dp);
+                }
+                if (i >= hi) break;
+                if (i == out_of_place.position) {
                     out_of_place.next();
+                    ++i;
                     continue;
                 }
-                const uint64_t key = uint64_t{cell[i]} << 32 | i;
-                while (next_moved < key) {
-                    emit_moved(dp);
-                    next_moved = moved_key(++dp);
+                const uint32_t run_end = std::min({hi, out_of_place.position, next_insert});
+                const uint32_t len = run_end - i;
+                const uint32_t whole = (len + kRunBlock - 1) / kRunBlock * kRunBlock;
+                if (p + whole <= p_end && i + whole <= f.n) {
+                    // Whole blocks (runs are short: a few particles per cell):
+                    // what a last block writes past the run lies in this chunk's
+                    // output and is written again after, and reads stay in the input.
+                    for (uint32_t t = 0; t < whole; t += kRunBlock) {
+                        for (uint32_t u = 0; u < kRunBlock; ++u)
+                            order[p + t + u] = i + t + u;
+                        for (uint32_t d = 0; d < D; ++d)
+                            std::memcpy(out[d] + p + t, in[d] + i + t, kRunBlock * sizeof(float));
+                        if constexpr (Radius)
+                            std::memcpy(out_radius + p + t, in_radius + i + t, kRunBlock * sizeof(float));
+                    }
+                } else {
+                    for (uint32_t t = 0; t < len; ++t) {
+                        order[p + t] = i + t;
+                        for (uint32_t d = 0; d < D; ++d)
+                            out[d][p + t] = in[d][i + t];
+                        if constexpr (Radius) out_radius[p + t] = in_radius[i + t];
+                    }
                 }
-                order[p] = i;
-                for (uint32_t d = 0; d < D; ++d)
-                    out[d][p] = in[d][i];
-                if constexpr (Radius) out_radius[p] = in_radius[i];
-                ++p;
+                p += len;
+                i = run_end;
             }
             for (; dp < d_end; ++dp)
                 emit_moved(dp);
+
+            // Cell starts. Each old start is read just before this chunk
+            // overwrites it; no other chunk writes these cells.
+            {
+                DisplacedCursor displaced_before(lists, lo);
+                uint32_t before = d_first;
+                for (uint32_t c = c0; c < c1; ++c) {
+                    const uint32_t old = std::min(start[c], kept_limit);
+                    while (displaced_before.position < old)
+                        displaced_before.next();
+                    while (before < d_end && moved_cell[before] < c)
+                        ++before;
+                    start[c] = old - displaced_before.rank() + before;
+                }
+            }
         }
     });
     start[cells] = f.n;
