@@ -29,6 +29,10 @@ struct GridState {
     // The mapped frame's box was also the frame's before it: the next key
     // pass guesses it (KeyParams::guess). Speed only: the guess is checked.
     bool box_repeated = false;
+    // The frame skipped the counting sort (its input was in cell order, or
+    // last frame's order with few movers): the next key pass expects the
+    // same and leaves the bucket counts to the sort, should it run.
+    bool skipped_sort = false;
     RebuildTimings rebuild_timings{};
     PairTimings pair_timings{};
 

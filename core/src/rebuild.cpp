@@ -66,6 +66,9 @@ RebuildFrame frame_for(const GridConfig& c, const GridState& s, const ParticleSp
     for (uint32_t d = 0; d < 3; ++d)
         k.upper[d] = f.bounded ? k.lattice.upper(d) : kFastCellLimit;
     k.lower = f.bounded ? k.lattice.lower(0) : -kFastCellLimit;
+    // Last frame needed no counting sort: expect the same (speed only; the
+    // sort counts the buckets itself if it runs after all).
+    k.count = !(s.built && s.skipped_sort);
 
     if (f.bounded) {
         f.cells = static_cast<uint32_t>(uint64_t{c.cell_counts[0]} * c.cell_counts[1] *
@@ -124,7 +127,9 @@ Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, Re
         lap(merged ? timing.finalize : timing.keys); // a try that found too many movers: part of the order check
     }
     if (!merged) {
+        f.counting_sort = true;
         trace.next(TracePhase::rebuild_scan);
+        count_skipped_buckets(s, f, b);
         scan_buckets(s, f);
         lap(timing.scan);
         trace.next(TracePhase::rebuild_scatter);
@@ -195,6 +200,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     s.mapped = f.mapped;
     s.box_starts = f.box_sorted;
     s.box_repeated = f.box_repeated;
+    s.skipped_sort = !f.counting_sort;
     s.built = true;
     return {};
 }

@@ -96,7 +96,8 @@ Status dense_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
     const int32_t* const box_lo = f.box_lo;
     const uint32_t ex = f.extent[0], exy = f.extent[0] * f.extent[1];
     // Dense index within the box, per particle, and the bucket counts: the
-    // key pass wrote them (and no keys) if it guessed this very box.
+    // key pass wrote them (and no keys) if it guessed this very box, the
+    // counts unless it left them to the sort (count_skipped_buckets).
     if (!f.keys.guess) {
         parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t i = begin; i < end; ++i)

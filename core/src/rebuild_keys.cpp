@@ -222,7 +222,7 @@ void key_pass(const RebuildFrame& f, GridState& s, const ThreadBackend& b) {
         const bool ok = block(k, begin, end, particle_cell, particle_key, chunk_box, fast_wrapped);
         BadParticle record{kNone, 0, StatusCode::ok, fast_wrapped != 0};
         if (!ok) recheck_chunk<D, Bounded, Guess>(k, begin, end, particle_cell, particle_key, chunk_box, record);
-        if constexpr (Bounded || Guess)
+        if ((Bounded || Guess) && k.count)
             count_buckets(particle_cell, begin, end, shift, hist + uint64_t{chunk} * buckets, buckets);
         bad[chunk] = record;
     });

@@ -75,6 +75,17 @@ void sort_distinct(uint32_t* a, uint32_t n) {
     }
 }
 
+void count_skipped_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
+    if (f.keys.count || !(f.bounded || f.keys.guess)) return;
+    const uint32_t grain = f.grain;
+    const uint32_t buckets_max = f.buckets_max;
+    const uint32_t shift = f.shift;
+    parallel_chunks(b, f.n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        count_buckets(s.particle_cell, begin, end, shift, s.bucket_hist + uint64_t{begin / grain} * buckets_max,
+                      buckets_max);
+    });
+}
+
 void scan_buckets(GridState& s, RebuildFrame& f) {
     const uint32_t chunks = f.chunks;
     const uint32_t buckets_max = f.buckets_max;

@@ -44,6 +44,11 @@ struct KeyParams {
     int32_t guess_lo[3] = {0, 0, 0};
     uint32_t guess_extent[3] = {1, 1, 1};
     uint32_t guess_shift = 0; // bucket_shift of the box's cells
+    // The key pass counts the chunks' buckets (bounded, or guessing the box).
+    // Off when last frame skipped the counting sort: a frame in cell order
+    // or merged needs no counts, and the sort counts them itself if it runs
+    // (count_buckets_if_skipped).
+    bool count = true;
 };
 
 /// What the steps of one rebuild hand to each other.
@@ -61,12 +66,13 @@ struct RebuildFrame {
     // cells (the distinct ones after compact_dense_cells); table path, the
     // distinct cells.
     uint32_t cells = 0;
-    uint32_t shift = 0;      // bucket of a cell: cell >> shift
-    uint32_t buckets = 0;    // buckets in use (scan_buckets)
-    bool wrapped = false;    // some cell wrapped (unbounded)
-    bool dense = false;      // unbounded: counting-sorted over the dense box
-    bool mapped = false;     // unbounded: cells found through the box map (GridState::mapped)
-    bool box_sorted = false; // unbounded: dense_start holds this frame's starts over the box
+    uint32_t shift = 0;         // bucket of a cell: cell >> shift
+    uint32_t buckets = 0;       // buckets in use (scan_buckets)
+    bool wrapped = false;       // some cell wrapped (unbounded)
+    bool dense = false;         // unbounded: counting-sorted over the dense box
+    bool mapped = false;        // unbounded: cells found through the box map (GridState::mapped)
+    bool box_sorted = false;    // unbounded: dense_start holds this frame's starts over the box
+    bool counting_sort = false; // the frame ran the counting sort (not presorted, not merged)
     int32_t box_lo[3] = {0, 0, 0};
     uint32_t extent[3] = {1, 1, 1}; // dense box cells per axis
     bool box_repeated = false;      // dense, and its box is that of the frame the grid holds (mapped)
@@ -132,6 +138,9 @@ Status cell_capacity(uint64_t distinct);
 
 // rebuild_sort.cpp
 
+/// The chunks' bucket counts, where the key pass would have written them
+/// but left them out (KeyParams::count): bounded, or guessing the box.
+void count_skipped_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
 /// Bucket offsets in (bucket, chunk) order; sets buckets.
 void scan_buckets(GridState& s, RebuildFrame& f);
 /// Stable scatter of the particles (index, cell, position) into buckets.
