@@ -837,6 +837,77 @@ TEST_CASE("a tight pair pool: chunks that run out are searched again") {
     CHECK(check_run(run_pairs(**g, hashgrid::serial_backend(), e.pairs.size()), e.pairs) == "");
 }
 
+TEST_CASE("chunks run last to first: the large objects' chunks that find the pool spent write their batches straight "
+          "into the buffer") {
+    // All pairs here are large-object pairs (the small boxes touch none of
+    // each other), which come last in the order, in chunks of about 16 large
+    // objects, through the coarse grids. The pool holds max_pairs plus a block
+    // per chunk, about 35k pairs at max_pairs 1000, against some 75k pairs: run
+    // last chunk first, the late chunks fill the pool and the first ones, whose
+    // pairs the output wants, run out and are searched again while publishing,
+    // their batches of pairs written straight into the buffer.
+    const hashgrid::ThreadBackend reverse = reverse_order_backend();
+    ParallelBackend b2(2);
+    for (uint32_t dims = 2; dims <= 3; ++dims) {
+        Rng rng(0x2e7e25e0u + dims);
+        BoxScene scene;
+        scene.dims = dims;
+        const uint32_t side = dims == 3 ? 12 : 40; // small boxes: one per cell of the scene's grid
+        const uint32_t small = dims == 3 ? side * side * side : side * side;
+        for (uint32_t i = 0; i < small; ++i) {
+            const float at[3] = {static_cast<float>(i % side), static_cast<float>(i / side % side),
+                                 static_cast<float>(i / side / side)};
+            float mn[3] = {0.0f, 0.0f, 0.0f}, mx[3] = {0.0f, 0.0f, 0.0f};
+            for (uint32_t d = 0; d < dims; ++d) {
+                mn[d] = at[d] + 0.2f;
+                mx[d] = at[d] + 0.5f;
+            }
+            scene.add(mn, mx);
+        }
+        const float edge = dims == 3 ? 5.0f : 14.0f; // 216 or 225 cells: large at 64
+        for (uint32_t i = 0; i < 300; ++i) {
+            float mn[3] = {0.0f, 0.0f, 0.0f}, mx[3] = {0.0f, 0.0f, 0.0f};
+            for (uint32_t d = 0; d < dims; ++d) {
+                mn[d] = rng.uniform(0.0f, static_cast<float>(side) - edge);
+                mx[d] = mn[d] + edge;
+            }
+            scene.add(mn, mx);
+        }
+        BoxGridConfig c;
+        c.dimensions = dims;
+        c.cell_size = 1.0f;
+        c.max_objects = scene.size();
+        c.large_object_cells = 64;
+        const Expected e = expected_pairs(scene, c);
+        c.max_cell_entries = static_cast<uint32_t>(e.entries);
+        const uint64_t total = e.pairs.size();
+        CAPTURE(dims);
+        CAPTURE(total);
+        REQUIRE(e.large.size() == 300);
+        REQUIRE(e.pairs.front().b >= small); // no small-small pairs
+        REQUIRE(total > 60000);
+        for (const uint64_t max_pairs : {uint64_t{1000}, total / 3}) {
+            c.max_pairs = max_pairs;
+            auto g = make_box_grid(c);
+            REQUIRE(g->init_status.ok());
+            for (const uint64_t capacity : {max_pairs, total}) {
+                const uint64_t expect = std::min(max_pairs, capacity);
+                const std::vector<Pair> prefix(e.pairs.begin(), e.pairs.begin() + static_cast<std::ptrdiff_t>(expect));
+                for (const hashgrid::ThreadBackend& b : {reverse, hashgrid::serial_backend(), b2.backend()}) {
+                    CAPTURE(max_pairs);
+                    CAPTURE(capacity);
+                    REQUIRE((*g)->rebuild(scene.spans(), b).ok());
+                    const PairRun run = run_pairs(**g, b, capacity);
+                    CHECK(run.result.status.code == StatusCode::pair_capacity);
+                    CHECK(run.result.total == total);
+                    CHECK(run.result.written == expect);
+                    CHECK(diff_pairs(prefix, run.pairs.data(), run.pairs.size()) == "");
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("bad input: lowest index, count, previous frame intact") {
     ParallelBackend b3(3);
     const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -1298,7 +1369,7 @@ std::string hashes_text(const BoxHashes& h) {
 
 } // namespace
 
-TEST_CASE("golden hashes of fixed scenes, every thread count") {
+TEST_CASE("golden hashes of fixed scenes, every thread count and chunks run last to first") {
     constexpr size_t kScenes = sizeof(kFixedBoxScenes) / sizeof(kFixedBoxScenes[0]);
     static_assert(kScenes == sizeof(golden::kBoxGrid) / sizeof(golden::kBoxGrid[0]));
     const bool print = std::getenv("HASHGRID_PRINT_GOLDEN") != nullptr;
@@ -1309,7 +1380,7 @@ TEST_CASE("golden hashes of fixed scenes, every thread count") {
         if (print) std::printf("    %s, // %s\n", hashes_text(h).c_str(), kFixedBoxScenes[k].name);
         INFO(std::string(kFixedBoxScenes[k].name) << ": got " << hashes_text(h));
         CHECK(h == golden::kBoxGrid[k]);
-        for (const hashgrid::ThreadBackend& b : {b2.backend(), b7.backend(), b16.backend()})
+        for (const hashgrid::ThreadBackend& b : {b2.backend(), b7.backend(), b16.backend(), reverse_order_backend()})
             CHECK(run_fixed(kFixedBoxScenes[k], b) == h);
     }
     if (print) std::printf("};\n");

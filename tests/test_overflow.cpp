@@ -1,7 +1,8 @@
 // Overflow outcomes are a function of the input alone: when find_pairs runs
 // out of max_pairs or of the caller's buffer, what it writes is exactly
 // min(max_pairs, capacity) pairs (pair_capacity) or capacity pairs
-// (output_too_small) of the canonical order, for every thread count. Oracle:
+// (output_too_small) of the canonical order, for every thread count and with
+// the chunks run last to first. Oracle:
 // the same scene without overflow (its first `written` pairs), plus one golden
 // hash over every overflowing outcome (tests/golden_hashes.h).
 #include <doctest/doctest.h>
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 using namespace hashgrid_test;
@@ -74,8 +76,8 @@ TEST_CASE("pair_capacity and output_too_small write the canonical prefix for eve
                     for (uint32_t threads : kThreadCounts) {
                         ParallelBackend backend(threads);
                         const Outcome o = run(**g, s, capacity, backend.backend());
-                        INFO(dims << "D " << (bounded ? "bounded" : "unbounded") << ", max_pairs " << max_pairs
-                                  << ", capacity " << capacity << ", " << threads << " threads");
+                        INFO(dims << "D " << std::string(bounded ? "bounded" : "unbounded") << ", max_pairs "
+                                  << max_pairs << ", capacity " << capacity << ", " << threads << " threads");
                         CHECK(o.result.status.code == StatusCode::pair_capacity);
                         CHECK(o.result.status.needed == total);
                         CHECK(o.result.total == total);
@@ -91,6 +93,19 @@ TEST_CASE("pair_capacity and output_too_small write the canonical prefix for eve
                         }
                         CHECK(h == first_hash);
                     }
+                    // Last chunk first (rebuild too): the late chunks take the
+                    // pool, and the early ones are searched again straight into
+                    // the buffer while the prefix is completed.
+                    const Outcome r = run(**g, s, capacity, reverse_order_backend());
+                    INFO(dims << "D " << std::string(bounded ? "bounded" : "unbounded") << ", max_pairs " << max_pairs
+                              << ", capacity " << capacity << ", last chunk first");
+                    CHECK(r.result.status.code == StatusCode::pair_capacity);
+                    CHECK(r.result.total == total);
+                    CHECK(r.result.written == expect);
+                    CHECK(hash_pairs(r.pairs.data(), r.pairs.size()) == first_hash);
+                    CHECK(diff_pairs(std::vector<Pair>(full.pairs.begin(),
+                                                       full.pairs.begin() + static_cast<ptrdiff_t>(expect)),
+                                     r.pairs.data(), r.pairs.size()) == "");
                 }
             }
             // A too-small buffer without pair_capacity: exactly `capacity` pairs.
@@ -98,9 +113,9 @@ TEST_CASE("pair_capacity and output_too_small write the canonical prefix for eve
             auto g = make_grid(config);
             REQUIRE(g->init_status.ok());
             for (uint64_t capacity : {uint64_t{0}, uint64_t{1}, uint64_t{4095}, total - 1})
-                for (uint32_t threads : kThreadCounts) {
-                    ParallelBackend backend(threads);
-                    const Outcome o = run(**g, s, capacity, backend.backend());
+                for (uint32_t threads : {0u, 1u, 2u, 3u, 4u, 8u, 16u}) { // 0: last chunk first
+                    ParallelBackend backend(threads == 0 ? 1 : threads);
+                    const Outcome o = run(**g, s, capacity, threads == 0 ? reverse_order_backend() : backend.backend());
                     CHECK(o.result.status.code == StatusCode::output_too_small);
                     CHECK(o.result.written == capacity);
                     CHECK(diff_pairs(std::vector<Pair>(full.pairs.begin(),
@@ -147,11 +162,12 @@ TEST_CASE("box grid: pair_capacity writes min(max_pairs, capacity) canonical pai
         REQUIRE(grid.init_allocate(config).ok());
         for (uint64_t capacity : {uint64_t{0}, max_pairs / 2, total}) {
             const uint64_t expect = max_pairs < capacity ? max_pairs : capacity;
-            for (uint32_t threads : kThreadCounts) {
-                ParallelBackend backend(threads);
-                REQUIRE(grid.rebuild(spans, backend.backend()).ok());
+            for (uint32_t threads : {0u, 1u, 2u, 3u, 4u, 8u, 16u}) { // 0: last chunk first
+                ParallelBackend parallel(threads == 0 ? 1 : threads);
+                const hashgrid::ThreadBackend backend = threads == 0 ? reverse_order_backend() : parallel.backend();
+                REQUIRE(grid.rebuild(spans, backend).ok());
                 std::vector<Pair> out(static_cast<size_t>(capacity) + 1);
-                const hashgrid::PairResult r = grid.find_pairs(out.data(), capacity, backend.backend());
+                const hashgrid::PairResult r = grid.find_pairs(out.data(), capacity, backend);
                 INFO("max_pairs " << max_pairs << ", capacity " << capacity << ", " << threads << " threads");
                 CHECK(r.status.code == StatusCode::pair_capacity);
                 CHECK(r.total == total);

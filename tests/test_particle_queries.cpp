@@ -940,7 +940,7 @@ bool same_batch(const BatchOut& a, const BatchOut& b) {
 
 } // namespace
 
-TEST_CASE("batched queries equal the single queries, for every backend and too-small outputs") {
+TEST_CASE("batched queries equal the single queries, for every backend, chunks last to first and too-small outputs") {
     Rng rng(23);
     for (uint32_t dims : {3u, 2u})
         for (WorldKind w : {WorldKind::unbounded, WorldKind::bounded_clamp}) {
@@ -1041,13 +1041,14 @@ TEST_CASE("batched queries equal the single queries, for every backend and too-s
             const std::vector<BatchOut> serial = run_all(serial_backend(), 1, 1);
             for (uint32_t kind = 0; kind < kKinds; ++kind)
                 CHECK_MESSAGE(same_batch(serial[kind], single[kind]), "batched kind ", kind, " != singles");
-            for (uint32_t threads : {1u, 2u, 4u, 8u}) {
-                ParallelBackend pb(threads);
-                const std::vector<BatchOut> par = run_all(pb.backend(), 1, 1);
+            for (uint32_t threads : {0u, 1u, 2u, 4u, 8u}) { // 0: every loop's chunks last to first
+                ParallelBackend pb(threads == 0 ? 1 : threads);
+                const ThreadBackend backend = threads == 0 ? reverse_order_backend() : pb.backend();
+                const std::vector<BatchOut> par = run_all(backend, 1, 1);
                 for (uint32_t kind = 0; kind < kKinds; ++kind)
                     CHECK_MESSAGE(same_batch(par[kind], serial[kind]), "kind ", kind, " threads ", threads);
                 // Too small: offsets still exact, output the prefix of the concatenation.
-                const std::vector<BatchOut> part = run_all(pb.backend(), 1, 3);
+                const std::vector<BatchOut> part = run_all(backend, 1, 3);
                 for (uint32_t kind = 0; kind < kKinds; ++kind) {
                     CHECK(part[kind].offsets == single[kind].offsets);
                     const uint64_t n = part[kind].result.written;

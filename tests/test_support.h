@@ -154,6 +154,26 @@ private:
     uint32_t threads_ = 1;
 };
 
+/// A backend that runs every chunk on the calling thread, last chunk first.
+/// The contract allows any order; thread pools only seldom finish the late
+/// chunks of a loop first, so this makes that case certain: whatever depends
+/// on which chunks finish first (pools filled by later chunks, prefixes
+/// completed afterwards) must still give the serial backend's bytes.
+inline hashgrid::ThreadBackend reverse_order_backend() {
+    hashgrid::ThreadBackend b;
+    b.parallel_for = [](void*, uint32_t count, uint32_t grain, hashgrid::ChunkFn fn, void* context) {
+        const uint64_t step = grain == 0 ? count : grain;
+        const uint64_t chunks = (uint64_t{count} + step - 1) / step;
+        for (uint64_t c = chunks; c-- > 0;) {
+            const uint64_t begin = c * step;
+            const uint64_t end = begin + step < count ? begin + step : count;
+            fn(context, static_cast<uint32_t>(begin), static_cast<uint32_t>(end), 0);
+        }
+    };
+    b.worker_count = 1;
+    return b;
+}
+
 // ---------------------------------------------------------------------------
 // Test size.
 
