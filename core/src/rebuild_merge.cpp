@@ -359,18 +359,31 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
             for (; dp < d_end; ++dp)
                 emit_moved(dp);
 
-            // Cell starts. Each old start is read just before this chunk
-            // overwrites it; no other chunk writes these cells.
+            // Cell starts: old start, minus the displaced before it, plus the
+            // displaced of lower cells. Each old start is read just before
+            // this chunk overwrites it; no other chunk writes these cells.
+            // The cells run in segments over which the second term holds
+            // (up to the next displaced particle's cell); the first changes
+            // only where an old start passes a displaced position.
             {
                 DisplacedCursor displaced_before(lists, lo);
-                uint32_t before = d_first;
-                for (uint32_t c = c0; c < c1; ++c) {
-                    const uint32_t old = std::min(start[c], kept_limit);
-                    while (displaced_before.position < old)
-                        displaced_before.next();
+                uint32_t rank = displaced_before.rank();
+                uint32_t next_displaced = displaced_before.position;
+                uint32_t before = d_first; // displaced of cells below c
+                for (uint32_t c = c0; c < c1;) {
                     while (before < d_end && moved_cell[before] < c)
                         ++before;
-                    start[c] = old - displaced_before.rank() + before;
+                    const uint32_t segment_end = before < d_end ? std::min(moved_cell[before] + 1, c1) : c1;
+                    for (; c < segment_end; ++c) {
+                        const uint32_t old = std::min(start[c], kept_limit);
+                        if (next_displaced < old) [[unlikely]] {
+                            while (displaced_before.position < old)
+                                displaced_before.next();
+                            rank = displaced_before.rank();
+                            next_displaced = displaced_before.position;
+                        }
+                        start[c] = old - rank + before;
+                    }
                 }
             }
         }
