@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace hashgrid_test;
@@ -167,5 +168,45 @@ TEST_CASE("a wrapping frame after an ordinary one and back: each frame is exact"
         CHECK(diff_pairs(expected, f.pairs.data(), f.pairs.size()) == "");
         CHECK(check_sorted_state(**grid, *s, seam.config) == "");
         CHECK((**grid).cells().wrapped == wraps[frame++]);
+    }
+}
+
+TEST_CASE("a dense box spanning the whole period: the pairs across the wrap seam") {
+    // 3D keeps cell x modulo 2^21. Particles in the cells on both sides of the
+    // seam (x = -2^20 and, wrapped from -2^20 - 1, 2^20 - 1) make a box of
+    // 2^21 x 1 x 1 cells, which max_particles = 2^20 lets the dense path take
+    // (2 * max_particles + 64 cells). Its cells at the two ends are neighbours
+    // through the seam, so the pairs between them must be found although the
+    // box does not hold them side by side.
+    hashgrid::GridConfig config = unbounded_config(3, 1.0f, 1.0f, 1u << 20, 64);
+    config.max_cells = 64;
+    const double scale = hashgrid::key_scale(config.cell_size);
+    Scene s;
+    s.dims = 3;
+    // (true cell, position within it): wrapped, the first three lie in the
+    // seam's top cells (2^20 - 2, 2^20 - 1), the last two in its bottom ones.
+    const std::pair<int64_t, double> at[] = {
+        {-1048578, 0.5}, {-1048577, 0.3}, {-1048577, 0.8}, {-1048576, 0.4}, {-1048575, 0.2}};
+    for (const auto& [cell, within] : at) {
+        const auto x = static_cast<float>((static_cast<double>(cell) + within) / scale);
+        REQUIRE(std::floor(hashgrid::scaled_coordinate(x, config.origin[0], scale)) == static_cast<double>(cell));
+        s.add(x, 0.5f, 0.5f);
+    }
+    const std::vector<uint32_t> order = expected_order(s, config);
+    const std::vector<Pair> expected = in_documented_order(oracle_pairs(s, config.interaction_distance), order);
+    REQUIRE(expected.size() == 4); // neighbours along x; the third and fourth across the seam
+    ParallelBackend parallel(2);
+    for (const hashgrid::ThreadBackend& backend : {hashgrid::serial_backend(), parallel.backend()}) {
+        auto grid = make_grid(config);
+        REQUIRE(grid->init_status.ok());
+        const Frame f = run_frame(**grid, s, backend, config.max_pairs);
+        REQUIRE(f.rebuild.ok());
+        REQUIRE(f.result.status.ok());
+        const hashgrid::CellTableView v = (**grid).cells();
+        CHECK(v.wrapped);
+        REQUIRE(v.map_cell != nullptr); // the dense box
+        CHECK(v.map_extent[0] == (1u << 21));
+        CHECK(check_sorted_state(**grid, s, config) == "");
+        CHECK(diff_pairs(expected, f.pairs.data(), f.pairs.size()) == "");
     }
 }

@@ -9,6 +9,7 @@
 // visited in ascending order. The order therefore depends on the input only,
 // not on chunking, threads or the SIMD width.
 #include "grid_impl.h"
+#include "lattice/wrapped_cells.h"
 #include "pair_sweep.h"
 #include "trace_scope.h"
 
@@ -87,7 +88,15 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     trace.begin(TracePhase::pair_sweep);
     const GridConfig& c = g.config_;
     SweepData s{};
-    static_cast<CellIndex&>(s) = make_cell_index(make_lattice(c), g.cells());
+    const GridState& frame = *g.state_;
+    // A frame sorted over its dense box still has the box's cell starts:
+    // swept as a bounded grid over the box, with the same pairs and order,
+    // unless the box touches the wrap seam (a box spanning the whole period
+    // has neighbours at its two ends, which only the keyed sweep finds).
+    const bool box_sweep =
+        frame.mapped && frame.box_starts && box_clear_of_seam(frame.map_lo, frame.map_extent, c.dimensions);
+    static_cast<CellIndex&>(s) = box_sweep ? make_box_cell_index(make_lattice(c), frame.dense_start, frame.map_extent)
+                                           : make_cell_index(make_lattice(c), g.cells());
     s.x = g.state_->sorted[0];
     s.y = g.state_->sorted[1];
     s.z = g.state_->sorted[2];

@@ -158,6 +158,24 @@ inline CellIndex make_cell_index(const Lattice& lat, const CellTableView& t) {
     return ix;
 }
 
+/// A dense index over an unbounded frame's dense box (extent cells per
+/// axis, numbered x fastest like a bounded grid's) whose cell starts, empty
+/// cells included, are `box_start`. The box's cells sort as their keys do,
+/// so a sweep over this index meets the same particle ranges, in the same
+/// order, as one over the keyed index, without a lookup per neighbour row.
+/// Only for boxes clear of the wrap seam (box_clear_of_seam): a box that
+/// spans the whole period holds neighbours at its two ends.
+inline CellIndex make_box_cell_index(const Lattice& lat, const uint32_t* box_start, const uint32_t extent[3]) {
+    CellIndex ix;
+    ix.lat = lat;
+    for (uint32_t d = 0; d < 3; ++d)
+        ix.lat.n[d] = extent[d];
+    ix.cell_count = extent[0] * extent[1] * extent[2]; // at most the dense path's capacity
+    ix.start = box_start;
+    ix.keyed = false;
+    return ix;
+}
+
 /// A sorted index over a box grid frame's occupied cells.
 inline CellIndex make_sorted_cell_index(const Lattice& lat, const uint64_t* key, const uint32_t* start,
                                         uint32_t cell_count) {

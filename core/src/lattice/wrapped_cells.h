@@ -55,6 +55,16 @@ inline int32_t wrap_fast_cell(int32_t c) {
 /// True when c is a wrapped coordinate whose neighbour c - 1 or c + 1 wraps.
 inline bool on_wrap_seam(int32_t c, uint32_t dims) { return c == wrap_min(dims) || c == wrap_max(dims); }
 
+/// True when no cell of the box [lo, lo + extent) (wrapped coordinates, the
+/// first `dims` axes) lies on the wrap seam: no neighbour of its cells wraps.
+inline bool box_clear_of_seam(const int32_t lo[3], const uint32_t extent[3], uint32_t dims) {
+    for (uint32_t d = 0; d < dims; ++d) {
+        const int64_t last = int64_t{lo[d]} + extent[d] - 1;
+        if (lo[d] <= wrap_min(dims) || last >= wrap_max(dims)) return false;
+    }
+    return true;
+}
+
 /// x reduced modulo m (a power of two) into (-m, m), exactly: |x| < m is kept;
 /// otherwise x - m * floor(x / m) is a multiple of ulp(x) below m.
 inline double reduce_exact(double x, double m) {
