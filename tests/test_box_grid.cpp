@@ -510,6 +510,17 @@ BoxScene random_queries(Rng& rng, const BoxScene& s, uint32_t count) {
     return q;
 }
 
+/// Unit cells, large above 64 covered cells, room for the scene's objects
+/// (entries and pairs left to the test).
+BoxGridConfig unit_cell_config(const BoxScene& scene) {
+    BoxGridConfig c;
+    c.dimensions = scene.dims;
+    c.cell_size = 1.0f;
+    c.max_objects = scene.size();
+    c.large_object_cells = 64;
+    return c;
+}
+
 std::string check_run(const PairRun& run, const std::vector<Pair>& expected) {
     if (!run.result.status.ok()) return std::string("status ") + hashgrid::to_string(run.result.status.code);
     if (run.result.total != expected.size())
@@ -873,11 +884,7 @@ TEST_CASE("chunks run last to first: the large objects' chunks that find the poo
             }
             scene.add(mn, mx);
         }
-        BoxGridConfig c;
-        c.dimensions = dims;
-        c.cell_size = 1.0f;
-        c.max_objects = scene.size();
-        c.large_object_cells = 64;
+        BoxGridConfig c = unit_cell_config(scene);
         const Expected e = expected_pairs(scene, c);
         c.max_cell_entries = static_cast<uint32_t>(e.entries);
         const uint64_t total = e.pairs.size();
@@ -1066,11 +1073,7 @@ TEST_CASE("large objects among thousands of small ones: the documented order, cr
             }
             scene.add(mn, mx, layer(i), mask(i));
         }
-        BoxGridConfig c;
-        c.dimensions = dims;
-        c.cell_size = 1.0f;
-        c.max_objects = scene.size();
-        c.large_object_cells = 64;
+        BoxGridConfig c = unit_cell_config(scene);
         const Expected e = expected_pairs(scene, c);
         c.max_cell_entries = static_cast<uint32_t>(std::max<uint64_t>(e.entries, 1));
         c.max_pairs = e.pairs.size();
