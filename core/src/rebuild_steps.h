@@ -47,7 +47,7 @@ struct KeyParams {
     // The key pass counts the chunks' buckets (bounded, or guessing the box).
     // Off when last frame skipped the counting sort: a frame in cell order
     // or merged needs no counts, and the sort counts them itself if it runs
-    // (count_buckets_if_skipped).
+    // (count_skipped_buckets).
     bool count = true;
 };
 
