@@ -162,6 +162,7 @@ private:
 inline hashgrid::ThreadBackend reverse_order_backend() {
     hashgrid::ThreadBackend b;
     b.parallel_for = [](void*, uint32_t count, uint32_t grain, hashgrid::ChunkFn fn, void* context) {
+        if (count == 0) return;
         const uint64_t step = grain == 0 ? count : grain;
         const uint64_t chunks = (uint64_t{count} + step - 1) / step;
         for (uint64_t c = chunks; c-- > 0;) {
