@@ -375,7 +375,7 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
                         ++before;
                     const uint32_t segment_end = before < d_end ? std::min(moved_cell[before] + 1, c1) : c1;
                     for (; c < segment_end; ++c) {
-                        const uint32_t old = std::min(start[c], kept_limit);
+                        const uint32_t old = old_start(c);
                         if (next_displaced < old) [[unlikely]] {
                             while (displaced_before.position < old)
                                 displaced_before.next();
