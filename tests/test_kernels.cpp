@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace hashgrid_test;
@@ -363,6 +365,123 @@ TEST_CASE("block edges: the pair buffer fills mid-cell (pool refills and overflo
     }
 }
 
+/// A two-thread schedule made certain: chunk 1 runs on a thread of its own
+/// while the caller runs chunk 0, then the caller runs the rest in order.
+/// The pair filter (accepting every pair) holds chunk 1 at its hold_at-th
+/// pair until chunk 0 has returned, so chunk 1 holds pool blocks when it
+/// becomes the next chunk in output order, and finishes with the frontier
+/// on it.
+struct HandOff {
+    std::atomic<bool> chunk0_done{false};
+    uint64_t calls_on_second = 0; // only the second thread touches it
+    uint64_t hold_at = 0;
+    std::atomic<uint32_t> holds{0};
+};
+thread_local bool t_on_second = false;
+
+hashgrid::ThreadBackend hand_off_backend(HandOff& h) {
+    hashgrid::ThreadBackend b;
+    b.state = &h;
+    b.parallel_for = [](void* state, uint32_t count, uint32_t grain, hashgrid::ChunkFn fn, void* context) {
+        auto& hand = *static_cast<HandOff*>(state);
+        const uint64_t chunks = (uint64_t{count} + grain - 1) / grain;
+        auto run = [&](uint64_t c, uint32_t worker) {
+            const uint64_t begin = c * grain;
+            fn(context, static_cast<uint32_t>(begin), static_cast<uint32_t>(std::min<uint64_t>(begin + grain, count)),
+               worker);
+        };
+        if (chunks < 2) {
+            if (chunks == 1) run(0, 0);
+            return;
+        }
+        hand.chunk0_done.store(false);
+        hand.calls_on_second = 0;
+        std::thread second([&] {
+            t_on_second = true;
+            run(1, 1);
+            t_on_second = false;
+        });
+        run(0, 0);
+        hand.chunk0_done.store(true);
+        second.join();
+        for (uint64_t c = 2; c < chunks; ++c)
+            run(c, 0);
+    };
+    b.worker_count = 2;
+    return b;
+}
+
+bool hand_off_accept(void* context, uint32_t, uint32_t) {
+    auto& hand = *static_cast<HandOff*>(context);
+    if (t_on_second && ++hand.calls_on_second == hand.hold_at) {
+        while (!hand.chunk0_done.load())
+            std::this_thread::yield();
+        hand.holds.fetch_add(1);
+    }
+    return true;
+}
+
+TEST_CASE("a sweep chunk that becomes next in output order while it runs writes the rest of its pairs in place") {
+    // Chunk 1 fills one pool block (2048 pairs) and part of the next before
+    // chunk 0 is done; at its next block it finds itself next in order: its
+    // blocks go to their place in the buffer and the rest of its pairs are
+    // written straight there. Buffers and max_pairs cut the output before,
+    // inside and after that place.
+    KernelGuard guard;
+    std::vector<CellPlan> plans;
+    for (uint32_t homes = 3; homes <= 40; homes += 3)
+        for (uint32_t extra = 5; extra <= 60; extra += 11)
+            plans.push_back({homes, extra});
+    Rng rng(1207);
+    Scene s = planned_cells(rng, 3, plans, true);
+    shuffle(rng, s);
+    const hashgrid::GridConfig full = planned_config(s, 1.0f, true, uint64_t{s.size()} * 128);
+    auto grid = make_grid(full);
+    REQUIRE((**grid).rebuild(s.spans(), hashgrid::serial_backend()).ok());
+    const uint32_t n = (**grid).particle_count();
+    const std::vector<uint32_t> order((**grid).sorted_to_original(), (**grid).sorted_to_original() + n);
+    const std::vector<Pair> expected = in_documented_order(oracle_pairs(s, 1.0f), order);
+    // Chunk k of the sweep holds the pairs whose earlier particle (in sorted
+    // order) is one of its 1024 home particles.
+    std::vector<uint32_t> position(n);
+    for (uint32_t p = 0; p < n; ++p)
+        position[order[p]] = p;
+    uint64_t before = 0, in_chunk1 = 0;
+    for (const Pair& p : expected) {
+        const uint32_t first = std::min(position[p.a], position[p.b]);
+        before += first < 1024 ? 1 : 0;
+        in_chunk1 += first >= 1024 && first < 2048 ? 1 : 0;
+    }
+    const uint64_t hold_at = 3000;
+    REQUIRE(n > 2048);
+    REQUIRE(in_chunk1 > 2 * 2048 + 1000); // a second full block, then pairs written in place
+    const uint64_t total = expected.size();
+    const uint64_t in_place = before + 2 * 2048 + 500; // a pair chunk 1 writes in place
+    HandOff hand;
+    hand.hold_at = hold_at;
+    const hashgrid::ThreadBackend backend = hand_off_backend(hand);
+    const hashgrid::PairFilter filter{&hand_off_accept, &hand};
+    for (const uint64_t max_pairs : {total, in_place, before + 2048 + 3}) {
+        hashgrid::GridConfig config = full;
+        config.max_pairs = max_pairs;
+        auto g = make_grid(config);
+        REQUIRE((**g).rebuild(s.spans(), hashgrid::serial_backend()).ok());
+        for (const uint64_t capacity : {total, total + 5, in_place, before + 2048 + 3, before + 1}) {
+            const uint64_t written = std::min(max_pairs, capacity);
+            const hashgrid::StatusCode code = total > max_pairs  ? hashgrid::StatusCode::pair_capacity
+                                              : total > capacity ? hashgrid::StatusCode::output_too_small
+                                                                 : hashgrid::StatusCode::ok;
+            for (PairKernel k : available_kernels()) {
+                INFO("max_pairs " << max_pairs << " capacity " << capacity << " kernel " << name(k));
+                const uint32_t holds = hand.holds.load();
+                const FilteredRun run = run_kernel(k, **g, capacity, filter, backend);
+                CHECK(hand.holds.load() > holds); // chunk 1 was held until chunk 0 was done
+                CHECK(check_filtered(run, code, expected, written) == "");
+            }
+        }
+    }
+}
+
 TEST_CASE("block edges: a PairFilter sends every hit through the sink one by one, for every kernel") {
     KernelGuard guard;
     std::vector<CellPlan> plans;
@@ -401,7 +520,9 @@ TEST_CASE("block edges: a PairFilter sends every hit through the sink one by one
 TEST_CASE("a result past 4 MiB (copied out with streaming stores on x86-64) is exact at any buffer alignment") {
     // About 700,000 pairs in a long thin box (cheap for the sweep oracle):
     // the copy into the caller's buffer changes method past 2^19 pairs, and
-    // the pool's blocks are reused once their chunk is published.
+    // the pool's blocks are reused once their chunk is published. Run last
+    // chunk first, every chunk but the first goes through the pool and the
+    // copy (on one thread in order, every chunk is written in place).
     KernelGuard guard;
     Rng rng(1205);
     Scene s;
@@ -422,7 +543,8 @@ TEST_CASE("a result past 4 MiB (copied out with streaming stores on x86-64) is e
     std::vector<Pair> buffer(expected.size() + 2);
     for (PairKernel k : available_kernels()) {
         REQUIRE(hashgrid::set_pair_kernel(k));
-        for (const hashgrid::ThreadBackend& backend : {hashgrid::serial_backend(), p2.backend()})
+        for (const hashgrid::ThreadBackend& backend :
+             {hashgrid::serial_backend(), p2.backend(), reverse_order_backend()})
             for (size_t shift : {size_t{0}, size_t{1}}) {
                 INFO("kernel " << name(k) << " shift " << shift);
                 std::fill(buffer.begin(), buffer.end(), Pair{0, 0});

@@ -192,8 +192,10 @@ std::string check_grid(const Case& c, const GridConfig& config, const std::vecto
     if (std::string d = check_sorted_state(**grid, s, config); !d.empty()) return d;
     if (std::string d = check_cell_table(**grid, s, config); !d.empty()) return d;
 
-    std::vector<Pair> got(expected_set.size() + 4, Pair{~0u, ~0u});
-    const hashgrid::PairResult pr = (*grid)->find_pairs(got.data(), got.size(), backend);
+    // Room for 4 more pairs than found, then a guard zone past the capacity.
+    const uint64_t capacity = expected_set.size() + 4;
+    std::vector<Pair> got(static_cast<size_t>(capacity) + 8, Pair{~0u, ~0u});
+    const hashgrid::PairResult pr = (*grid)->find_pairs(got.data(), capacity, backend);
     if (!pr.status.ok()) return std::string("find_pairs: ") + hashgrid::to_string(pr.status.code);
     if (pr.total != expected_set.size() || pr.written != expected_set.size())
         return "total " + std::to_string(pr.total) + " written " + std::to_string(pr.written) + " expected " +
@@ -203,7 +205,8 @@ std::string check_grid(const Case& c, const GridConfig& config, const std::vecto
     if (std::string d = diff_pairs(expected_set, got_set.data(), got_set.size()); !d.empty()) return "set: " + d;
     const std::vector<Pair> expected_order_pairs = in_documented_order(expected_set, expected_order(s, config));
     if (std::string d = diff_pairs(expected_order_pairs, got.data(), pr.written); !d.empty()) return "order: " + d;
-    if (got[expected_set.size()].a != ~0u) return "find_pairs wrote past the pair count";
+    for (size_t k = static_cast<size_t>(capacity); k < got.size(); ++k)
+        if (got[k].a != ~0u || got[k].b != ~0u) return "find_pairs wrote past its capacity";
     pairs_out.assign(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(pr.written));
 
     // Neighbour lists (CSR, both directions, ascending) from the grid's pair array.

@@ -86,6 +86,14 @@ struct Pool {
         return kNone;
     }
 
+    /// A block: a free one (in cache), else a fresh one, else kNone.
+    uint32_t take() {
+        const uint32_t block = pop_free();
+        if (block != kNone) return block;
+        const uint32_t fresh = std::atomic_ref<uint32_t>(taken).fetch_add(1, std::memory_order_relaxed);
+        return fresh < block_count ? fresh : kNone;
+    }
+
     /// Frees the chain of blocks first .. last (linked by next[]), after
     /// everything read from them (release).
     void push_free(uint32_t first, uint32_t last) {
@@ -99,49 +107,49 @@ struct Pool {
     }
 };
 
-/// Collects one chunk's pairs into a chain of pool blocks. Keeps counting after
-/// the pool is exhausted, so the total is always exact. Without a pool it
-/// writes into [cur, end) only (a chunk searched again straight into the
-/// caller's buffer) and counts the rest.
+/// `frontier` of find_pairs(): (next chunk to publish) << 40 | (its offset).
+inline constexpr uint64_t kFrontierOffsetMask = (uint64_t{1} << 40) - 1;
+
+/// Collects one chunk's pairs. Keeps counting after it has no room left, so
+/// the total is always exact. Three modes:
+/// - pool: a chain of pool blocks, copied into the caller's buffer once
+///   every earlier chunk is there;
+/// - direct: once every earlier chunk is in the caller's buffer (the
+///   frontier has reached this chunk; on one thread, from the start), the
+///   chain so far is copied to its place and the rest of the chunk's pairs
+///   are written straight into the buffer, up to `limit`: no copy of the
+///   chunk from the pool, and no second pass over its pairs. Like every
+///   sink writing into the caller's buffer, the kernels' wide stores may
+///   write up to a vector's worth of slots past the last pair (never past
+///   `limit`);
+/// - without a pool or buffer: into [cur, end) only (a chunk searched again
+///   straight into the caller's buffer).
 ///
 /// Kernels write pairs straight to [cur, end) while at least one vector's
 /// worth of slots is left (and no filter is set), adding what they wrote to
-/// count; otherwise every hit goes through push().
+/// count; otherwise every hit goes through push(). refill() runs when
+/// cur == end, so every block of the chain is full then.
 struct Sink {
     Pair* cur = nullptr;
     Pair* end = nullptr;
     uint64_t count = 0;
     uint32_t first_block = kNone;
     uint32_t last_block = kNone;
+    uint32_t blocks = 0; ///< Blocks in the chain.
     bool overflow = false;
+    bool direct = false; ///< Writing straight into the caller's buffer.
     Pool* pool = nullptr;
     PairFilter filter;
-
-    bool refill() {
-        if (overflow || pool == nullptr) {
-            overflow = true;
-            cur = end = nullptr;
-            return false;
-        }
-        uint32_t block = pool->pop_free();
-        if (block == kNone) {
-            block = std::atomic_ref<uint32_t>(pool->taken).fetch_add(1, std::memory_order_relaxed);
-            if (block >= pool->block_count) {
-                overflow = true;
-                cur = end = nullptr;
-                return false;
-            }
-        }
-        pool->set_link(block, kNone);
-        if (last_block == kNone)
-            first_block = block;
-        else
-            pool->set_link(last_block, block);
-        last_block = block;
-        cur = pool->pairs + uint64_t{block} * kPairBlock;
-        end = cur + kPairBlock;
-        return true;
-    }
+    // Where direct mode may write: the caller's buffer (null: never), the
+    // pair offset nothing is written from (min(capacity, max_pairs)), and
+    // the frontier that shows when this chunk is next in output order.
+    Pair* buffer = nullptr;
+    uint64_t limit = 0;
+    uint64_t* frontier = nullptr;
+    uint32_t chunk = 0;
+    /// Room for more pairs: the next pool block, or direct mode. False when
+    /// there is none (counted, not kept). pairs.cpp.
+    bool refill();
 
     inline void push(uint32_t a, uint32_t b) {
         const Pair pair = a < b ? Pair{a, b} : Pair{b, a};
@@ -151,6 +159,10 @@ struct Sink {
         if (cur == end && !refill()) return;
         *cur++ = pair;
     }
+
+private:
+    /// Switches to direct mode if the frontier has reached this chunk.
+    bool go_direct();
 };
 
 /// Sweeps home particles [k0, k1) (sorted positions) into the sink.

@@ -1,7 +1,9 @@
 // Pair finding: a forward half-stencil sweep over fixed chunks of home
-// particles (sorted positions), written to a pool of pair blocks, then
-// published into the caller's buffer in chunk order (pair_sweep.h: the pool
-// and the sink; pair_kernels.cpp: the sweep).
+// particles (sorted positions). A chunk whose place in the caller's buffer is
+// known (every earlier chunk is there) writes its pairs straight into it;
+// the others go to a pool of pair blocks and are copied into the buffer in
+// chunk order (pair_sweep.h: the pool and the sink; pair_kernels.cpp: the
+// sweep).
 //
 // Output order is lexicographic in (sorted position of the earlier particle,
 // sorted position of the later): a home particle k is tested against the rest
@@ -66,6 +68,57 @@ void end_copies() {
 
 } // namespace
 
+namespace detail::pair_sweep {
+
+bool Sink::go_direct() {
+    const uint64_t word = std::atomic_ref<uint64_t>(*frontier).load(std::memory_order_acquire);
+    if (static_cast<uint32_t>(word >> 40) != chunk) return false;
+    const uint64_t at = word & kFrontierOffsetMask;
+    const uint64_t kept = uint64_t{blocks} * kPairBlock;
+    if (at + kept >= limit) return false; // no room past the chain: the pool then
+    // The chain goes to its place while still in cache, and back to the pool.
+    uint32_t block = first_block;
+    for (uint32_t i = 0; i < blocks; ++i) {
+        copy_out(buffer, at + uint64_t{i} * kPairBlock, pool->pairs + uint64_t{block} * kPairBlock, kPairBlock);
+        if (i + 1 < blocks) block = pool->link(block);
+    }
+    if (blocks > 0) pool->push_free(first_block, last_block);
+    first_block = last_block = kNone;
+    blocks = 0;
+    pool = nullptr; // from now on, no room past `limit` means overflow
+    direct = true;
+    cur = buffer + at + kept;
+    end = buffer + limit;
+    return true;
+}
+
+bool Sink::refill() {
+    if (overflow || pool == nullptr) {
+        overflow = true;
+        cur = end = nullptr;
+        return false;
+    }
+    if (buffer != nullptr && go_direct()) return true;
+    const uint32_t block = pool->take();
+    if (block == kNone) {
+        overflow = true;
+        cur = end = nullptr;
+        return false;
+    }
+    pool->set_link(block, kNone);
+    if (last_block == kNone)
+        first_block = block;
+    else
+        pool->set_link(last_block, block);
+    last_block = block;
+    ++blocks;
+    cur = pool->pairs + uint64_t{block} * kPairBlock;
+    end = cur + kPairBlock;
+    return true;
+}
+
+} // namespace detail::pair_sweep
+
 PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
     return Impl::find_pairs(*this, out, capacity, backend, filter);
 }
@@ -113,13 +166,16 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     // done, by whichever thread finishes the last missing one: the copy reads
     // pool blocks that are still in cache and overlaps the other threads'
     // sweeping. `frontier` is (next chunk to publish) << 40 | (its offset).
-    // Publishing stops for good at the first chunk that overflowed the pool
-    // or would end past max_pairs; what was published is then a prefix of the
-    // canonical order. Chunk states: 0 pending, 1 swept, 2 overflowed. A
+    // A chunk that the frontier reaches while it runs (on one thread, every
+    // chunk from its start) writes the rest of its pairs in place (Sink's
+    // direct mode): nothing left to copy. Publishing stops for good at the
+    // first chunk that overflowed the pool or would end past max_pairs; what
+    // was published is then a prefix of the canonical order. Chunk states:
+    // 0 pending, 1 swept into the pool, 2 overflowed, 3 written in place. A
     // published chunk's blocks go back to the pool's free list, so later
     // chunks write into blocks still in cache (and the pool runs out later).
     std::memset(g.state_->chunk_overflow, 0, chunks);
-    constexpr uint64_t kOffsetMask = (uint64_t{1} << 40) - 1;
+    constexpr uint64_t kOffsetMask = kFrontierOffsetMask;
     const uint64_t max_pairs = c.max_pairs;
     uint64_t frontier = 0;
     auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count, bool recycle) {
@@ -159,21 +215,33 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                 stop ? (uint64_t{chunks} << 40) | offset : (uint64_t{next + 1} << 40) | (offset + count);
             if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
             if (stop) return;
-            publish_chunk(next, offset, count, true);
+            if (state == 1) publish_chunk(next, offset, count, true); // 3: written in place
         }
     };
+    const uint64_t direct_limit = capacity < max_pairs ? capacity : max_pairs;
     parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const uint32_t chunk = begin / kPairGrain;
         Sink sink;
         sink.pool = &pool;
         sink.filter = filter;
+        sink.buffer = direct_limit > 0 ? out : nullptr;
+        sink.limit = direct_limit;
+        sink.frontier = &frontier;
+        sink.chunk = chunk;
         sweep(s, begin, end, sink);
-        const uint32_t chunk = begin / kPairGrain;
+        uint8_t state = sink.overflow ? 2 : 1;
+        if (sink.direct) {
+            end_copies(); // the chain's copy
+            // Written in place (up to the capacity). One that ends past
+            // max_pairs stops publishing in advance(), and complete_prefix
+            // searches it again, as every chunk not swept into the pool.
+            state = 3;
+        }
         g.state_->chunk_first_block[chunk] = sink.first_block;
         g.state_->chunk_pair_count[chunk] = sink.count;
         // seq_cst store, then seq_cst load of the frontier in advance(): of a
         // finishing thread and one stopped at this chunk, one sees the other.
-        std::atomic_ref<uint8_t>(g.state_->chunk_overflow[chunk])
-            .store(sink.overflow ? 2 : 1, std::memory_order_seq_cst);
+        std::atomic_ref<uint8_t>(g.state_->chunk_overflow[chunk]).store(state, std::memory_order_seq_cst);
         advance();
     });
 
@@ -194,7 +262,8 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         }
         // Each remaining chunk below target lands at its fixed offset: copied from
         // the pool when its sweep kept every pair there, searched again straight
-        // into the caller's buffer (stopping at target) when the pool ran out.
+        // into the caller's buffer (stopping at target) when the pool ran out or
+        // it was written in place and ended past max_pairs.
         parallel_chunks(b, last - first, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t i = begin; i < end; ++i) {
                 const uint32_t ch = first + i;
@@ -204,14 +273,14 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
                 if (g.state_->chunk_overflow[ch] == 1) {
                     publish_chunk(ch, at, stop - at, false); // stop <= target <= capacity
                 } else {
-                    Sink direct;
-                    direct.cur = out + at;
-                    direct.end = out + stop;
-                    direct.filter = filter;
+                    Sink again;
+                    again.cur = out + at;
+                    again.end = out + stop;
+                    again.filter = filter;
                     const uint32_t home_begin = ch * kPairGrain;
                     const uint32_t home_end =
                         g.state_->count - home_begin < kPairGrain ? g.state_->count : home_begin + kPairGrain;
-                    sweep(s, home_begin, home_end, direct);
+                    sweep(s, home_begin, home_end, again);
                 }
             }
         });

@@ -169,7 +169,9 @@ public:
     /// two machines that overflow in lockstep keep the same pairs. Completing
     /// that prefix may search some chunks a second time (only on this path).
     /// With a filter, only the pairs it accepts are counted and written (see
-    /// PairFilter in query_types.h).
+    /// PairFilter in query_types.h). The buffer past `written` is scratch:
+    /// the pair kernels' wide stores may leave up to 7 pairs of unspecified
+    /// bytes after the last written pair, never at or past `capacity`.
     PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter = {});
 
     /// Two sets: every (point, particle) pair with a an index into the
