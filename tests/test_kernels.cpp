@@ -307,6 +307,27 @@ TEST_CASE("block edges: candidate counts around the packed block's capacity (102
     }
 }
 
+namespace {
+
+/// Cells of 3..39 home particles with 5..60 more in their forward
+/// neighbours: thousands of pairs per sweep chunk, pool blocks changed
+/// inside cells.
+std::vector<CellPlan> tight_cell_plans() {
+    std::vector<CellPlan> plans;
+    for (uint32_t homes = 3; homes <= 40; homes += 3)
+        for (uint32_t extra = 5; extra <= 60; extra += 11)
+            plans.push_back({homes, extra});
+    return plans;
+}
+
+/// The documented status of find_pairs for `total` pairs.
+hashgrid::StatusCode pairs_status(uint64_t total, uint64_t max_pairs, uint64_t capacity) {
+    if (total > max_pairs) return hashgrid::StatusCode::pair_capacity;
+    return total > capacity ? hashgrid::StatusCode::output_too_small : hashgrid::StatusCode::ok;
+}
+
+} // namespace
+
 TEST_CASE("block edges: the pair buffer fills mid-cell (pool refills and overflow, max_pairs, a small buffer)") {
     // Tight cells give thousands of pairs per chunk of home particles, so the
     // sink changes pool blocks inside a cell. A small max_pairs also shrinks the
@@ -314,10 +335,7 @@ TEST_CASE("block edges: the pair buffer fills mid-cell (pool refills and overflo
     // into the caller's buffer, ending mid-cell); a small buffer cuts the
     // output mid-cell. Every kernel must give the same prefix of the canonical order.
     KernelGuard guard;
-    std::vector<CellPlan> plans;
-    for (uint32_t homes = 3; homes <= 40; homes += 3)
-        for (uint32_t extra = 5; extra <= 60; extra += 11)
-            plans.push_back({homes, extra});
+    const std::vector<CellPlan> plans = tight_cell_plans();
     ParallelBackend p3(3);
     const std::vector<hashgrid::ThreadBackend> backends = {hashgrid::serial_backend(), p3.backend()};
     Rng rng(1203);
@@ -344,9 +362,7 @@ TEST_CASE("block edges: the pair buffer fills mid-cell (pool refills and overflo
             REQUIRE((**grid).rebuild(s.spans(), hashgrid::serial_backend()).ok());
             for (const uint64_t capacity : {total, total / 3 + 1, uint64_t{7}}) {
                 const uint64_t written = std::min(max_pairs, capacity);
-                const hashgrid::StatusCode code = total > max_pairs  ? hashgrid::StatusCode::pair_capacity
-                                                  : total > capacity ? hashgrid::StatusCode::output_too_small
-                                                                     : hashgrid::StatusCode::ok;
+                const hashgrid::StatusCode code = pairs_status(total, max_pairs, capacity);
                 for (const hashgrid::ThreadBackend& backend : backends) {
                     std::vector<Pair> scalar;
                     for (PairKernel k : available_kernels()) {
@@ -364,6 +380,8 @@ TEST_CASE("block edges: the pair buffer fills mid-cell (pool refills and overflo
         }
     }
 }
+
+namespace {
 
 /// A two-thread schedule made certain: chunk 1 runs on a thread of its own
 /// while the caller runs chunk 0, then the caller runs the rest in order.
@@ -421,6 +439,8 @@ bool hand_off_accept(void* context, uint32_t, uint32_t) {
     return true;
 }
 
+} // namespace
+
 TEST_CASE("a sweep chunk that becomes next in output order while it runs writes the rest of its pairs in place") {
     // Chunk 1 fills one pool block (2048 pairs) and part of the next before
     // chunk 0 is done; at its next block it finds itself next in order: its
@@ -428,10 +448,7 @@ TEST_CASE("a sweep chunk that becomes next in output order while it runs writes 
     // written straight there. Buffers and max_pairs cut the output before,
     // inside and after that place.
     KernelGuard guard;
-    std::vector<CellPlan> plans;
-    for (uint32_t homes = 3; homes <= 40; homes += 3)
-        for (uint32_t extra = 5; extra <= 60; extra += 11)
-            plans.push_back({homes, extra});
+    const std::vector<CellPlan> plans = tight_cell_plans();
     Rng rng(1207);
     Scene s = planned_cells(rng, 3, plans, true);
     shuffle(rng, s);
@@ -468,9 +485,7 @@ TEST_CASE("a sweep chunk that becomes next in output order while it runs writes 
         REQUIRE((**g).rebuild(s.spans(), hashgrid::serial_backend()).ok());
         for (const uint64_t capacity : {total, total + 5, in_place, before + 2048 + 3, before + 1}) {
             const uint64_t written = std::min(max_pairs, capacity);
-            const hashgrid::StatusCode code = total > max_pairs  ? hashgrid::StatusCode::pair_capacity
-                                              : total > capacity ? hashgrid::StatusCode::output_too_small
-                                                                 : hashgrid::StatusCode::ok;
+            const hashgrid::StatusCode code = pairs_status(total, max_pairs, capacity);
             for (PairKernel k : available_kernels()) {
                 INFO("max_pairs " << max_pairs << " capacity " << capacity << " kernel " << name(k));
                 const uint32_t holds = hand.holds.load();
