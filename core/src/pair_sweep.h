@@ -107,8 +107,12 @@ struct Pool {
     }
 };
 
-/// `frontier` of find_pairs(): (next chunk to publish) << 40 | (its offset).
-inline constexpr uint64_t kFrontierOffsetMask = (uint64_t{1} << 40) - 1;
+/// find_pairs()'s `frontier`, one atomic word: the next chunk to publish in
+/// the top 24 bits, its offset in the caller's buffer in the low 40.
+inline constexpr uint32_t kFrontierShift = 40;
+inline uint64_t frontier_word(uint32_t chunk, uint64_t offset) { return (uint64_t{chunk} << kFrontierShift) | offset; }
+inline uint32_t frontier_chunk(uint64_t word) { return static_cast<uint32_t>(word >> kFrontierShift); }
+inline uint64_t frontier_offset(uint64_t word) { return word & ((uint64_t{1} << kFrontierShift) - 1); }
 
 /// Collects one chunk's pairs. Keeps counting after it has no room left, so
 /// the total is always exact. Three modes:

@@ -72,8 +72,8 @@ namespace detail::pair_sweep {
 
 bool Sink::go_direct() {
     const uint64_t word = std::atomic_ref<uint64_t>(*frontier).load(std::memory_order_acquire);
-    if (static_cast<uint32_t>(word >> 40) != chunk) return false;
-    const uint64_t at = word & kFrontierOffsetMask;
+    if (frontier_chunk(word) != chunk) return false;
+    const uint64_t at = frontier_offset(word);
     const uint64_t kept = uint64_t{blocks} * kPairBlock;
     if (at + kept >= limit) return false; // no room past the chain: the pool then
     // The chain goes to its place while still in cache, and back to the pool.
@@ -93,28 +93,25 @@ bool Sink::go_direct() {
 }
 
 bool Sink::refill() {
-    if (overflow || pool == nullptr) {
-        overflow = true;
-        cur = end = nullptr;
-        return false;
+    if (!overflow && pool != nullptr) {
+        if (buffer != nullptr && go_direct()) return true;
+        const uint32_t block = pool->take();
+        if (block != kNone) {
+            pool->set_link(block, kNone);
+            if (last_block == kNone)
+                first_block = block;
+            else
+                pool->set_link(last_block, block);
+            last_block = block;
+            ++blocks;
+            cur = pool->pairs + uint64_t{block} * kPairBlock;
+            end = cur + kPairBlock;
+            return true;
+        }
     }
-    if (buffer != nullptr && go_direct()) return true;
-    const uint32_t block = pool->take();
-    if (block == kNone) {
-        overflow = true;
-        cur = end = nullptr;
-        return false;
-    }
-    pool->set_link(block, kNone);
-    if (last_block == kNone)
-        first_block = block;
-    else
-        pool->set_link(last_block, block);
-    last_block = block;
-    ++blocks;
-    cur = pool->pairs + uint64_t{block} * kPairBlock;
-    end = cur + kPairBlock;
-    return true;
+    overflow = true;
+    cur = end = nullptr;
+    return false;
 }
 
 } // namespace detail::pair_sweep
@@ -165,7 +162,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     // Chunks are published in chunk order as soon as all earlier ones are
     // done, by whichever thread finishes the last missing one: the copy reads
     // pool blocks that are still in cache and overlaps the other threads'
-    // sweeping. `frontier` is (next chunk to publish) << 40 | (its offset).
+    // sweeping. `frontier` is (next chunk to publish, its offset): frontier_word.
     // A chunk that the frontier reaches while it runs (on one thread, every
     // chunk from its start) writes the rest of its pairs in place (Sink's
     // direct mode): nothing left to copy. Publishing stops for good at the
@@ -175,7 +172,6 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     // published chunk's blocks go back to the pool's free list, so later
     // chunks write into blocks still in cache (and the pool runs out later).
     std::memset(g.state_->chunk_overflow, 0, chunks);
-    constexpr uint64_t kOffsetMask = kFrontierOffsetMask;
     const uint64_t max_pairs = c.max_pairs;
     uint64_t frontier = 0;
     auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count, bool recycle) {
@@ -203,16 +199,15 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         std::atomic_ref<uint64_t> front(frontier);
         for (;;) {
             uint64_t word = front.load(std::memory_order_seq_cst);
-            const auto next = static_cast<uint32_t>(word >> 40);
-            const uint64_t offset = word & kOffsetMask;
+            const uint32_t next = frontier_chunk(word);
+            const uint64_t offset = frontier_offset(word);
             if (next >= chunks) return;
             const uint8_t state =
                 std::atomic_ref<uint8_t>(g.state_->chunk_overflow[next]).load(std::memory_order_seq_cst);
             if (state == 0) return; // its thread will continue from here
             const uint64_t count = g.state_->chunk_pair_count[next];
             const bool stop = state == 2 || offset + count > max_pairs;
-            const uint64_t to =
-                stop ? (uint64_t{chunks} << 40) | offset : (uint64_t{next + 1} << 40) | (offset + count);
+            const uint64_t to = stop ? frontier_word(chunks, offset) : frontier_word(next + 1, offset + count);
             if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
             if (stop) return;
             if (state == 1) publish_chunk(next, offset, count, true); // 3: written in place
@@ -289,7 +284,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     uint64_t total = 0;
     for (uint32_t ch = 0; ch < chunks; ++ch)
         total += g.state_->chunk_pair_count[ch];
-    const uint64_t published = frontier & kOffsetMask;
+    const uint64_t published = frontier_offset(frontier);
     result.total = total;
     result.written = published < capacity ? published : capacity;
     if (published != total) {
