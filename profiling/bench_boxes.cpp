@@ -62,7 +62,7 @@
 //   bench_boxes [--n N] [--threads 1,2] [--frames F] [--warmup W]
 //               [--peer-frames F] [--cells 2,3] [--q-cells 16,32] [--large 64]
 //               [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K]
-//               [--moved-percent P]
+//               [--moved-percent P] [--phases]
 //               [Google Benchmark flags: --benchmark_filter=REGEX, ...]
 
 #include "hashgrid/box_grid.h"
@@ -73,6 +73,7 @@
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
+#include "hashgrid/trace.h"
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/bench_harness.h"
 #include "hashgrid_support/gbench.h"
@@ -135,6 +136,8 @@ struct Options : hashgrid_support::FrameOptions {
     /// Share of the boxes that move in a frame (the others keep last frame's
     /// box bit for bit): 100 is every box every frame.
     uint32_t moved_percent = 100;
+    /// Counters for the box grid's own phases (B3/B2/G3/U3), read from a trace.
+    bool phases = false;
 };
 
 Options g_options;
@@ -557,6 +560,7 @@ struct BoxGridSlot {
     std::unique_ptr<hashgrid::BoxGrid> grid;
     hashgrid::BoxGridConfig config;
     std::vector<Pair> out;
+    hashgrid::Trace* trace = nullptr; ///< Attached to every grid init() makes (--phases).
 
     bool init(const hashgrid::BoxGridConfig& c) {
         grid = std::make_unique<hashgrid::BoxGrid>();
@@ -567,6 +571,7 @@ struct BoxGridSlot {
         }
         config = c;
         out.resize(static_cast<size_t>(c.max_pairs));
+        grid->set_trace(trace);
         return true;
     }
 
@@ -604,22 +609,85 @@ struct BoxGridSlot {
     }
 };
 
+/// --phases: the box grid's own phases, from a trace attached to the grid.
+/// Each call's phase spans (calling thread) are summed per phase, the
+/// rebuild's over the rebuilds after frame 0 (warm-up frames included) and
+/// the pair search's over the find_pairs calls after it; the counters
+/// (<phase>_ms, dots as underscores) are the means per call.
+class GridPhases {
+public:
+    bool init() { return trace_.init_allocate(1u << 16).ok(); }
+    hashgrid::Trace* trace() { return &trace_; }
+    /// Forgets what the last call recorded (frame 0's build).
+    void skip() {
+        if (trace_.capacity() != 0) trace_.clear();
+    }
+    /// Adds the last call's phases: a rebuild's or a find_pairs call's.
+    void collect(bool rebuild) {
+        if (trace_.capacity() == 0) return; // no --phases
+        Group& g = rebuild ? rebuild_ : pairs_;
+        ++g.calls;
+        dropped_ += trace_.dropped();
+        for (uint32_t e = 0; e < trace_.size(); ++e) {
+            hashgrid::TraceEvent ev;
+            if (!trace_.event(e, ev) || ev.kind != hashgrid::TraceKind::phase) continue;
+            g.ms[static_cast<uint32_t>(ev.phase)] += static_cast<double>(ev.end_ns - ev.begin_ns) * 1e-6;
+        }
+        trace_.clear();
+    }
+    void report(benchmark::State& state) const {
+        for (const Group* g : {&rebuild_, &pairs_}) {
+            for (uint32_t p = 0; p < hashgrid::kTracePhaseCount && g->calls > 0; ++p) {
+                if (g->ms[p] == 0.0) continue;
+                std::string counter = hashgrid::trace_phase_name(static_cast<hashgrid::TracePhase>(p));
+                std::replace(counter.begin(), counter.end(), '.', '_');
+                state.counters[counter + "_ms"] = g->ms[p] / g->calls;
+            }
+        }
+        if (dropped_ != 0) state.counters["trace_dropped"] = static_cast<double>(dropped_);
+    }
+
+private:
+    struct Group {
+        double ms[hashgrid::kTracePhaseCount] = {};
+        uint32_t calls = 0;
+    };
+    hashgrid::Trace trace_;
+    Group rebuild_, pairs_;
+    uint64_t dropped_ = 0;
+};
+
 void bench_box_grid(benchmark::State& state, const std::string& name, const std::string& setting, PairScene& ps,
                     double cell, uint32_t large, World world, const TbbBackend& tbb) {
     const hashgrid::ThreadBackend backend = tbb.backend();
     const uint64_t expected = ps.pairs(0).size();
     BoxGridSlot slot;
+    GridPhases phases;
+    if (g_options.phases) {
+        if (!phases.init()) {
+            state.SkipWithError("--phases: Trace::init_allocate failed");
+            return;
+        }
+        slot.trace = phases.trace();
+    }
     if (!slot.init(box_config(ps.scene, cell, world, large, expected + expected / 4 + 4096))) {
         state.SkipWithError(g_error.c_str());
         return;
     }
     uint64_t order = 0;
+    bool built = false; // frame 0 done: the phases are collected from here on
     const bool ran = pair_frames(
         state, name, ps, FrameSetup{g_options.warmup, tbb.threads(), true, false},
-        [&](uint32_t, const Boxes& b) { return slot.rebuild(b, backend); },
+        [&](uint32_t f, const Boxes& b) {
+            if (!slot.rebuild(b, backend)) return false;
+            built = f > 0;
+            built ? phases.collect(true) : phases.skip();
+            return true;
+        },
         [&](const Boxes& b, PairSet* set, uint64_t&) {
             PairResult pr;
             if (!slot.find_pairs(b, backend, pr)) return false;
+            built ? phases.collect(false) : phases.skip();
             if (set != nullptr) {
                 for (uint64_t p = 0; p < pr.written; ++p)
                     set->push_back(pair_key(slot.out[p].a, slot.out[p].b));
@@ -628,6 +696,7 @@ void bench_box_grid(benchmark::State& state, const std::string& name, const std:
             return true;
         });
     if (!ran) return;
+    if (g_options.phases) phases.report(state);
     state.counters["entries_per_box"] =
         static_cast<double>(slot.grid->entry_count()) / static_cast<double>(ps.scene.base.n);
     // The same output order for every thread count.
@@ -1227,7 +1296,7 @@ void bench_box2d_queries(benchmark::State& state, const std::string& name) {
 
 constexpr const char* kUsage =
     "[--n N>=1000] [--threads 1,2] [--frames F] [--warmup W] [--peer-frames F] [--cells 2,3] [--q-cells 16,32] "
-    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K] [--moved-percent P]";
+    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K] [--moved-percent P] [--phases]";
 
 bool parse_doubles(const std::string& text, std::vector<double>& values) {
     values.clear();
@@ -1253,6 +1322,7 @@ bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
     if (args.take("--overlaps", v)) ok = ok && parse_double(v.c_str(), o.overlaps) && o.overlaps > 0.0;
     if (args.take("--moved-percent", v))
         ok = ok && parse_u32(v.c_str(), o.moved_percent) && o.moved_percent >= 1 && o.moved_percent <= 100;
+    o.phases = args.take_flag("--phases");
     return ok;
 }
 
