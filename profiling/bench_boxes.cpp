@@ -62,12 +62,13 @@
 //   bench_boxes [--n N] [--threads 1,2] [--frames F] [--warmup W]
 //               [--peer-frames F] [--cells 2,3] [--q-cells 16,32] [--large 64]
 //               [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K]
-//               [--moved-percent P] [--phases]
+//               [--moved-percent P] [--phases] [--kernel scalar|sse2|avx2|neon]
 //               [Google Benchmark flags: --benchmark_filter=REGEX, ...]
 
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/config.h"
+#include "hashgrid/grid.h"
 #include "hashgrid/objects.h"
 #include "hashgrid/platform/tbb_backend.h"
 #include "hashgrid/platform/timer.h"
@@ -138,6 +139,8 @@ struct Options : hashgrid_support::FrameOptions {
     uint32_t moved_percent = 100;
     /// Counters for the box grid's own phases (B3/B2/G3/U3), read from a trace.
     bool phases = false;
+    /// Instruction set of Hashgrid's kernels (hashgrid::set_pair_kernel).
+    hashgrid::PairKernel kernel = hashgrid::PairKernel::automatic;
 };
 
 Options g_options;
@@ -1296,7 +1299,8 @@ void bench_box2d_queries(benchmark::State& state, const std::string& name) {
 
 constexpr const char* kUsage =
     "[--n N>=1000] [--threads 1,2] [--frames F] [--warmup W] [--peer-frames F] [--cells 2,3] [--q-cells 16,32] "
-    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K] [--moved-percent P] [--phases]";
+    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K] [--moved-percent P] [--phases] "
+    "[--kernel scalar|sse2|avx2|neon]";
 
 bool parse_doubles(const std::string& text, std::vector<double>& values) {
     values.clear();
@@ -1323,6 +1327,19 @@ bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
     if (args.take("--moved-percent", v))
         ok = ok && parse_u32(v.c_str(), o.moved_percent) && o.moved_percent >= 1 && o.moved_percent <= 100;
     o.phases = args.take_flag("--phases");
+    if (args.take("--kernel", v)) {
+        const std::pair<const char*, hashgrid::PairKernel> names[] = {{"scalar", hashgrid::PairKernel::scalar},
+                                                                      {"sse2", hashgrid::PairKernel::sse2},
+                                                                      {"avx2", hashgrid::PairKernel::avx2},
+                                                                      {"neon", hashgrid::PairKernel::neon}};
+        bool known = false;
+        for (const auto& [name, kernel] : names)
+            if (v == name) {
+                o.kernel = kernel;
+                known = true;
+            }
+        ok = ok && known && hashgrid::set_pair_kernel(o.kernel);
+    }
     return ok;
 }
 
@@ -1339,6 +1356,8 @@ int main(int argc, char** argv) {
     Options& o = g_options;
     if (!args.initialize(kUsage, parse_options(args, o))) return 2;
     benchmark::AddCustomContext("boxes", std::to_string(o.n));
+    constexpr const char* kKernelNames[] = {"automatic", "scalar", "sse2", "avx2", "neon"};
+    benchmark::AddCustomContext("pair_kernel", kKernelNames[static_cast<uint32_t>(hashgrid::active_pair_kernel())]);
     std::string peers = "Hashgrid";
 #if HASHGRID_BENCH_BULLET
     peers += ", Bullet " HASHGRID_BENCH_BULLET_VERSION;

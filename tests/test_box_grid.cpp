@@ -12,6 +12,7 @@
 
 #include "golden_hashes.h"
 #include "hashgrid/box_grid.h"
+#include "hashgrid/grid.h"
 #include "hashgrid_support/box_scene.h"
 #include "pair_filter_rule.h"
 #include "test_support.h"
@@ -1387,6 +1388,88 @@ TEST_CASE("golden hashes of fixed scenes, every thread count and chunks run last
             CHECK(run_fixed(kFixedBoxScenes[k], b) == h);
     }
     if (print) std::printf("};\n");
+}
+
+TEST_CASE("every cell-sweep kernel: brute-force pairs in the documented order, sparse and crowded cells") {
+    // The small objects' sweep runs the kernel set_pair_kernel selects
+    // (scalar everywhere; SSE2 and AVX2 on x86-64). Crowded cells (hundreds
+    // of entries: runs split in batches of 64, tails of every length below a
+    // vector) and the random scenes must give the oracle's pairs, and every
+    // kernel the same bytes; the fixed scenes their golden hashes.
+    struct KernelGuard {
+        ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
+    } guard;
+    std::vector<hashgrid::PairKernel> kernels{hashgrid::PairKernel::scalar};
+    for (hashgrid::PairKernel k : {hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2, hashgrid::PairKernel::neon})
+        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
+    MESSAGE("kernels: " << kernels.size());
+
+    std::vector<BoxCase> cases;
+    for (uint32_t dims = 2; dims <= 3; ++dims) {
+        for (uint32_t layered = 0; layered < 2; ++layered) {
+            // 3 x 3 (x 3) cells of size 1, boxes of up to 0.35 per axis.
+            Rng rng(0x5eed0000u + dims * 2 + layered);
+            BoxCase bc;
+            bc.scene.dims = dims;
+            const uint32_t n = dims == 2 ? 900 : 2000;
+            for (uint32_t i = 0; i < n; ++i) {
+                float mn[3] = {0.0f, 0.0f, 0.0f};
+                float mx[3] = {0.0f, 0.0f, 0.0f};
+                for (uint32_t d = 0; d < dims; ++d) {
+                    mn[d] = rng.uniform(0.0f, 2.9f);
+                    mx[d] = mn[d] + rng.uniform(0.0f, 0.35f);
+                }
+                if (layered == 1) {
+                    const uint32_t category = 1u << rng.below(3);
+                    bc.scene.add(mn, mx, category, rng.below(8));
+                } else {
+                    bc.scene.add(mn, mx);
+                }
+            }
+            BoxGridConfig& c = bc.config;
+            c.dimensions = dims;
+            c.cell_size = 1.0f;
+            c.world = World::unbounded;
+            const Expected e = expected_pairs(bc.scene, c);
+            c.max_objects = n;
+            c.max_cell_entries = static_cast<uint32_t>(e.entries);
+            c.max_pairs = e.pairs.size();
+            bc.label = "crowded " + std::to_string(dims) + "D" + (layered == 1 ? " layers" : "");
+            cases.push_back(bc);
+        }
+    }
+    for (uint64_t seed = 7000; seed < 7000 + scaled_count(40, 8); ++seed)
+        cases.push_back(random_case(seed, 300));
+
+    ParallelBackend b2(2);
+    for (const BoxCase& bc : cases) {
+        INFO(bc.label);
+        auto g = make_box_grid(bc.config);
+        REQUIRE(g->init_status.ok());
+        REQUIRE((*g)->rebuild(bc.scene.spans(), hashgrid::serial_backend()).ok());
+        const Expected e = expected_pairs(bc.scene, bc.config);
+        std::vector<Pair> first;
+        for (hashgrid::PairKernel k : kernels) {
+            CAPTURE(static_cast<int>(k));
+            REQUIRE(hashgrid::set_pair_kernel(k));
+            const PairRun run = run_pairs(**g, hashgrid::serial_backend(), e.pairs.size() + 3);
+            CHECK(check_run(run, e.pairs) == "");
+            const PairRun run2 = run_pairs(**g, b2.backend(), e.pairs.size());
+            CHECK(diff_pairs(run.pairs, run2.pairs.data(), run2.pairs.size()) == "");
+            if (k == kernels.front())
+                first = run.pairs;
+            else
+                CHECK(diff_pairs(first, run.pairs.data(), run.pairs.size()) == "");
+        }
+    }
+    for (hashgrid::PairKernel k : kernels) {
+        CAPTURE(static_cast<int>(k));
+        REQUIRE(hashgrid::set_pair_kernel(k));
+        for (size_t f = 0; f < std::size(kFixedBoxScenes); ++f) {
+            INFO(kFixedBoxScenes[f].name);
+            CHECK(run_fixed(kFixedBoxScenes[f], hashgrid::serial_backend()) == golden::kBoxGrid[f]);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

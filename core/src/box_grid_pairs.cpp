@@ -28,16 +28,19 @@
 #include "box_grid_internal.h"
 #include "box_pair_sinks.h"
 #include "lattice/cell_index.h"
+#include "pair_compress.h"
 #include "trace_scope.h"
 
 #include "hashgrid/assert.h"
+#include "hashgrid/grid.h"
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define HASHGRID_BOX_X86 1
 #endif
 
 namespace hashgrid {
@@ -59,86 +62,70 @@ struct TestBox {
     float max[3];
 };
 
-/// Appends to hits[] every j in [j0, j1) (j1 - j0 <= kBatch) whose box
-/// (lo[d][j], hi[d][j]) overlaps `a` (closed) and, when Flags, whose
-/// flags[j] has every bit of `need`. Ascending j. SSE2 tests four at a time
-/// (loads may reach 3 past j1: the arrays are padded); the scalar loop is
-/// branch-free (the outcome is unpredictable). Both do the same compares.
-template <uint32_t D, bool Flags>
-[[gnu::always_inline]] inline uint32_t collect_hits(const float* const lo[3], const float* const hi[3],
-                                                    const uint32_t* flags, uint32_t need, const TestBox& a, uint32_t j0,
-                                                    uint32_t j1, uint32_t* hits) {
-    uint32_t count = 0;
-#if defined(__SSE2__)
-    const __m128 min_x = _mm_set1_ps(a.min[0]), max_x = _mm_set1_ps(a.max[0]);
-    const __m128 min_y = _mm_set1_ps(a.min[1]), max_y = _mm_set1_ps(a.max[1]);
-    const __m128 min_z = _mm_set1_ps(a.min[2]), max_z = _mm_set1_ps(a.max[2]);
-    const __m128i need4 = _mm_set1_epi32(static_cast<int>(need));
-    for (uint32_t j = j0; j < j1; j += 4) {
-        __m128 m =
-            _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(lo[0] + j), max_x), _mm_cmple_ps(min_x, _mm_loadu_ps(hi[0] + j)));
-        m = _mm_and_ps(
-            m, _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(lo[1] + j), max_y), _mm_cmple_ps(min_y, _mm_loadu_ps(hi[1] + j))));
-        if constexpr (D == 3)
-            m = _mm_and_ps(m, _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(lo[2] + j), max_z),
-                                         _mm_cmple_ps(min_z, _mm_loadu_ps(hi[2] + j))));
-        if constexpr (Flags) {
-            const __m128i f = _mm_loadu_si128(reinterpret_cast<const __m128i*>(flags + j));
-            m = _mm_and_ps(m, _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(f, need4), need4)));
+/// Pairs the small-object sweep gathers on the stack before they go to its sink.
+constexpr uint32_t kPairPiece = 256;
+
+/// Hands pairs[0, n) to the sink, without those the layers reject; returns 0
+/// (the gathered count after the flush).
+template <typename Sink>
+uint32_t flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
+    if (s.layers) {
+        uint32_t kept = 0;
+        for (uint32_t p = 0; p < n; ++p) {
+            const uint32_t a = pairs[p].a;
+            const uint32_t b = pairs[p].b;
+            pairs[kept] = pairs[p];
+            kept += layers_match(s.category[a], s.mask[a], s.category[b], s.mask[b]) ? 1u : 0u;
         }
-        auto bits = static_cast<uint32_t>(_mm_movemask_ps(m));
-        if (j1 - j < 4) bits &= (1u << (j1 - j)) - 1;
-        while (bits != 0) {
-            hits[count++] = j + static_cast<uint32_t>(std::countr_zero(bits));
-            bits &= bits - 1;
-        }
+        n = kept;
     }
-#else
-    for (uint32_t j = j0; j < j1; ++j) {
-        uint32_t hit = static_cast<uint32_t>(lo[0][j] <= a.max[0]) & static_cast<uint32_t>(a.min[0] <= hi[0][j]) &
-                       static_cast<uint32_t>(lo[1][j] <= a.max[1]) & static_cast<uint32_t>(a.min[1] <= hi[1][j]);
-        if constexpr (D == 3)
-            hit &= static_cast<uint32_t>(lo[2][j] <= a.max[2]) & static_cast<uint32_t>(a.min[2] <= hi[2][j]);
-        if constexpr (Flags) hit &= static_cast<uint32_t>((flags[j] & need) == need);
-        hits[count] = j;
-        count += hit;
-    }
-#endif
-    return count;
+    sink.emit_pairs(pairs, n);
+    return 0;
 }
 
-/// Small-small pairs of cells [first_cell, last_cell).
+// The entry test and the small-object sweep, once per instruction set
+// (box_cell_sweep.inc). The sweep follows set_pair_kernel (NEON builds run
+// the scalar one); the large objects' scans and find_pairs_with use the
+// SSE2 test on x86-64 and the scalar one elsewhere.
+namespace scalar_cells {
+#define HASHGRID_BOX_TARGET
+#define HASHGRID_BOX_LANES 1
+#include "box_cell_sweep.inc"
+#undef HASHGRID_BOX_TARGET
+#undef HASHGRID_BOX_LANES
+} // namespace scalar_cells
+
+#if HASHGRID_BOX_X86
+namespace sse2_cells {
+#define HASHGRID_BOX_TARGET
+#define HASHGRID_BOX_LANES 4
+#include "box_cell_sweep.inc"
+#undef HASHGRID_BOX_TARGET
+#undef HASHGRID_BOX_LANES
+} // namespace sse2_cells
+
+namespace avx2_cells {
+#define HASHGRID_BOX_TARGET __attribute__((target("avx2")))
+#define HASHGRID_BOX_LANES 8
+#include "box_cell_sweep.inc"
+#undef HASHGRID_BOX_TARGET
+#undef HASHGRID_BOX_LANES
+} // namespace avx2_cells
+
+namespace default_cells = sse2_cells;
+#else
+namespace default_cells = scalar_cells;
+#endif
+
+/// Small-small pairs of cells [first_cell, last_cell), by the sweep of `isa`.
 template <uint32_t D, typename Sink>
-void sweep_cells(const BoxState& s, uint32_t first_cell, uint32_t last_cell, Sink& sink) {
-    const float* const lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
-    const float* const hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
-    const uint32_t* flags = s.entry_flags;
-    const uint32_t* object = s.entry_object;
-    const bool layers = s.layers;
-    uint32_t hits[kBatch];
-    for (uint32_t c = first_cell; c < last_cell; ++c) {
-        const uint32_t last = s.cell_start[c + 1];
-        for (uint32_t i = s.cell_start[c]; i < last; ++i) {
-            TestBox a{};
-            for (uint32_t d = 0; d < D; ++d) {
-                a.min[d] = lo[d][i];
-                a.max[d] = hi[d][i];
-            }
-            const uint32_t a_object = object[i];
-            // Axes on which this cell is not a's first cell: there it must be b's.
-            const uint32_t need = 7u & ~flags[i];
-            for (uint32_t j0 = i + 1; j0 < last; j0 += kBatch) {
-                const uint32_t j1 = last - j0 < kBatch ? last : j0 + kBatch;
-                const uint32_t count = collect_hits<D, true>(lo, hi, flags, need, a, j0, j1, hits);
-                for (uint32_t h = 0; h < count; ++h) {
-                    const uint32_t b = object[hits[h]];
-                    if (layers && !layers_match(s.category[a_object], s.mask[a_object], s.category[b], s.mask[b]))
-                        continue;
-                    sink.emit(a_object, b); // entries ascend by object: a < b
-                }
-            }
-        }
-    }
+void sweep_cells(PairKernel isa, const BoxState& s, uint32_t first_cell, uint32_t last_cell, Sink& sink) {
+#if HASHGRID_BOX_X86
+    if (isa == PairKernel::avx2) return avx2_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
+    if (isa == PairKernel::sse2) return sse2_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
+#endif
+    (void)isa;
+    scalar_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
 }
 
 /// The cell range [cell(box.min), cell(box.max)] of a box, clamped into the
@@ -199,7 +186,8 @@ void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box,
         const uint32_t end = index.end(pos);
         for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
             const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
-            const uint32_t count = collect_hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
+            const uint32_t count =
+                default_cells::collect_hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
             for (uint32_t h = 0; h < count; ++h)
                 hit(s.entry_object[hits[h]]);
         }
@@ -375,7 +363,7 @@ void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink&
         const uint32_t objects = s.object_count;
         for (uint32_t o0 = 0; o0 < objects; o0 += kBatch) {
             const uint32_t o1 = objects - o0 < kBatch ? objects : o0 + kBatch;
-            const uint32_t count = collect_hits<D, false>(lo, hi, nullptr, 0, a, o0, o1, hits);
+            const uint32_t count = default_cells::collect_hits<D, false>(lo, hi, nullptr, 0, a, o0, o1, hits);
             for (uint32_t h = 0; h < count; ++h) {
                 const uint32_t o = hits[h];
                 if (o == big) continue;
@@ -542,14 +530,15 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     const auto large_grain = static_cast<uint32_t>(grain_for(s.large_count, kLargePairGrain, kMaxLargeChunks));
     const uint32_t large_chunks = chunk_count(s.large_count, large_grain);
     const bool coarse = plan_coarse_grid(s);
+    const PairKernel isa = active_pair_kernel();
     auto search = [&](uint32_t ch, auto& sink) {
         if (ch < cell_chunks) {
             const uint32_t first = ch * cell_grain;
             const uint32_t last = cells - first < cell_grain ? cells : first + cell_grain;
             if (s.dims == 3)
-                sweep_cells<3>(s, first, last, sink);
+                sweep_cells<3>(isa, s, first, last, sink);
             else
-                sweep_cells<2>(s, first, last, sink);
+                sweep_cells<2>(isa, s, first, last, sink);
             return;
         }
         const uint32_t first = (ch - cell_chunks) * large_grain;

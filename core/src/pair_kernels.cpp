@@ -2,6 +2,7 @@
 // (scalar everywhere; SSE2 and AVX2 on x86-64, AVX2 through target
 // attributes and chosen at run time; NEON on aarch64), and the process-wide
 // kernel selection (set_pair_kernel, active_pair_kernel).
+#include "pair_compress.h"
 #include "pair_ranges.h"
 #include "pair_sweep.h"
 
@@ -34,23 +35,8 @@ using namespace detail::pair_sweep;
 namespace {
 
 #if HASHGRID_X86
-/// kCompress[m] holds the set lanes of the 8-bit mask m, the i-th set lane in
-/// slot {0, 1, 4, 5, 2, 3, 6, 7}[i]: interleaving the permuted vector with
-/// another one (unpacklo / unpackhi, which work within 128-bit halves) then
-/// gives hits 0-3 in the low result and hits 4-7 in the high one, in order.
-struct CompressTable {
-    uint8_t lanes[256][8];
-    constexpr CompressTable() : lanes{} {
-        constexpr uint32_t kSlot[8] = {0, 1, 4, 5, 2, 3, 6, 7};
-        for (uint32_t m = 0; m < 256; ++m) {
-            uint32_t n = 0;
-            for (uint32_t lane = 0; lane < 8; ++lane)
-                if ((m >> lane) & 1u) lanes[m][kSlot[n++]] = static_cast<uint8_t>(lane);
-        }
-    }
-};
-constexpr CompressTable kCompressTable{};
-constexpr const auto& kCompress = kCompressTable.lanes;
+/// The pair writers' lane table (pair_compress.h).
+constexpr const auto& kCompress = kPairCompressTable.lanes;
 #endif
 
 #if HASHGRID_NEON

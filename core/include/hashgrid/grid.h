@@ -266,8 +266,9 @@ private:
 /// The SIMD kernels test each vector of candidates against four home
 /// particles at a time and write the hits home by home. The same setting
 /// picks the instruction set of the particle box and radius queries' tests
-/// (particle_queries.h; neon: their scalar test for now), with the same
-/// results for every choice. Values keep their numbers; new kernels are
+/// (particle_queries.h; neon: their scalar test for now), of the box-object
+/// queries' entry tests and of BoxGrid::find_pairs' small-object sweep
+/// (neon: scalar for both), with the same results for every choice. Values keep their numbers; new kernels are
 /// added at the end.
 enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2, neon };
 
