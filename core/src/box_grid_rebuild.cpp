@@ -162,6 +162,8 @@ void emit_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint3
         copy_objects(s, in, D, begin, end, false);
         const ObjectChunk& chunk = s.object_chunk[begin / grain];
         uint64_t e = chunk.entry_offset;
+        // The chunk's entries end here: the block writes below stay before it.
+        const uint64_t stop = chunk.entry_offset + chunk.entries;
         uint32_t l = chunk.large_offset;
         const ObjectRecord<D>* __restrict objects = object_records<D>(s);
         K* __restrict keys = out_key;
@@ -177,6 +179,25 @@ void emit_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint3
             is_large[i] = 0;
             const auto x0 = static_cast<uint64_t>(int64_t{o.lo[0]} - box.lo[0]);
             const auto x1 = static_cast<uint64_t>(int64_t{o.hi[0]} - box.lo[0]);
+            // At most 2 cells per axis (most objects): the 2 x 2 (x 2) block
+            // of cells from the first, each stored and kept where the object
+            // covers it. The loops below would take a branch whose outcome is
+            // random (1 or 2 cells) on every axis.
+            const auto span_y = static_cast<uint32_t>(o.hi[1] - o.lo[1]);
+            const auto span_z = static_cast<uint32_t>(o.hi[2] - o.lo[2]);
+            const auto span_x = static_cast<uint32_t>(x1 - x0);
+            if ((span_x | span_y | span_z) <= 1 && stop - e >= (D == 3 ? 8 : 4)) {
+                const uint64_t first = (D == 3 ? exy * static_cast<uint64_t>(int64_t{o.lo[2]} - box.lo[2]) : 0) +
+                                       ex * static_cast<uint64_t>(int64_t{o.lo[1]} - box.lo[1]) + x0;
+                for (uint32_t dz = 0; dz < (D == 3 ? 2u : 1u); ++dz)
+                    for (uint32_t dy = 0; dy < 2; ++dy)
+                        for (uint32_t dx = 0; dx < 2; ++dx) {
+                            keys[e] = static_cast<K>(first + dz * exy + dy * ex + dx);
+                            entry_object[e] = i;
+                            e += static_cast<uint64_t>((dx <= span_x) & (dy <= span_y) & (dz <= span_z));
+                        }
+                continue;
+            }
             for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z) {
                 const uint64_t plane = D == 3 ? exy * static_cast<uint64_t>(int64_t{z} - box.lo[2]) : 0;
                 for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y) {
