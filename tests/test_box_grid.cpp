@@ -1396,12 +1396,8 @@ TEST_CASE("every cell-sweep kernel: brute-force pairs in the documented order, s
     // of entries: runs split in batches of 64, tails of every length below a
     // vector) and the random scenes must give the oracle's pairs, and every
     // kernel the same bytes; the fixed scenes their golden hashes.
-    struct KernelGuard {
-        ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
-    } guard;
-    std::vector<hashgrid::PairKernel> kernels{hashgrid::PairKernel::scalar};
-    for (hashgrid::PairKernel k : {hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2, hashgrid::PairKernel::neon})
-        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
+    KernelGuard guard;
+    const std::vector<hashgrid::PairKernel> kernels = available_kernels();
     MESSAGE("kernels: " << kernels.size());
 
     std::vector<BoxCase> cases;

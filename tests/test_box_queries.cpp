@@ -907,12 +907,8 @@ TEST_CASE("box and radius queries: every entry kernel agrees with brute force, d
     // ones (a world of 3 cells per axis, 700 boxes) hundreds per cell, past
     // the kernels' 256-hit pieces. Buffers of every size up to the total take
     // the kernel while the held runs fit and the one-by-one test after.
-    struct KernelGuard {
-        ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
-    } guard;
-    std::vector<hashgrid::PairKernel> kernels{hashgrid::PairKernel::scalar};
-    for (hashgrid::PairKernel k : {hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2, hashgrid::PairKernel::neon})
-        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
+    KernelGuard guard;
+    const std::vector<hashgrid::PairKernel> kernels = available_kernels();
     uint64_t dense_results = 0;
     for (size_t spec_index = 0; spec_index < std::size(kSpecs); ++spec_index) {
         for (uint32_t dense = 0; dense < 2; ++dense) {
@@ -996,9 +992,7 @@ TEST_CASE("entry kernels: a run's last partial vector is masked (padded grid vie
     // vectors of 4 and a tail of 1). A view over exact-size copies of the
     // entry arrays (entry_padding 0) must give the same results without
     // reading past them (AddressSanitizer checks that in the asan preset).
-    struct KernelGuard {
-        ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
-    } guard;
+    KernelGuard guard;
     const BoxGridConfig config = unit_cells_2d(64, 256);
     hashgrid::BoxGrid grid;
     REQUIRE(grid.init_allocate(config).ok());
@@ -1041,9 +1035,7 @@ TEST_CASE("entry kernels: a run's last partial vector is masked (padded grid vie
     QuerySphere sphere;
     sphere.center[0] = sphere.center[1] = 0.5f;
     sphere.radius = 0.25f;
-    std::vector<hashgrid::PairKernel> kernels{hashgrid::PairKernel::scalar};
-    for (hashgrid::PairKernel k : {hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2, hashgrid::PairKernel::neon})
-        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
+    const std::vector<hashgrid::PairKernel> kernels = available_kernels();
     for (hashgrid::PairKernel k : kernels) {
         REQUIRE(hashgrid::set_pair_kernel(k));
         CAPTURE(static_cast<int>(k));

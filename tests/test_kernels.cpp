@@ -41,11 +41,6 @@ const char* name(PairKernel k) {
     }
 }
 
-/// Restores automatic kernel selection when a test case ends.
-struct KernelGuard {
-    ~KernelGuard() { hashgrid::set_pair_kernel(PairKernel::automatic); }
-};
-
 std::vector<Pair> pairs_with(PairKernel kernel, const Scene& s, const hashgrid::GridConfig& config,
                              const hashgrid::ThreadBackend& backend) {
     REQUIRE(hashgrid::set_pair_kernel(kernel));
@@ -75,9 +70,7 @@ TEST_CASE("scalar is always available; automatic resolves to a concrete kernel")
 
 TEST_CASE("every kernel gives the same bytes, 2D and 3D, uniform and per-particle radii, bounded and unbounded") {
     KernelGuard guard;
-    std::vector<PairKernel> kernels{PairKernel::scalar};
-    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2, PairKernel::neon})
-        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
+    const std::vector<PairKernel> kernels = available_kernels();
     MESSAGE("kernels on this CPU: " << kernels.size());
     ParallelBackend tbb(2);
     Rng rng(7);
@@ -123,15 +116,6 @@ TEST_CASE("a cell with more candidates than one packed block (fallback path) is 
 }
 
 namespace {
-
-/// The kernels this build and CPU have, scalar first.
-std::vector<PairKernel> available_kernels() {
-    KernelGuard guard;
-    std::vector<PairKernel> kernels{PairKernel::scalar};
-    for (PairKernel k : {PairKernel::sse2, PairKernel::avx2, PairKernel::neon})
-        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
-    return kernels;
-}
 
 /// Forward neighbours of a home cell (the half stencil): +x, the row y + 1,
 /// and in 3D the nine cells of z + 1.

@@ -154,6 +154,25 @@ private:
     uint32_t threads_ = 1;
 };
 
+/// Restores automatic kernel selection (hashgrid::set_pair_kernel) when a
+/// test case that forces kernels ends, however it ends.
+struct KernelGuard {
+    KernelGuard() = default;
+    KernelGuard(const KernelGuard&) = delete;
+    KernelGuard& operator=(const KernelGuard&) = delete;
+    ~KernelGuard() { hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic); }
+};
+
+/// The kernels this build and CPU have: scalar first, then SSE2, AVX2 and
+/// NEON where available. Automatic selection is restored afterwards.
+inline std::vector<hashgrid::PairKernel> available_kernels() {
+    KernelGuard guard;
+    std::vector<hashgrid::PairKernel> kernels{hashgrid::PairKernel::scalar};
+    for (hashgrid::PairKernel k : {hashgrid::PairKernel::sse2, hashgrid::PairKernel::avx2, hashgrid::PairKernel::neon})
+        if (hashgrid::set_pair_kernel(k)) kernels.push_back(k);
+    return kernels;
+}
+
 /// A backend that runs every chunk on the calling thread, last chunk first.
 /// The contract allows any order; thread pools only seldom finish the late
 /// chunks of a loop first, so this makes that case certain: whatever depends
