@@ -268,8 +268,8 @@ private:
 /// picks the instruction set of the particle box and radius queries' tests
 /// (particle_queries.h; neon: their scalar test for now), of the box-object
 /// queries' entry tests and of BoxGrid::find_pairs' small-object sweep
-/// (neon: scalar for both), with the same results for every choice. Values keep their numbers; new kernels are
-/// added at the end.
+/// (neon: scalar for both), with the same results for every choice. Values
+/// keep their numbers; new kernels are added at the end.
 enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2, neon };
 
 /// Selects the kernel process-wide (tests, benchmarks). Returns false and
