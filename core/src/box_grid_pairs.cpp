@@ -65,10 +65,9 @@ struct TestBox {
 /// Pairs the small-object sweep gathers on the stack before they go to its sink.
 constexpr uint32_t kPairPiece = 256;
 
-/// Hands pairs[0, n) to the sink, without those the layers reject; returns 0
-/// (the gathered count after the flush).
+/// Hands pairs[0, n) to the sink, without those the layers reject.
 template <typename Sink>
-uint32_t flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
+void flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
     if (s.layers) {
         uint32_t kept = 0;
         for (uint32_t p = 0; p < n; ++p) {
@@ -80,7 +79,6 @@ uint32_t flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
         n = kept;
     }
     sink.emit_pairs(pairs, n);
-    return 0;
 }
 
 // The entry test and the small-object sweep, once per instruction set
