@@ -144,6 +144,9 @@ struct Options : hashgrid_support::FrameOptions {
 };
 
 Options g_options;
+/// --kernel names and the context line's, indexed by hashgrid::PairKernel's
+/// value (the enum's values keep their numbers).
+constexpr const char* kKernelNames[] = {"automatic", "scalar", "sse2", "avx2", "neon"};
 std::string g_error; ///< What the last failed step said (for SkipWithError).
 
 // ---------------------------------------------------------------------------
@@ -1328,14 +1331,10 @@ bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
         ok = ok && parse_u32(v.c_str(), o.moved_percent) && o.moved_percent >= 1 && o.moved_percent <= 100;
     o.phases = args.take_flag("--phases");
     if (args.take("--kernel", v)) {
-        const std::pair<const char*, hashgrid::PairKernel> names[] = {{"scalar", hashgrid::PairKernel::scalar},
-                                                                      {"sse2", hashgrid::PairKernel::sse2},
-                                                                      {"avx2", hashgrid::PairKernel::avx2},
-                                                                      {"neon", hashgrid::PairKernel::neon}};
         bool known = false;
-        for (const auto& [name, kernel] : names)
-            if (v == name) {
-                o.kernel = kernel;
+        for (uint32_t k = 1; k < std::size(kKernelNames); ++k) // not "automatic": the default
+            if (v == kKernelNames[k]) {
+                o.kernel = static_cast<hashgrid::PairKernel>(k);
                 known = true;
             }
         ok = ok && known && hashgrid::set_pair_kernel(o.kernel);
@@ -1356,7 +1355,6 @@ int main(int argc, char** argv) {
     Options& o = g_options;
     if (!args.initialize(kUsage, parse_options(args, o))) return 2;
     benchmark::AddCustomContext("boxes", std::to_string(o.n));
-    constexpr const char* kKernelNames[] = {"automatic", "scalar", "sse2", "avx2", "neon"};
     benchmark::AddCustomContext("pair_kernel", kKernelNames[static_cast<uint32_t>(hashgrid::active_pair_kernel())]);
     std::string peers = "Hashgrid";
 #if HASHGRID_BENCH_BULLET
