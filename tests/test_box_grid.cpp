@@ -1183,13 +1183,31 @@ TEST_CASE("many large objects: pairs through the coarse grids, after moves and a
             REQUIRE(e.large.size() >= 150);
             CHECK(pairs_of(e.pairs, slab) > 1024);
             CHECK(pairs_of(e.pairs, slab) < 2048);
+            // Partner lists on both sides of the rank sorts' limits (64 partners
+            // at SSE2, 128 at AVX2; box_cell_sweep.inc) and of the bucket sort's (32).
+            uint32_t lists[4] = {0, 0, 0, 0}; // <= 32, <= 64, <= 128, more
+            for (const uint32_t o : e.large) {
+                const uint64_t n = pairs_of(e.pairs, o);
+                ++lists[n <= 32 ? 0 : n <= 64 ? 1 : n <= 128 ? 2 : 3];
+            }
+            CAPTURE(lists[0]);
+            CAPTURE(lists[1]);
+            CAPTURE(lists[2]);
+            CAPTURE(lists[3]);
+            CHECK(std::count(std::begin(lists), std::end(lists), 0u) == 0);
             auto g = make_box_grid(c);
             REQUIRE(g->init_status.ok());
-            for (uint32_t threads = 1; threads <= 2; ++threads) {
-                const hashgrid::ThreadBackend b = threads == 1 ? hashgrid::serial_backend() : b2.backend();
-                REQUIRE((*g)->rebuild(scene.spans(), b).ok());
-                CHECK(check_run(run_pairs(**g, b, e.pairs.size()), e.pairs) == "");
+            KernelGuard guard;
+            for (const hashgrid::PairKernel kernel : available_kernels()) {
+                REQUIRE(hashgrid::set_pair_kernel(kernel));
+                CAPTURE(static_cast<int>(kernel));
+                for (uint32_t threads = 1; threads <= 2; ++threads) {
+                    const hashgrid::ThreadBackend b = threads == 1 ? hashgrid::serial_backend() : b2.backend();
+                    REQUIRE((*g)->rebuild(scene.spans(), b).ok());
+                    CHECK(check_run(run_pairs(**g, b, e.pairs.size()), e.pairs) == "");
+                }
             }
+            hashgrid::set_pair_kernel(hashgrid::PairKernel::automatic);
             // A few small boxes move by less than a cell: the rebuild merges.
             for (uint32_t i = 0; i < objects; i += 37) {
                 if (e.large.end() != std::find(e.large.begin(), e.large.end(), i)) continue;

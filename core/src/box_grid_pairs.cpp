@@ -126,6 +126,30 @@ void sweep_cells(PairKernel isa, const BoxState& s, uint32_t first_cell, uint32_
     scalar_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
 }
 
+/// Most partners a rank sort takes (box_cell_sweep.inc, rank_pairs).
+constexpr uint32_t kRankPairs = 128;
+#if HASHGRID_BOX_X86
+static_assert(avx2_cells::kRankMax <= kRankPairs && sse2_cells::kRankMax <= kRankPairs);
+#endif
+
+/// Writes big's pairs with the distinct objects list[0, n) to pairs[0, n) in
+/// order by the rank sort of `isa`, when it has one that takes n partners
+/// (SSE2, AVX2); returns false otherwise.
+inline bool rank_pairs(PairKernel isa, const uint32_t* list, uint32_t n, uint32_t big, Pair* pairs) {
+#if HASHGRID_BOX_X86
+    if (isa == PairKernel::avx2 && n <= avx2_cells::kRankMax) {
+        avx2_cells::rank_pairs(list, n, big, pairs);
+        return true;
+    }
+    if (isa == PairKernel::sse2 && n <= sse2_cells::kRankMax) {
+        sse2_cells::rank_pairs(list, n, big, pairs);
+        return true;
+    }
+#endif
+    (void)isa, (void)list, (void)n, (void)big, (void)pairs;
+    return false;
+}
+
 /// The cell range [cell(box.min), cell(box.max)] of a box, clamped into the
 /// key range as the rebuild clamps objects' cells (z = 0 in 2D).
 template <uint32_t D>
@@ -292,10 +316,10 @@ inline const uint32_t* sort_partners(uint32_t* list, uint32_t* scratch, uint32_t
 /// other object o, each pair (min, max); a large-large pair only from its
 /// lower-index large object. The candidates are the small objects found by
 /// scanning big's cells (scan_entries) and the large objects after big in the
-/// list, sorted; when more than kLargeHits overlap big, every object is
-/// tested in index order instead (same pairs, same order).
+/// list, sorted (rank_pairs where the kernel has it, else sort_partners); when more than kLargeHits overlap big, every
+/// object is tested in index order instead (same pairs, same order).
 template <uint32_t D, typename Sink>
-void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink) {
+void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink) {
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
@@ -342,6 +366,11 @@ void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink&
             }
         }
         if (!crowded) {
+            Pair ranked[kRankPairs];
+            if (rank_pairs(isa, found, n, big, ranked)) {
+                flush_pairs(s, ranked, n, sink);
+                continue;
+            }
             // In batches of pairs, the layer test on the way.
             const uint32_t* sorted = sort_partners(found, scratch, n, s.object_count);
             Pair batch[kBatch];
@@ -542,9 +571,9 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         const uint32_t first = (ch - cell_chunks) * large_grain;
         const uint32_t last = s.large_count - first < large_grain ? s.large_count : first + large_grain;
         if (s.dims == 3)
-            sweep_large<3>(s, first, last, coarse, sink);
+            sweep_large<3>(isa, s, first, last, coarse, sink);
         else
-            sweep_large<2>(s, first, last, coarse, sink);
+            sweep_large<2>(isa, s, first, last, coarse, sink);
     };
     // The coarse grids are built beside the small objects' sweep.
     return search_and_publish(s, cell_chunks + large_chunks, coarse ? cell_chunks : cell_chunks + large_chunks, out,
