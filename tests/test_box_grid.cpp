@@ -846,6 +846,7 @@ TEST_CASE("a tight pair pool: chunks that run out are searched again") {
     auto g = make_box_grid(c);
     REQUIRE((*g)->rebuild(s.spans(), b2.backend()).ok());
     CHECK(check_run(run_pairs(**g, b2.backend(), e.pairs.size()), e.pairs) == "");
+    CHECK(check_run(run_pairs(**g, reverse_order_backend(2), e.pairs.size()), e.pairs) == "");
     CHECK(check_run(run_pairs(**g, hashgrid::serial_backend(), e.pairs.size()), e.pairs) == "");
 }
 
@@ -857,8 +858,9 @@ TEST_CASE("chunks run last to first: the large objects' chunks that find the poo
     // per chunk, about 35k pairs at max_pairs 1000, against some 75k pairs: run
     // last chunk first, the late chunks fill the pool and the first ones, whose
     // pairs the output wants, run out and are searched again while publishing,
-    // their batches of pairs written straight into the buffer.
-    const hashgrid::ThreadBackend reverse = reverse_order_backend();
+    // their batches of pairs written straight into the buffer. (Serial: one
+    // worker, every chunk in order straight into the buffer.)
+    const hashgrid::ThreadBackend reverse = reverse_order_backend(2);
     ParallelBackend b2(2);
     for (uint32_t dims = 2; dims <= 3; ++dims) {
         Rng rng(0x2e7e25e0u + dims);
@@ -1402,7 +1404,7 @@ TEST_CASE("golden hashes of fixed scenes, every thread count and chunks run last
         if (print) std::printf("    %s, // %s\n", hashes_text(h).c_str(), kFixedBoxScenes[k].name);
         INFO(std::string(kFixedBoxScenes[k].name) << ": got " << hashes_text(h));
         CHECK(h == golden::kBoxGrid[k]);
-        for (const hashgrid::ThreadBackend& b : {b2.backend(), b7.backend(), b16.backend(), reverse_order_backend()})
+        for (const hashgrid::ThreadBackend& b : {b2.backend(), b7.backend(), b16.backend(), reverse_order_backend(2)})
             CHECK(run_fixed(kFixedBoxScenes[k], b) == h);
     }
     if (print) std::printf("};\n");

@@ -178,7 +178,9 @@ inline std::vector<hashgrid::PairKernel> available_kernels() {
 /// chunks of a loop first, so this makes that case certain: whatever depends
 /// on which chunks finish first (pools filled by later chunks, prefixes
 /// completed afterwards) must still give the serial backend's bytes.
-inline hashgrid::ThreadBackend reverse_order_backend() {
+/// `workers`: the worker count it declares (code that runs everything in
+/// order on a one-worker backend takes its parallel path at 2).
+inline hashgrid::ThreadBackend reverse_order_backend(uint32_t workers = 1) {
     hashgrid::ThreadBackend b;
     b.parallel_for = [](void*, uint32_t count, uint32_t grain, hashgrid::ChunkFn fn, void* context) {
         if (count == 0) return;
@@ -190,7 +192,7 @@ inline hashgrid::ThreadBackend reverse_order_backend() {
             fn(context, static_cast<uint32_t>(begin), static_cast<uint32_t>(end), 0);
         }
     };
-    b.worker_count = 1;
+    b.worker_count = workers;
     return b;
 }
 

@@ -11,7 +11,8 @@
 //            each chunk copies its blocks there. A chunk that found the pool
 //            exhausted is searched again, writing straight into the output.
 // So the output is always an exact prefix of the canonical order, whatever
-// the capacity, the pool size or the thread count.
+// the capacity, the pool size or the thread count. A backend with one worker
+// skips both: its chunks run in order, each writing straight into the output.
 //
 // Small-small pairs: within each cell, every entry pair (i < j) that passes
 // the minimum-corner rule (entry flags, box_grid_internal.h), the closed overlap test and
@@ -450,7 +451,7 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
 /// the pairs of one chunk in order, for PoolSink and DirectSink alike.
 /// Chunks [prepared_from, chunks) need `prepare()` to have run first: it runs
 /// as one more chunk of a first loop beside chunks [0, prepared_from), the
-/// rest in a second loop.
+/// rest in a second loop (one worker: in order before chunk prepared_from).
 template <typename Search, typename Prepare>
 PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_from, Pair* out, uint64_t capacity,
                               uint64_t max_pairs, PairFilter filter, PhaseTrace& trace, const Search& search,
@@ -458,6 +459,32 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
     const ThreadBackend& b = trace.backend();
     trace.begin(TracePhase::box_pair_search);
     HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
+    PairResult result;
+    if (b.worker_count <= 1) {
+        // One worker: the chunks run in order anyway, so each chunk's place is
+        // known when it starts and every pair goes straight to the output
+        // (no pool, no publish copy). Up to min(max_pairs, capacity): when the
+        // total fits max_pairs that writes min(total, capacity), as below.
+        const uint64_t limit = std::min(max_pairs, capacity);
+        uint64_t total = 0;
+        parallel_chunks(b, 1, 1, [&](uint32_t, uint32_t, uint32_t) {
+            DirectSink sink(out, 0, limit, filter);
+            for (uint32_t ch = 0; ch < chunks; ++ch) {
+                if (ch == prepared_from) prepare();
+                search(ch, sink);
+            }
+            total = sink.end();
+        });
+        result.total = total;
+        result.written = std::min(total, limit);
+        if (total > max_pairs)
+            result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than BoxGridConfig::max_pairs"};
+        else if (total > capacity)
+            result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
+        trace.next(TracePhase::box_pair_publish); // nothing to publish: the phase stays in the trace
+        trace.end();
+        return result;
+    }
     s.blocks_used = 0;
     auto search_chunk = [&](uint32_t ch) {
         PoolSink sink(s, filter);
@@ -488,7 +515,6 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
         s.pair_chunk[ch].offset = total;
         total += s.pair_chunk[ch].count;
     }
-    PairResult result;
     result.total = total;
     uint64_t limit = total;
     if (total > max_pairs) {

@@ -1,7 +1,8 @@
 // Where a chunk of the box pair search puts its pairs (box_grid_pairs.cpp):
 // the search phase keeps them in linked blocks of the preallocated pool, and
 // a chunk searched again after the pool ran out writes them straight into
-// the caller's buffer. Both take one pair (emit) or a run of pairs in order
+// the caller's buffer, and so does every chunk on a backend with one worker.
+// Both take one pair (emit) or a run of pairs in order
 // (emit_pairs), with the caller's filter applied.
 #pragma once
 
@@ -71,7 +72,9 @@ private:
     bool overflow_ = false;
 };
 
-/// Writes a chunk's pairs straight into the output, from its offset up to the limit.
+/// Writes pairs straight into the output, from an offset up to the limit,
+/// counting those past it too: a chunk searched again while publishing, or
+/// every chunk in order on a backend with one worker.
 class DirectSink {
 public:
     DirectSink(Pair* out, uint64_t at, uint64_t limit, PairFilter filter)
@@ -82,9 +85,16 @@ public:
         ++at_;
     }
     void emit_pairs(const Pair* pairs, uint32_t n) {
-        for (uint32_t p = 0; p < n; ++p)
-            emit(pairs[p].a, pairs[p].b);
+        if (filter_.accept != nullptr) {
+            for (uint32_t p = 0; p < n; ++p)
+                emit(pairs[p].a, pairs[p].b);
+            return;
+        }
+        if (at_ < limit_) std::copy(pairs, pairs + std::min<uint64_t>(n, limit_ - at_), out_ + at_);
+        at_ += n;
     }
+    /// The offset after the last pair emitted (written or not).
+    [[nodiscard]] uint64_t end() const { return at_; }
 
 private:
     Pair* out_;
