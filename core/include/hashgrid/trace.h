@@ -82,7 +82,7 @@ enum class TracePhase : uint16_t {
     box_rebuild_entries,  ///< Entries into cells (radix sort) and the frame's arrays.
     box_find_pairs,       ///< BoxGrid::find_pairs.
     box_pair_search,      ///< The pair search into the pool.
-    box_pair_publish,     ///< Pairs from the pool into the caller's buffer.
+    box_pair_publish,     ///< Pairs from the pool into the caller's buffer (empty with one worker: written in place).
     box_find_pairs_with,  ///< BoxGrid::find_pairs_with.
     prepare_box_queries,  ///< prepare_box_queries on a view of a BoxGrid with a trace.
     rebuild_presorted,    ///< Input already in cell order: cells from its runs and the straight copy.
