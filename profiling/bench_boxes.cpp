@@ -24,6 +24,8 @@
 //   B3/bullet/<default|deferred>/threads:1, B3/fcl/<tree|hash-cell:<c>>/threads:1,
 //   B2/box2d/tree/threads:1             peers (single-threaded libraries)
 //   Q/hashgrid/<unbounded|bounded>/cell:<c>/threads:<t>, Q/box2d/tree/threads:1
+//   Q/hashgrid-pairs-with/<unbounded|bounded>/cell:<c>/threads:<t>  Q's queries as
+//       boxes (circles: their bounding boxes) through one find_pairs_with call
 // Frame 0 is the initial build (peers insert every box; counter build_ms,
 // not timed); in every later frame each box moves by a step that depends on
 // its identity and the frame only (uniform in [-step, step] per axis around
@@ -1250,6 +1252,66 @@ void bench_box_queries(benchmark::State& state, const std::string& name, double 
         });
 }
 
+/// Q through BoxGrid::find_pairs_with: every query as a box (a circle as its
+/// bounding box) against the grid, in one call; the (query, object) pairs
+/// are the timed output. For the check only (not timed), each circle's pairs
+/// are filtered by the exact circle test, which a caller would do as its
+/// narrow phase.
+void bench_box_pairs_with(benchmark::State& state, const std::string& name, double cell, World world,
+                          const TbbBackend& tbb) {
+    QueryScene& qs = query_scene();
+    const hashgrid::ThreadBackend backend = tbb.backend();
+    const auto count = static_cast<uint32_t>(qs.queries.size());
+    std::vector<float> lo_x(count), lo_y(count), hi_x(count), hi_y(count);
+    for (uint32_t q = 0; q < count; ++q) {
+        lo_x[q] = qs.queries[q].lo_x();
+        lo_y[q] = qs.queries[q].lo_y();
+        hi_x[q] = qs.queries[q].hi_x();
+        hi_y[q] = qs.queries[q].hi_y();
+    }
+    hashgrid::BoxSpans spans;
+    spans.min_x = lo_x.data();
+    spans.min_y = lo_y.data();
+    spans.max_x = hi_x.data();
+    spans.max_y = hi_y.data();
+    spans.count = count;
+    std::vector<Pair> out(static_cast<size_t>(count) * 256);
+    BoxGridSlot slot;
+    if (!slot.init(box_config(qs.scene, cell, world, 64, 1024))) {
+        state.SkipWithError(g_error.c_str());
+        return;
+    }
+    Boxes current;
+    query_frames(
+        state, name, tbb.threads(),
+        [&](uint32_t, const Boxes& boxes) {
+            current = boxes;
+            return slot.rebuild(boxes, backend);
+        },
+        [&](QueryResults* results, uint64_t*) {
+            hashgrid::PairResult r = slot.grid->find_pairs_with(spans, out.data(), out.size(), backend);
+            if (r.status.code == StatusCode::output_too_small) {
+                out.resize(static_cast<size_t>(r.total + r.total / 4));
+                r = slot.grid->find_pairs_with(spans, out.data(), out.size(), backend);
+            }
+            if (!r.status.ok()) {
+                g_error = std::string("find_pairs_with: ") + hashgrid::to_string(r.status.code) + " (" +
+                          r.status.message + ")";
+                return false;
+            }
+            if (results == nullptr) return true;
+            // Pairs come by query; per query the exact hits, as the batches give them.
+            uint64_t p = 0;
+            for (uint32_t q = 0; q < count; ++q) {
+                for (; p < r.written && out[p].a == q; ++p)
+                    if (query_hits(qs.queries[q], current, out[p].b)) results->object.push_back(out[p].b);
+                results->start.push_back(static_cast<uint32_t>(results->object.size()));
+            }
+            return p == r.written;
+        },
+        [](const Boxes&) {});
+}
+
 #if HASHGRID_BENCH_BOX2D
 struct Box2dQueryCollector {
     const Box2dTree* tree = nullptr;
@@ -1466,6 +1528,20 @@ int main(int argc, char** argv) {
                         bench_box_queries(state, name, cell, world, *tbb, from_store);
                     });
                 }
+            }
+        }
+    }
+    // Q/hashgrid-pairs-with: the same queries through find_pairs_with.
+    for (const World world : {World::unbounded, World::bounded}) {
+        for (const double cell : o.q_cells) {
+            for (uint32_t t : o.threads) {
+                const std::string name = std::string("Q/hashgrid-pairs-with/") +
+                                         (world == World::bounded ? "bounded" : "unbounded") + "/cell:" + number(cell) +
+                                         moved_tag + "/threads:" + std::to_string(t);
+                const TbbBackend* tbb = backends[t].get();
+                hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+                    bench_box_pairs_with(state, name, cell, world, *tbb);
+                });
             }
         }
     }

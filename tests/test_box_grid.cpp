@@ -1411,8 +1411,8 @@ TEST_CASE("golden hashes of fixed scenes, every thread count and chunks run last
 }
 
 TEST_CASE("every cell-sweep kernel: brute-force pairs in the documented order, sparse and crowded cells") {
-    // The small objects' sweep runs the kernel set_pair_kernel selects
-    // (scalar everywhere; SSE2 and AVX2 on x86-64). Crowded cells (hundreds
+    // The small objects' sweep and find_pairs_with's entry test run the
+    // kernel set_pair_kernel selects (scalar everywhere; SSE2 and AVX2 on x86-64). Crowded cells (hundreds
     // of entries: runs split in batches of 64, tails of every length below a
     // vector) and the random scenes must give the oracle's pairs, and every
     // kernel the same bytes; the fixed scenes their golden hashes.
@@ -1464,10 +1464,17 @@ TEST_CASE("every cell-sweep kernel: brute-force pairs in the documented order, s
         REQUIRE(g->init_status.ok());
         REQUIRE((*g)->rebuild(bc.scene.spans(), hashgrid::serial_backend()).ok());
         const Expected e = expected_pairs(bc.scene, bc.config);
+        // find_pairs_with runs the same entry test: query boxes over the scene.
+        Rng rng(0x9e3779b9u ^ static_cast<uint32_t>(e.pairs.size()));
+        const BoxScene queries = random_queries(rng, bc.scene, 60);
+        const std::vector<Pair> expected_with = expected_query_pairs(bc.scene, bc.config, queries);
         std::vector<Pair> first;
         for (hashgrid::PairKernel k : kernels) {
             CAPTURE(static_cast<int>(k));
             REQUIRE(hashgrid::set_pair_kernel(k));
+            CHECK(check_run(run_query_pairs(**g, queries, hashgrid::serial_backend(), expected_with.size() + 1),
+                            expected_with) == "");
+            CHECK(check_run(run_query_pairs(**g, queries, b2.backend(), expected_with.size()), expected_with) == "");
             const PairRun run = run_pairs(**g, hashgrid::serial_backend(), e.pairs.size() + 3);
             CHECK(check_run(run, e.pairs) == "");
             const PairRun run2 = run_pairs(**g, b2.backend(), e.pairs.size());

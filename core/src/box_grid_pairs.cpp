@@ -83,9 +83,8 @@ void flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
 }
 
 // The entry test and the small-object sweep, once per instruction set
-// (box_cell_sweep.inc). The sweep follows set_pair_kernel (NEON builds run
-// the scalar one); the large objects' scans and find_pairs_with use the
-// SSE2 test on x86-64 and the scalar one elsewhere.
+// (box_cell_sweep.inc). The sweep, the large objects' scans and
+// find_pairs_with follow set_pair_kernel (NEON builds run the scalar ones).
 namespace scalar_cells {
 #define HASHGRID_BOX_TARGET
 #define HASHGRID_BOX_LANES 1
@@ -111,9 +110,6 @@ namespace avx2_cells {
 #undef HASHGRID_BOX_LANES
 } // namespace avx2_cells
 
-namespace default_cells = sse2_cells;
-#else
-namespace default_cells = scalar_cells;
 #endif
 
 /// Small-small pairs of cells [first_cell, last_cell), by the sweep of `isa`.
@@ -125,6 +121,19 @@ void sweep_cells(PairKernel isa, const BoxState& s, uint32_t first_cell, uint32_
 #endif
     (void)isa;
     scalar_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
+}
+
+/// Hits in [j0, j1) (j1 - j0 <= kBatch) into hits[] (kBatch + 8 slots) by
+/// the entry test of `isa` (box_cell_sweep.inc, collect_hits).
+template <uint32_t D, bool Flags>
+uint32_t collect_hits(PairKernel isa, const float* const lo[3], const float* const hi[3], const uint32_t* flags,
+                      uint32_t need, const TestBox& a, uint32_t j0, uint32_t j1, uint32_t* hits) {
+#if HASHGRID_BOX_X86
+    if (isa == PairKernel::avx2) return avx2_cells::collect_hits_call<D, Flags>(lo, hi, flags, need, a, j0, j1, hits);
+    if (isa == PairKernel::sse2) return sse2_cells::collect_hits<D, Flags>(lo, hi, flags, need, a, j0, j1, hits);
+#endif
+    (void)isa;
+    return scalar_cells::collect_hits<D, Flags>(lo, hi, flags, need, a, j0, j1, hits);
 }
 
 /// Most partners a rank sort takes (box_cell_sweep.inc, rank_pairs).
@@ -170,14 +179,14 @@ void box_cells(const BoxState& s, const TestBox& box, int32_t c_lo[3], int32_t c
 /// empty rows and columns (a box covering many cells costs its occupied
 /// cells, not its volume); entries of a cell in ascending object order.
 template <uint32_t D, typename Hit>
-void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
+void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
                   const int32_t c_hi[3], Hit&& hit) {
     const uint32_t dims = s.dims;
     const uint64_t* keys = index.key;
     const uint32_t cells = index.cell_count;
     const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
     const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
-    uint32_t hits[kBatch];
+    uint32_t hits[kBatch + 8];
     // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
     const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
     uint32_t pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
@@ -210,7 +219,7 @@ void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box,
         for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
             const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
             const uint32_t count =
-                default_cells::collect_hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
+                collect_hits<D, true>(isa, entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
             for (uint32_t h = 0; h < count; ++h)
                 hit(s.entry_object[hits[h]]);
         }
@@ -327,7 +336,7 @@ void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bo
     const bool layers = s.layers;
     uint32_t found[kLargeHits + 1];
     uint32_t scratch[kLargeHits];
-    uint32_t hits[kBatch];
+    uint32_t hits[kBatch + 8];
     for (uint32_t k = k0; k < k1; ++k) {
         const uint32_t big = s.large_object[k];
         TestBox a{};
@@ -356,7 +365,7 @@ void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bo
             scan_coarse<D, true>(s, g.large_start, g.small, g.large_reach, big + 1, a, c_lo, c_hi, found, n);
             crowded = n > kLargeHits;
         } else {
-            scan_entries<D>(s, index, a, c_lo, c_hi, keep);
+            scan_entries<D>(isa, s, index, a, c_lo, c_hi, keep);
             for (uint32_t j = k + 1; j < s.large_count && !crowded; ++j) {
                 const uint32_t o = s.large_object[j];
                 uint32_t overlap = 1;
@@ -391,7 +400,7 @@ void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bo
         const uint32_t objects = s.object_count;
         for (uint32_t o0 = 0; o0 < objects; o0 += kBatch) {
             const uint32_t o1 = objects - o0 < kBatch ? objects : o0 + kBatch;
-            const uint32_t count = default_cells::collect_hits<D, false>(lo, hi, nullptr, 0, a, o0, o1, hits);
+            const uint32_t count = collect_hits<D, false>(isa, lo, hi, nullptr, 0, a, o0, o1, hits);
             for (uint32_t h = 0; h < count; ++h) {
                 const uint32_t o = hits[h];
                 if (o == big) continue;
@@ -412,7 +421,7 @@ struct QueryInput {
 
 /// Every (query, object) pair of queries [first, last), in the documented order.
 template <uint32_t D, typename Sink>
-void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
+void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
@@ -429,7 +438,7 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
         const uint32_t q_mask = in.mask != nullptr ? in.mask[q] : ~0u;
         const bool layers = s.layers || query_layers;
 
-        scan_entries<D>(s, index, box, c_lo, c_hi, [&](uint32_t o) {
+        scan_entries<D>(isa, s, index, box, c_lo, c_hi, [&](uint32_t o) {
             if (layers && !layers_match(q_category, q_mask, s.category[o], s.mask[o])) return;
             sink.emit(q, o);
         });
@@ -668,13 +677,14 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
         return result;
     }
 
+    const PairKernel isa = active_pair_kernel();
     auto search = [&](uint32_t ch, auto& sink) {
         const uint32_t first = ch * grain;
         const uint32_t last = n - first < grain ? n : first + grain;
         if (dims == 3)
-            sweep_queries<3>(s, in, first, last, sink);
+            sweep_queries<3>(isa, s, in, first, last, sink);
         else
-            sweep_queries<2>(s, in, first, last, sink);
+            sweep_queries<2>(isa, s, in, first, last, sink);
     };
     // max_pairs does not apply: the pool only caches, the caller's capacity is the limit.
     return search_and_publish(s, chunks, chunks, out, capacity, UINT64_MAX, filter, trace, search, [] {});
