@@ -175,8 +175,10 @@ void box_cells(const BoxState& s, const TestBox& box, int32_t c_lo[3], int32_t c
 /// Calls hit(object) for every small object whose box overlaps `box`
 /// (closed), once each: from the entry in the occupied cell of [c_lo, c_hi]
 /// (box's cells) that holds the minimum corner of the two boxes'
-/// intersection. Cells in key order, found by a galloping search that skips
-/// empty rows and columns (a box covering many cells costs its occupied
+/// intersection. Cells in key order, found row by row through the frame's
+/// row table when it has one (two reads per row of the box within the
+/// occupied cells), else by a galloping search that skips empty rows and
+/// columns (either way a box covering many cells costs its occupied rows and
 /// cells, not its volume); entries of a cell in ascending object order.
 template <uint32_t D, typename Hit>
 void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
@@ -187,6 +189,56 @@ void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, con
     const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
     const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
     uint32_t hits[kBatch + 8];
+    // The entries of occupied cell pos at (x, y, z), with the minimum-corner
+    // rule (the query as one of the two boxes).
+    const auto scan_cell = [&](uint32_t pos, int32_t x, int32_t y, int32_t z) {
+        const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
+        const uint32_t need = 7u & ~q_flags;
+        const uint32_t end = index.end(pos);
+        for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
+            const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
+            const uint32_t count =
+                collect_hits<D, true>(isa, entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
+            for (uint32_t h = 0; h < count; ++h)
+                hit(s.entry_object[hits[h]]);
+        }
+    };
+    if (s.has_rows) {
+        // Rows through the row table (BoxGridView::row_start): each row of
+        // [c_lo, c_hi] within the occupied box by two reads, its first cell at
+        // or after c_lo x usually at a guessed place (a row's cells have
+        // distinct x >= the box's lowest x), else by a search within the row.
+        const BoxFrameBounds& f = s.bounds;
+        int32_t lo[3], hi[3];
+        for (uint32_t d = 0; d < 3; ++d) {
+            lo[d] = std::max(c_lo[d], f.cell_lo[d]);
+            hi[d] = std::min(c_hi[d], f.cell_hi[d]);
+            if (lo[d] > hi[d]) return;
+        }
+        const auto per_slab = static_cast<uint64_t>(int64_t{f.cell_hi[1]} - f.cell_lo[1] + 1);
+        const auto in = static_cast<uint64_t>(int64_t{lo[0]} - f.cell_lo[0]);
+        for (int32_t z = lo[2]; z <= hi[2]; ++z)
+            for (int32_t y = lo[1]; y <= hi[1]; ++y) {
+                const uint64_t row = static_cast<uint64_t>(int64_t{y} - f.cell_lo[1]) +
+                                     static_cast<uint64_t>(int64_t{z} - f.cell_lo[2]) * per_slab;
+                const uint32_t b = s.row_start[row];
+                const uint32_t e = s.row_start[row + 1];
+                if (b == e) continue;
+                const uint64_t first_key = Lattice::pack(dims, lo[0], y, z);
+                const uint64_t last_key = Lattice::pack(dims, hi[0], y, z);
+                uint32_t pos = 0;
+                if (in < e - b && keys[b + in] >= first_key && (in == 0 || keys[b + in - 1] < first_key))
+                    pos = b + static_cast<uint32_t>(in);
+                else
+                    pos = index.lower_bound_in(first_key, b, e);
+                for (; pos < e && keys[pos] <= last_key; ++pos) {
+                    int32_t x, cy, cz;
+                    index.coordinates(pos, x, cy, cz);
+                    scan_cell(pos, x, y, z);
+                }
+            }
+        return;
+    }
     // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
     const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
     uint32_t pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
@@ -212,17 +264,7 @@ void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, con
             pos = index.lower_bound(next, pos);
             continue;
         }
-        // The minimum-corner rule, with the query as one of the two boxes.
-        const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
-        const uint32_t need = 7u & ~q_flags;
-        const uint32_t end = index.end(pos);
-        for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
-            const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
-            const uint32_t count =
-                collect_hits<D, true>(isa, entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
-            for (uint32_t h = 0; h < count; ++h)
-                hit(s.entry_object[hits[h]]);
-        }
+        scan_cell(pos, x, y, z);
         ++pos;
     }
 }
