@@ -172,42 +172,22 @@ void box_cells(const BoxState& s, const TestBox& box, int32_t c_lo[3], int32_t c
     }
 }
 
-/// Calls hit(object) for every small object whose box overlaps `box`
-/// (closed), once each: from the entry in the occupied cell of [c_lo, c_hi]
-/// (box's cells) that holds the minimum corner of the two boxes'
-/// intersection. Cells in key order, found row by row through the frame's
-/// row table when it has one (two reads per row of the box within the
-/// occupied cells), else by a galloping search that skips empty rows and
-/// columns (either way a box covering many cells costs its occupied rows and
-/// cells, not its volume); entries of a cell in ascending object order.
-template <uint32_t D, typename Hit>
-void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
-                  const int32_t c_hi[3], Hit&& hit) {
+/// Calls cell_fn(pos, x, y, z) for every occupied cell pos, at (x, y, z), of
+/// [c_lo, c_hi], in key order: row by row through the frame's row table when
+/// it has one (two reads per row of the range within the occupied cells),
+/// else by a galloping search that skips empty rows and columns (either way
+/// a range covering many cells costs its occupied rows and cells, not its
+/// volume).
+template <typename CellFn>
+void walk_cells(const BoxState& s, const CellIndex& index, const int32_t c_lo[3], const int32_t c_hi[3],
+                CellFn&& cell_fn) {
     const uint32_t dims = s.dims;
     const uint64_t* keys = index.key;
     const uint32_t cells = index.cell_count;
-    const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
-    const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
-    uint32_t hits[kBatch + 8];
-    // The entries of occupied cell pos at (x, y, z), with the minimum-corner
-    // rule (the query as one of the two boxes).
-    const auto scan_cell = [&](uint32_t pos, int32_t x, int32_t y, int32_t z) {
-        const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
-        const uint32_t need = 7u & ~q_flags;
-        const uint32_t end = index.end(pos);
-        for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
-            const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
-            const uint32_t count =
-                collect_hits<D, true>(isa, entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
-            for (uint32_t h = 0; h < count; ++h)
-                hit(s.entry_object[hits[h]]);
-        }
-    };
     if (s.has_rows) {
-        // Rows through the row table (BoxGridView::row_start): each row of
-        // [c_lo, c_hi] within the occupied box by two reads, its first cell at
-        // or after c_lo x usually at a guessed place (a row's cells have
-        // distinct x >= the box's lowest x), else by a search within the row.
+        // Each row's first cell at or after lo x is usually at a guessed
+        // place (a row's cells have distinct x >= the occupied box's lowest
+        // x), else found by a search within the row.
         const BoxFrameBounds& f = s.bounds;
         int32_t lo[3], hi[3];
         for (uint32_t d = 0; d < 3; ++d) {
@@ -232,14 +212,13 @@ void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, con
                 else
                     pos = index.lower_bound_in(first_key, b, e);
                 for (; pos < e && keys[pos] <= last_key; ++pos) {
-                    int32_t x, cy, cz;
-                    index.coordinates(pos, x, cy, cz);
-                    scan_cell(pos, x, y, z);
+                    int32_t x, row_y, row_z;
+                    index.coordinates(pos, x, row_y, row_z);
+                    cell_fn(pos, x, y, z);
                 }
             }
         return;
     }
-    // Occupied cells in [c_lo, c_hi], in key order, skipping gaps by galloping.
     const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
     uint32_t pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
     while (pos < cells && keys[pos] <= last_key) {
@@ -264,9 +243,41 @@ void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, con
             pos = index.lower_bound(next, pos);
             continue;
         }
-        scan_cell(pos, x, y, z);
+        cell_fn(pos, x, y, z);
         ++pos;
     }
+}
+
+/// The first-cell bits an entry of cell (x, y, z) must have for the pair of
+/// its object with a box of cells from c_lo to hold at this cell: the
+/// minimum-corner rule, with the box as one of the two.
+inline uint32_t entry_need(const int32_t c_lo[3], int32_t x, int32_t y, int32_t z) {
+    const uint32_t q_flags = (x == c_lo[0] ? 1u : 0u) | (y == c_lo[1] ? 2u : 0u) | (z == c_lo[2] ? 4u : 0u);
+    return 7u & ~q_flags;
+}
+
+/// Calls hit(object) for every small object whose box overlaps `box`
+/// (closed), once each: from the entry in the occupied cell of [c_lo, c_hi]
+/// (box's cells) that holds the minimum corner of the two boxes'
+/// intersection. Cells in key order (walk_cells), entries of a cell in
+/// ascending object order.
+template <uint32_t D, typename Hit>
+void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
+                  const int32_t c_hi[3], Hit&& hit) {
+    const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
+    const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
+    uint32_t hits[kBatch + 8];
+    walk_cells(s, index, c_lo, c_hi, [&](uint32_t pos, int32_t x, int32_t y, int32_t z) {
+        const uint32_t need = entry_need(c_lo, x, y, z);
+        const uint32_t end = index.end(pos);
+        for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
+            const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
+            const uint32_t count =
+                collect_hits<D, true>(isa, entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
+            for (uint32_t h = 0; h < count; ++h)
+                hit(s.entry_object[hits[h]]);
+        }
+    });
 }
 
 /// Appends to found[] every object of one coarse grid with index >= `from`
@@ -461,13 +472,47 @@ struct QueryInput {
     const uint32_t* mask;
 };
 
-/// Every (query, object) pair of queries [first, last), in the documented order.
+/// The pairs (q, object) of the entries [e0, e1) that overlap `a` and have
+/// the first-cell bits `need`, appended at pairs + n by the kernel of `isa`
+/// (box_cell_sweep.inc, query_pairs); returns the new n.
+template <uint32_t D, typename Flush>
+uint32_t query_pairs(PairKernel isa, const BoxState& s, uint32_t need, const TestBox& a, uint32_t e0, uint32_t e1,
+                     uint32_t q, Pair* pairs, uint32_t n, Flush& flush) {
+#if HASHGRID_BOX_X86
+    if (isa == PairKernel::avx2) return avx2_cells::query_pairs<D>(s, need, a, e0, e1, q, pairs, n, flush);
+    if (isa == PairKernel::sse2) return sse2_cells::query_pairs<D>(s, need, a, e0, e1, q, pairs, n, flush);
+#endif
+    (void)isa;
+    return scalar_cells::query_pairs<D>(s, need, a, e0, e1, q, pairs, n, flush);
+}
+
+/// Every (query, object) pair of queries [first, last), in the documented
+/// order. Pairs gather on the stack and go to the sink in bulk, the layer
+/// test on the way.
 template <uint32_t D, typename Sink>
 void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
-    const bool query_layers = in.category != nullptr || in.mask != nullptr;
+    const bool layers = s.layers || in.category != nullptr || in.mask != nullptr;
+    Pair pairs[kPairPiece + 8];
+    uint32_t n = 0;
+    auto flush = [&](Pair* held, uint32_t count) {
+        if (layers) {
+            uint32_t kept = 0;
+            for (uint32_t p = 0; p < count; ++p) {
+                const uint32_t q = held[p].a;
+                const uint32_t o = held[p].b;
+                held[kept] = held[p];
+                kept += layers_match(in.category != nullptr ? in.category[q] : ~0u,
+                                     in.mask != nullptr ? in.mask[q] : ~0u, s.category[o], s.mask[o])
+                            ? 1u
+                            : 0u;
+            }
+            count = kept;
+        }
+        sink.emit_pairs(held, count);
+    };
     for (uint32_t q = first; q < last; ++q) {
         TestBox box{};
         for (uint32_t d = 0; d < D; ++d) {
@@ -476,26 +521,26 @@ void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint
         }
         int32_t c_lo[3], c_hi[3];
         box_cells<D>(s, box, c_lo, c_hi);
-        const uint32_t q_category = in.category != nullptr ? in.category[q] : ~0u;
-        const uint32_t q_mask = in.mask != nullptr ? in.mask[q] : ~0u;
-        const bool layers = s.layers || query_layers;
-
-        scan_entries<D>(isa, s, index, box, c_lo, c_hi, [&](uint32_t o) {
-            if (layers && !layers_match(q_category, q_mask, s.category[o], s.mask[o])) return;
-            sink.emit(q, o);
+        walk_cells(s, index, c_lo, c_hi, [&](uint32_t pos, int32_t x, int32_t y, int32_t z) {
+            n = query_pairs<D>(isa, s, entry_need(c_lo, x, y, z), box, index.begin(pos), index.end(pos), q, pairs, n,
+                               flush);
         });
-
+        // The large objects by index, stored without a branch.
         for (uint32_t k = 0; k < s.large_count; ++k) {
+            if (n > kPairPiece) {
+                flush(pairs, n);
+                n = 0;
+            }
             const uint32_t o = s.large_object[k];
             uint32_t overlap = 1;
             for (uint32_t d = 0; d < D; ++d)
                 overlap &=
                     static_cast<uint32_t>(lo[d][o] <= box.max[d]) & static_cast<uint32_t>(box.min[d] <= hi[d][o]);
-            if (overlap == 0) continue;
-            if (layers && !layers_match(q_category, q_mask, s.category[o], s.mask[o])) continue;
-            sink.emit(q, o);
+            pairs[n] = Pair{q, o};
+            n += overlap;
         }
     }
+    flush(pairs, n);
 }
 
 /// Search and publish (see the top of this file). `search(chunk, sink)` emits
