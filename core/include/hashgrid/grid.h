@@ -267,8 +267,9 @@ private:
 /// particles at a time and write the hits home by home. The same setting
 /// picks the instruction set of the particle box and radius queries' tests
 /// (particle_queries.h; neon: their scalar test for now), of the box-object
-/// queries' entry tests and of BoxGrid::find_pairs' small-object sweep
-/// (neon: scalar for both), with the same results for every choice. Values
+/// queries' entry tests and of BoxGrid's pair searches (the small-object
+/// sweep, the large objects' scans and rank sort, find_pairs_with; neon:
+/// scalar for all of them), with the same results for every choice. Values
 /// keep their numbers; new kernels are added at the end.
 enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2, neon };
 
