@@ -1281,11 +1281,11 @@ void bench_box_pairs_with(benchmark::State& state, const std::string& name, doub
         state.SkipWithError(g_error.c_str());
         return;
     }
-    Boxes current;
+    const Boxes* current = nullptr; // the frame's boxes (query_frames keeps them), for the check
     query_frames(
         state, name, tbb.threads(),
         [&](uint32_t, const Boxes& boxes) {
-            current = boxes;
+            current = &boxes;
             return slot.rebuild(boxes, backend);
         },
         [&](QueryResults* results, uint64_t*) {
@@ -1304,7 +1304,7 @@ void bench_box_pairs_with(benchmark::State& state, const std::string& name, doub
             uint64_t p = 0;
             for (uint32_t q = 0; q < count; ++q) {
                 for (; p < r.written && out[p].a == q; ++p)
-                    if (query_hits(qs.queries[q], current, out[p].b)) results->object.push_back(out[p].b);
+                    if (query_hits(qs.queries[q], *current, out[p].b)) results->object.push_back(out[p].b);
                 results->start.push_back(static_cast<uint32_t>(results->object.size()));
             }
             return p == r.written;

@@ -66,19 +66,27 @@ struct TestBox {
 /// Pairs the small-object sweep gathers on the stack before they go to its sink.
 constexpr uint32_t kPairPiece = 256;
 
-/// Hands pairs[0, n) to the sink, without those the layers reject.
+/// Keeps the pairs of pairs[0, n) that accept(a, b), in order, at the front
+/// (stores without a branch: which pairs pass is unpredictable); returns
+/// their count.
+template <typename Accept>
+uint32_t keep_pairs(Pair* pairs, uint32_t n, Accept&& accept) {
+    uint32_t kept = 0;
+    for (uint32_t p = 0; p < n; ++p) {
+        const Pair pair = pairs[p];
+        pairs[kept] = pair;
+        kept += accept(pair.a, pair.b) ? 1u : 0u;
+    }
+    return kept;
+}
+
+/// Hands pairs[0, n) of objects to the sink, without those the layers reject.
 template <typename Sink>
 void flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
-    if (s.layers) {
-        uint32_t kept = 0;
-        for (uint32_t p = 0; p < n; ++p) {
-            const uint32_t a = pairs[p].a;
-            const uint32_t b = pairs[p].b;
-            pairs[kept] = pairs[p];
-            kept += layers_match(s.category[a], s.mask[a], s.category[b], s.mask[b]) ? 1u : 0u;
-        }
-        n = kept;
-    }
+    if (s.layers)
+        n = keep_pairs(pairs, n, [&](uint32_t a, uint32_t b) {
+            return layers_match(s.category[a], s.mask[a], s.category[b], s.mask[b]);
+        });
     sink.emit_pairs(pairs, n);
 }
 
@@ -435,20 +443,14 @@ void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bo
                 flush_pairs(s, ranked, n, sink);
                 continue;
             }
-            // In batches of pairs, the layer test on the way.
+            // In batches of pairs, the layer test on the way (flush_pairs).
             const uint32_t* sorted = sort_partners(found, scratch, n, s.object_count);
-            Pair batch[kBatch];
-            uint32_t filled = 0;
-            for (uint32_t h = 0; h < n; ++h) {
-                const uint32_t o = sorted[h];
-                if (layers && !layers_match(s.category[big], s.mask[big], s.category[o], s.mask[o])) continue;
-                batch[filled++] = o < big ? Pair{o, big} : Pair{big, o};
-                if (filled == kBatch) {
-                    sink.emit_pairs(batch, filled);
-                    filled = 0;
-                }
+            for (uint32_t h0 = 0; h0 < n; h0 += kRankPairs) {
+                const uint32_t h1 = n - h0 < kRankPairs ? n : h0 + kRankPairs;
+                for (uint32_t h = h0; h < h1; ++h)
+                    ranked[h - h0] = Pair{std::min(sorted[h], big), std::max(sorted[h], big)};
+                flush_pairs(s, ranked, h1 - h0, sink);
             }
-            sink.emit_pairs(batch, filled);
             continue;
         }
         const uint32_t objects = s.object_count;
@@ -499,19 +501,11 @@ void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint
     Pair pairs[kPairPiece + 8];
     uint32_t n = 0;
     auto flush = [&](Pair* held, uint32_t count) {
-        if (layers) {
-            uint32_t kept = 0;
-            for (uint32_t p = 0; p < count; ++p) {
-                const uint32_t q = held[p].a;
-                const uint32_t o = held[p].b;
-                held[kept] = held[p];
-                kept += layers_match(in.category != nullptr ? in.category[q] : ~0u,
-                                     in.mask != nullptr ? in.mask[q] : ~0u, s.category[o], s.mask[o])
-                            ? 1u
-                            : 0u;
-            }
-            count = kept;
-        }
+        if (layers)
+            count = keep_pairs(held, count, [&](uint32_t q, uint32_t o) {
+                return layers_match(in.category != nullptr ? in.category[q] : ~0u,
+                                    in.mask != nullptr ? in.mask[q] : ~0u, s.category[o], s.mask[o]);
+            });
         sink.emit_pairs(held, count);
     };
     for (uint32_t q = first; q < last; ++q) {
@@ -544,6 +538,19 @@ void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint
     flush(pairs, n);
 }
 
+/// The result of a search that found `total` pairs: its status, and the
+/// pairs written, min(total, max_pairs, capacity) (the exact prefix).
+PairResult settle(uint64_t total, uint64_t max_pairs, uint64_t capacity) {
+    PairResult result;
+    result.total = total;
+    result.written = std::min({total, max_pairs, capacity});
+    if (total > max_pairs)
+        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than BoxGridConfig::max_pairs"};
+    else if (total > capacity)
+        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
+    return result;
+}
+
 /// Search and publish (see the top of this file). `search(chunk, sink)` emits
 /// the pairs of one chunk in order, for PoolSink and DirectSink alike.
 /// Chunks [prepared_from, chunks) need `prepare()` to have run first: it runs
@@ -556,12 +563,10 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
     const ThreadBackend& b = trace.backend();
     trace.begin(TracePhase::box_pair_search);
     HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
-    PairResult result;
     if (b.worker_count <= 1) {
         // One worker: the chunks run in order anyway, so each chunk's place is
         // known when it starts and every pair goes straight to the output
-        // (no pool, no publish copy). Up to min(max_pairs, capacity): when the
-        // total fits max_pairs that writes min(total, capacity), as below.
+        // (no pool, no publish copy), up to min(max_pairs, capacity).
         const uint64_t limit = std::min(max_pairs, capacity);
         uint64_t total = 0;
         parallel_chunks(b, 1, 1, [&](uint32_t, uint32_t, uint32_t) {
@@ -572,12 +577,7 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
             }
             total = sink.end();
         });
-        result.total = total;
-        result.written = std::min(total, limit);
-        if (total > max_pairs)
-            result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than BoxGridConfig::max_pairs"};
-        else if (total > capacity)
-            result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
+        const PairResult result = settle(total, max_pairs, capacity);
         trace.next(TracePhase::box_pair_publish); // nothing to publish: the phase stays in the trace
         trace.end();
         return result;
@@ -612,15 +612,8 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
         s.pair_chunk[ch].offset = total;
         total += s.pair_chunk[ch].count;
     }
-    result.total = total;
-    uint64_t limit = total;
-    if (total > max_pairs) {
-        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than BoxGridConfig::max_pairs"};
-        limit = max_pairs < capacity ? max_pairs : capacity;
-    } else if (total > capacity) {
-        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
-        limit = capacity;
-    }
+    const PairResult result = settle(total, max_pairs, capacity);
+    const uint64_t limit = result.written;
     trace.next(TracePhase::box_pair_publish);
     parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t ch = begin; ch < end; ++ch) {
@@ -642,7 +635,6 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
             }
         }
     });
-    result.written = limit;
     trace.end();
     return result;
 }
