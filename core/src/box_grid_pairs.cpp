@@ -28,6 +28,7 @@
 // object index within the cell, then the large objects by index.
 #include "box_grid_internal.h"
 #include "box_pair_sinks.h"
+#include "box_row_walk.h"
 #include "lattice/cell_index.h"
 #include "pair_compress.h"
 #include "trace_scope.h"
@@ -177,82 +178,6 @@ void box_cells(const BoxState& s, const TestBox& box, int32_t c_lo[3], int32_t c
     for (uint32_t d = 0; d < D; ++d) {
         c_lo[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.min[d]));
         c_hi[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.max[d]));
-    }
-}
-
-/// Calls cell_fn(pos, x, y, z) for every occupied cell pos, at (x, y, z), of
-/// [c_lo, c_hi], in key order: row by row through the frame's row table when
-/// it has one (two reads per row of the range within the occupied cells),
-/// else by a galloping search that skips empty rows and columns (either way
-/// a range covering many cells costs its occupied rows and cells, not its
-/// volume).
-template <typename CellFn>
-void walk_cells(const BoxState& s, const CellIndex& index, const int32_t c_lo[3], const int32_t c_hi[3],
-                CellFn&& cell_fn) {
-    const uint32_t dims = s.dims;
-    const uint64_t* keys = index.key;
-    const uint32_t cells = index.cell_count;
-    if (s.has_rows) {
-        // Each row's first cell at or after lo x is usually at a guessed
-        // place (a row's cells have distinct x >= the occupied box's lowest
-        // x), else found by a search within the row.
-        const BoxFrameBounds& f = s.bounds;
-        int32_t lo[3], hi[3];
-        for (uint32_t d = 0; d < 3; ++d) {
-            lo[d] = std::max(c_lo[d], f.cell_lo[d]);
-            hi[d] = std::min(c_hi[d], f.cell_hi[d]);
-            if (lo[d] > hi[d]) return;
-        }
-        const auto per_slab = static_cast<uint64_t>(int64_t{f.cell_hi[1]} - f.cell_lo[1] + 1);
-        const auto in = static_cast<uint64_t>(int64_t{lo[0]} - f.cell_lo[0]);
-        for (int32_t z = lo[2]; z <= hi[2]; ++z)
-            for (int32_t y = lo[1]; y <= hi[1]; ++y) {
-                const uint64_t row = static_cast<uint64_t>(int64_t{y} - f.cell_lo[1]) +
-                                     static_cast<uint64_t>(int64_t{z} - f.cell_lo[2]) * per_slab;
-                const uint32_t b = s.row_start[row];
-                const uint32_t e = s.row_start[row + 1];
-                if (b == e) continue;
-                const uint64_t first_key = Lattice::pack(dims, lo[0], y, z);
-                const uint64_t last_key = Lattice::pack(dims, hi[0], y, z);
-                uint32_t pos = 0;
-                if (in < e - b && keys[b + in] >= first_key && (in == 0 || keys[b + in - 1] < first_key))
-                    pos = b + static_cast<uint32_t>(in);
-                else
-                    pos = index.lower_bound_in(first_key, b, e);
-                for (; pos < e && keys[pos] <= last_key; ++pos) {
-                    int32_t x, row_y, row_z;
-                    index.coordinates(pos, x, row_y, row_z);
-                    cell_fn(pos, x, y, z);
-                }
-            }
-        return;
-    }
-    const uint64_t last_key = Lattice::pack(dims, c_hi[0], c_hi[1], c_hi[2]);
-    uint32_t pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], c_lo[2]));
-    while (pos < cells && keys[pos] <= last_key) {
-        int32_t x, y, z;
-        index.coordinates(pos, x, y, z);
-        // z is within [c_lo[2], c_hi[2]] here (keys order z first); in 2D z = 0.
-        if (y < c_lo[1]) {
-            pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z), pos);
-            continue;
-        }
-        if (y > c_hi[1]) { // then z < c_hi[2], or the key would exceed last_key
-            pos = index.lower_bound(Lattice::pack(dims, c_lo[0], c_lo[1], z + 1), pos);
-            continue;
-        }
-        if (x < c_lo[0]) {
-            pos = index.lower_bound(Lattice::pack(dims, c_lo[0], y, z), pos);
-            continue;
-        }
-        if (x > c_hi[0]) { // next row: (y + 1, z) or (c_lo y, z + 1), both within the query
-            const uint64_t next =
-                y < c_hi[1] ? Lattice::pack(dims, c_lo[0], y + 1, z) : Lattice::pack(dims, c_lo[0], c_lo[1], z + 1);
-            pos = index.lower_bound(next, pos);
-            continue;
-        }
-        cell_fn(pos, x, y, z);
-        ++pos;
     }
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "box_query_kernels.h"
+#include "box_row_walk.h"
 #include "hashgrid/assert.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/cell_key.h"
@@ -72,9 +73,7 @@ struct Cells : detail::CellIndex {
 
     /// The view's row table (BoxGridView::row_start) when it describes the
     /// rows the walks clip to (the grid's occupied extent); null otherwise.
-    const uint32_t* row_start = nullptr;
-    int32_t row_lo[3] = {0, 0, 0};
-    uint32_t rows_per_slab = 0;
+    detail::RowTable rows;
 
     explicit Cells(const BoxQueryGrid& g) : grid(g), view(g.view) {
         HASHGRID_ASSERT(view.config != nullptr, "BoxQueryGrid: the view has no config (use prepare_box_queries)");
@@ -87,10 +86,10 @@ struct Cells : detail::CellIndex {
             for (uint32_t d = 0; d < 3; ++d)
                 same = same && b.cell_lo[d] == g.cell_lo[d] && b.cell_hi[d] == g.cell_hi[d];
             if (same) {
-                row_start = view.row_start;
+                rows.start = view.row_start;
                 for (uint32_t d = 0; d < 3; ++d)
-                    row_lo[d] = b.cell_lo[d];
-                rows_per_slab = static_cast<uint32_t>(int64_t{b.cell_hi[1]} - b.cell_lo[1] + 1);
+                    rows.lo[d] = b.cell_lo[d];
+                rows.rows_per_slab = static_cast<uint64_t>(int64_t{b.cell_hi[1]} - b.cell_lo[1] + 1);
             }
         }
     }
@@ -170,8 +169,8 @@ struct Cells : detail::CellIndex {
     template <typename RowOk, typename RowFn>
     void walk_rows(CellBox r, RowOk&& row_ok, RowFn&& row_fn) const {
         if (!clip(r)) return;
-        if (row_start != nullptr) {
-            walk_table_rows(r, row_ok, row_fn);
+        if (rows.start != nullptr) {
+            detail::walk_table_rows(*this, rows, r.lo, r.hi, row_ok, row_fn);
             return;
         }
         uint32_t from = 0; // cells before it are behind the walk
@@ -212,43 +211,6 @@ struct Cells : detail::CellIndex {
                 ++end;
             if (at != end && row_fn(at, end, y, z)) return;
             ++y;
-        }
-    }
-
-    /// walk_rows over the row table: each row of the clipped box r is found
-    /// by two reads (empty ones cost those), and its first cell at or after
-    /// x_lo straight from the cell count: the row's cells have distinct
-    /// x >= row_lo x, so the cell at row_start + i has x >= row_lo x + i and
-    /// the one sought is at most x_lo - row_lo x cells in (exactly there
-    /// when the row is fully occupied up to it; else a search below it).
-    template <typename RowOk, typename RowFn>
-    void walk_table_rows(const CellBox& r, RowOk&& row_ok, RowFn&& row_fn) const {
-        for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) {
-            const uint64_t slab = static_cast<uint64_t>(int64_t{z} - row_lo[2]) * rows_per_slab;
-            for (int32_t y = r.lo[1]; y <= r.hi[1]; ++y) {
-                const uint64_t row = slab + static_cast<uint64_t>(int64_t{y} - row_lo[1]);
-                const uint32_t b = row_start[row];
-                const uint32_t e = row_start[row + 1];
-                if (b == e) continue;
-                int32_t x_lo = r.lo[0];
-                int32_t x_hi = r.hi[0];
-                if (!row_ok(y, z, x_lo, x_hi) || x_lo > x_hi) continue;
-                const uint64_t k = lat.pack(x_lo, y, z);
-                const int64_t in = int64_t{x_lo} - row_lo[0];
-                uint32_t at = 0;
-                if (in >= 0 && static_cast<uint64_t>(in) < e - b) {
-                    const auto guess = static_cast<uint32_t>(b + static_cast<uint64_t>(in));
-                    at =
-                        key[guess] >= k && (guess == b || key[guess - 1] < k) ? guess : lower_bound_in(k, b, guess + 1);
-                } else {
-                    at = lower_bound_in(k, b, e);
-                }
-                const uint64_t last = lat.pack(x_hi, y, z);
-                uint32_t end = at;
-                while (end < e && key[end] <= last)
-                    ++end;
-                if (at != end && row_fn(at, end, y, z)) return;
-            }
         }
     }
 
