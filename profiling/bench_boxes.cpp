@@ -20,6 +20,9 @@
 // Benchmarks, one per (scene, implementation, setting, threads):
 //   B3|B2/hashgrid/<unbounded|bounded>/cell:<c>/large:<l>/threads:<t>
 //   G3|U3/hashgrid/<unbounded|bounded>/cell:2/large:64/threads:<t>
+//   G3|U3/dense_reference/bounded/cell:2/threads:1   a hand-written dense grid
+//       with the large objects kept apart (box_dense_reference.h): the
+//       yardstick for what mixed sizes cost
 //   B3|B2/sap/sort-x/threads:1          the bench's own sweep and prune (the oracle)
 //   B3/bullet/<default|deferred>/threads:1, B3/fcl/<tree|hash-cell:<c>>/threads:1,
 //   B2/box2d/tree/threads:1             peers (single-threaded libraries)
@@ -67,6 +70,7 @@
 //               [--moved-percent P] [--phases] [--kernel scalar|sse2|avx2|neon]
 //               [Google Benchmark flags: --benchmark_filter=REGEX, ...]
 
+#include "box_dense_reference.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/config.h"
@@ -720,6 +724,45 @@ void bench_sweep_and_prune(benchmark::State& state, const std::string& name, Pai
             PairSet found = sweep_and_prune(b);
             benchmark::DoNotOptimize(found.data());
             if (set != nullptr) *set = std::move(found);
+            return true;
+        });
+}
+
+/// G3/U3's hand-written yardstick (box_dense_reference.h): the level's bounded
+/// grid at 2 m cells, one thread; "update" bins the boxes, "pairs" finds them.
+void bench_box_dense_reference(benchmark::State& state, const std::string& name, PairScene& ps) {
+    const Scene& scene = ps.scene;
+    const double cell = 2.0;
+    float origin[3];
+    uint32_t cells[3];
+    for (uint32_t a = 0; a < 3; ++a) {
+        origin[a] = scene.world_lo[a];
+        const double extent = static_cast<double>(scene.world_hi[a]) - static_cast<double>(scene.world_lo[a]);
+        cells[a] = static_cast<uint32_t>(std::floor(extent / cell)) + 1;
+    }
+    const uint64_t expected = ps.pairs(0).size();
+    box_dense_reference::BoxDenseGrid grid(origin, static_cast<float>(cell), cells, scene.base.n, scene.base.n * 8,
+                                           expected + expected / 4 + 4096);
+    pair_frames(
+        state, name, ps, FrameSetup{g_options.warmup, 1, true, false},
+        [&](uint32_t, const Boxes& b) {
+            const float* const lo[3] = {b.lo[0].data(), b.lo[1].data(), b.lo[2].data()};
+            const float* const hi[3] = {b.hi[0].data(), b.hi[1].data(), b.hi[2].data()};
+            if (grid.rebuild(lo, hi, b.n)) return true;
+            g_error = "box_dense_reference: more entries than 8 per box";
+            return false;
+        },
+        [&](const Boxes&, PairSet* set, uint64_t& candidates) {
+            const uint64_t found = grid.find_pairs();
+            candidates = grid.candidates();
+            if (found > expected + expected / 4 + 4096) {
+                g_error = "box_dense_reference: more pairs than its buffer";
+                return false;
+            }
+            benchmark::DoNotOptimize(grid.pairs());
+            if (set != nullptr)
+                for (uint64_t p = 0; p < found; ++p)
+                    set->push_back(pair_key(grid.pairs()[p].a, grid.pairs()[p].b));
             return true;
         });
 }
@@ -1483,6 +1526,13 @@ int main(int argc, char** argv) {
                 });
             }
         }
+    // G3 / U3: the hand-written dense grid (box_dense_reference.h), the yardstick for mixed sizes.
+    for (const std::string scene_name : {"G3", "U3"}) {
+        const std::string name = scene_name + "/dense_reference/bounded/cell:2/threads:1";
+        hashgrid_support::register_frames(name, o.frames, [=](benchmark::State& state) {
+            bench_box_dense_reference(state, name, pair_scene(scene_name));
+        });
+    }
 #if HASHGRID_BENCH_BULLET
     for (const bool deferred : {false, true}) {
         const std::string name = std::string("B3/bullet/") + (deferred ? "deferred" : "default") + "/threads:1";
