@@ -741,8 +741,9 @@ void bench_box_dense_reference(benchmark::State& state, const std::string& name,
         cells[a] = static_cast<uint32_t>(std::floor(extent / cell)) + 1;
     }
     const uint64_t expected = ps.pairs(0).size();
+    const uint64_t capacity = expected + expected / 4 + 4096;
     box_dense_reference::BoxDenseGrid grid(origin, static_cast<float>(cell), cells, scene.base.n, scene.base.n * 8,
-                                           expected + expected / 4 + 4096);
+                                           capacity);
     pair_frames(
         state, name, ps, FrameSetup{g_options.warmup, 1, true, false},
         [&](uint32_t, const Boxes& b) {
@@ -755,7 +756,7 @@ void bench_box_dense_reference(benchmark::State& state, const std::string& name,
         [&](const Boxes&, PairSet* set, uint64_t& candidates) {
             const uint64_t found = grid.find_pairs();
             candidates = grid.candidates();
-            if (found > expected + expected / 4 + 4096) {
+            if (found > capacity) {
                 g_error = "box_dense_reference: more pairs than its buffer";
                 return false;
             }

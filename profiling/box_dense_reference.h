@@ -74,19 +74,18 @@ public:
         std::fill(count_.begin(), count_.end(), 0u);
         uint64_t entries = 0;
         for (uint32_t i = 0; i < n; ++i) {
-            bool small = true;
             for (uint32_t d = 0; d < 3; ++d) {
                 cell_lo_[d][i] = cell_of(d, lo[d][i]);
                 cell_hi_[d][i] = cell_of(d, hi[d][i]);
-                small = small && cell_hi_[d][i] - cell_lo_[d][i] <= 1;
             }
-            if (!small) {
+            if (!small(i)) {
                 large_.push_back(i);
                 continue;
             }
-            for_cells(i, [&](uint32_t c, uint32_t) { ++count_[c]; });
-            entries += uint64_t{cell_hi_[0][i] - cell_lo_[0][i] + 1} * (cell_hi_[1][i] - cell_lo_[1][i] + 1) *
-                       (cell_hi_[2][i] - cell_lo_[2][i] + 1);
+            for_cells(i, [&](uint32_t c, uint32_t) {
+                ++count_[c];
+                ++entries;
+            });
         }
         if (entries > entry_object_.size() - kPad) return false;
         // Starts, and the cells where small-small pairs can be.
@@ -100,9 +99,7 @@ public:
         }
         start_[count_.size() - 1] = at;
         for (uint32_t i = 0; i < n; ++i) {
-            if (cell_hi_[0][i] - cell_lo_[0][i] > 1 || cell_hi_[1][i] - cell_lo_[1][i] > 1 ||
-                cell_hi_[2][i] - cell_lo_[2][i] > 1)
-                continue;
+            if (!small(i)) continue;
             for_cells(i, [&](uint32_t c, uint32_t flags) {
                 const uint32_t e = count_[c]++;
                 entry_object_[e] = i;
@@ -146,6 +143,11 @@ private:
     }
     [[nodiscard]] uint32_t linear(uint32_t x, uint32_t y, uint32_t z) const {
         return (z * cells_[1] + y) * cells_[0] + x;
+    }
+    /// Object i spans at most 2 cells on every axis: it goes into the grid.
+    [[nodiscard]] bool small(uint32_t i) const {
+        return cell_hi_[0][i] - cell_lo_[0][i] <= 1 && cell_hi_[1][i] - cell_lo_[1][i] <= 1 &&
+               cell_hi_[2][i] - cell_lo_[2][i] <= 1;
     }
     /// f(cell, first-cell bits) for every cell of small object i.
     template <typename F>
