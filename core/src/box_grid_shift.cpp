@@ -143,19 +143,25 @@ bool shift(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed
                 continue;
             }
             if (x < e1 && (j >= j_end || frame.object[x] < new_object[j])) {
-                merged.copy(frame, x, out, 1);
-                ++x;
-            } else {
-                const uint32_t object = new_object[j];
-                const ObjectScratch o = unpack<D>(object_records<D>(s)[object]);
-                merged.object[out] = object;
-                for (uint32_t d = 0; d < D; ++d) {
-                    merged.min[d][out] = o.min[d];
-                    merged.max[d][out] = o.max[d];
-                }
-                merged.flags[out] = first_cell_flags(at[0], at[1], at[2], o.lo);
-                ++j;
+                // The run of entries that stay, up to the next new object: one copy per array.
+                const uint32_t below = j < j_end ? new_object[j] : ~0u;
+                uint32_t run_end = x + 1;
+                while (run_end < e1 && frame.object[run_end] < below && !s.change.is_leaving(frame.object[run_end]))
+                    ++run_end;
+                merged.copy(frame, x, out, run_end - x);
+                out += run_end - x;
+                x = run_end;
+                continue;
             }
+            const uint32_t object = new_object[j];
+            const ObjectScratch o = unpack<D>(object_records<D>(s)[object]);
+            merged.object[out] = object;
+            for (uint32_t d = 0; d < D; ++d) {
+                merged.min[d][out] = o.min[d];
+                merged.max[d][out] = o.max[d];
+            }
+            merged.flags[out] = first_cell_flags(at[0], at[1], at[2], o.lo);
+            ++j;
             ++out;
         }
         HASHGRID_ASSERT(dropped == r_end - r, "box shift: a left cell lacks an entry of its object");

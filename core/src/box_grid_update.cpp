@@ -329,27 +329,35 @@ void update(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_gra
     merge_entries<D>(s, b, added, fresh.key[src], fresh.owner[src], s.merge_counts, entries);
 }
 
-/// The entries of one object that moved within its cells get its new box:
-/// each cell is found by its key, the entry by its object (a cell's entries
-/// ascend by object).
+/// The entries of one object that moved within its cells get its new box.
+/// Its cells on one (z, y) row are consecutive occupied cells (keys ascend
+/// by z, y, x and the object occupies each one): one key lookup per row.
+/// Within a cell, the entry is found by its object (a cell's entries ascend
+/// by object).
 template <uint32_t D>
 void patch_object(BoxState& s, uint32_t object) {
     const ObjectScratch o = unpack<D>(object_records<D>(s)[object]);
     const uint64_t* keys = s.cell_key;
-    const uint32_t cells = s.cell_count;
-    for_each_cell_key<D>(o, [&](uint64_t key) {
-        const auto c = static_cast<uint32_t>(std::lower_bound(keys, keys + cells, key) - keys);
-        HASHGRID_ASSERT(c < cells && keys[c] == key, "box update: a moved object's cell is missing");
-        const uint32_t* first = s.entry_object + s.cell_start[c];
-        const uint32_t* last = s.entry_object + s.cell_start[c + 1];
-        const auto e = static_cast<uint32_t>(std::lower_bound(first, last, object) - s.entry_object);
-        HASHGRID_ASSERT(e < s.cell_start[c + 1] && s.entry_object[e] == object,
-                        "box update: a moved object's entry is missing");
-        for (uint32_t d = 0; d < D; ++d) {
-            s.entry_min[d][e] = o.min[d];
-            s.entry_max[d][e] = o.max[d];
+    const uint32_t* objects = s.entry_object;
+    const auto last_x = static_cast<uint32_t>(o.hi[0] - o.lo[0]); // cells after the row's first
+    for (int32_t z = o.lo[2]; z <= o.hi[2]; ++z)
+        for (int32_t y = o.lo[1]; y <= o.hi[1]; ++y) {
+            const uint64_t key = Lattice::pack(D, o.lo[0], y, z);
+            auto c = static_cast<uint32_t>(std::lower_bound(keys, keys + s.cell_count, key) - keys);
+            HASHGRID_ASSERT(c + last_x < s.cell_count && keys[c] == key &&
+                                keys[c + last_x] == Lattice::pack(D, o.hi[0], y, z),
+                            "box update: a moved object's cells are missing");
+            for (const uint32_t row_end = c + last_x; c <= row_end; ++c) {
+                const auto e = static_cast<uint32_t>(
+                    std::lower_bound(objects + s.cell_start[c], objects + s.cell_start[c + 1], object) - objects);
+                HASHGRID_ASSERT(e < s.cell_start[c + 1] && objects[e] == object,
+                                "box update: a moved object's entry is missing");
+                for (uint32_t d = 0; d < D; ++d) {
+                    s.entry_min[d][e] = o.min[d];
+                    s.entry_max[d][e] = o.max[d];
+                }
+            }
         }
-    });
 }
 
 } // namespace
