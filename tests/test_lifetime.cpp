@@ -14,7 +14,12 @@
 #include "hashgrid_support/box_scene.h"
 #include "test_support.h"
 
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #if defined(__linux__)
@@ -735,4 +740,62 @@ TEST_CASE("init maps every page of its block, so no frame faults on first touch 
                                                              hashgrid::ProximityIndex::memory_requirements(config));
     }
 }
+
+namespace {
+
+/// The system's transparent huge page mode ("always", "madvise", "never"),
+/// or "" when it cannot be read.
+std::string huge_page_mode() {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string line;
+    std::getline(f, line);
+    const size_t open = line.find('[');
+    const size_t close = line.find(']');
+    return open != std::string::npos && close > open ? line.substr(open + 1, close - open - 1) : std::string();
+}
+
+/// The "THPeligible" value of the mapping that holds `address` in
+/// /proc/self/smaps (-1 when not found).
+int huge_page_eligible(const void* address) {
+    const auto at = reinterpret_cast<uintptr_t>(address);
+    std::ifstream f("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    while (std::getline(f, line)) {
+        uintptr_t lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && line.find(' ') > line.find('-')) {
+            inside = lo <= at && at < hi;
+            continue;
+        }
+        if (inside && line.rfind("THPeligible:", 0) == 0) return std::atoi(line.c_str() + 12);
+    }
+    return -1;
+}
+
+} // namespace
+
+// Oracle: the kernel's own account of the mapping (smaps), against a block
+// of the same size from plain malloc. Native x86-64 only: under an emulator
+// /proc/self/smaps describes the emulator's mappings.
+#if defined(__x86_64__)
+TEST_CASE("aligned_alloc_bytes offers its 2 MiB stretches to transparent huge pages (Linux, madvise mode)") {
+    if (huge_page_mode() != "madvise") {
+        MESSAGE("transparent huge pages are '" << huge_page_mode() << "' here, not 'madvise': nothing to check");
+        return;
+    }
+    constexpr uint64_t kBytes = uint64_t{16} << 20;
+    void* plain = std::malloc(kBytes); // its own mapping, never advised
+    REQUIRE(plain != nullptr);
+    void* block = hashgrid::aligned_alloc_bytes(kBytes, 64);
+    REQUIRE(block != nullptr);
+    const auto inner = [](void* p) { // an address inside the block's first whole 2 MiB stretch
+        return reinterpret_cast<void*>(
+            ((reinterpret_cast<uintptr_t>(p) + (uintptr_t{1} << 21) - 1) & ~((uintptr_t{1} << 21) - 1)) + 4096);
+    };
+    CHECK(huge_page_eligible(inner(plain)) == 0);
+    CHECK(huge_page_eligible(inner(block)) == 1);
+    hashgrid::aligned_free_bytes(block);
+    std::free(plain);
+}
+#endif
 #endif

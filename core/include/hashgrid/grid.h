@@ -281,7 +281,10 @@ bool set_pair_kernel(PairKernel kernel);
 PairKernel active_pair_kernel();
 
 /// Bytes from aligned_alloc-style allocation used by init_allocate (and
-/// available to callers that want the same). Returns null on failure.
+/// available to callers that want the same). Returns null on failure. On
+/// Linux the 2 MiB-aligned stretches of the block are offered to
+/// transparent huge pages (madvise MADV_HUGEPAGE: docs/user-guide.md,
+/// "Huge pages").
 void* aligned_alloc_bytes(uint64_t bytes, uint32_t alignment);
 /// Frees memory from aligned_alloc_bytes(). Null is a no-op.
 void aligned_free_bytes(void* memory);
