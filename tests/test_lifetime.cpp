@@ -792,8 +792,13 @@ TEST_CASE("aligned_alloc_bytes offers its 2 MiB stretches to transparent huge pa
         return reinterpret_cast<void*>(
             ((reinterpret_cast<uintptr_t>(p) + (uintptr_t{1} << 21) - 1) & ~((uintptr_t{1} << 21) - 1)) + 4096);
     };
-    CHECK(huge_page_eligible(inner(plain)) == 0);
-    CHECK(huge_page_eligible(inner(block)) == 1);
+    const int plain_eligible = huge_page_eligible(inner(plain));
+    if (plain_eligible < 0) {
+        MESSAGE("/proc/self/smaps has no THPeligible field here: nothing to check");
+    } else {
+        CHECK(plain_eligible == 0);
+        CHECK(huge_page_eligible(inner(block)) == 1);
+    }
     hashgrid::aligned_free_bytes(block);
     std::free(plain);
 }
