@@ -741,6 +741,9 @@ TEST_CASE("init maps every page of its block, so no frame faults on first touch 
     }
 }
 
+// Native x86-64 only: under an emulator /proc/self/smaps describes the
+// emulator's mappings.
+#if defined(__x86_64__)
 namespace {
 
 /// The system's transparent huge page mode ("always", "madvise", "never"),
@@ -775,9 +778,7 @@ int huge_page_eligible(const void* address) {
 } // namespace
 
 // Oracle: the kernel's own account of the mapping (smaps), against a block
-// of the same size from plain malloc. Native x86-64 only: under an emulator
-// /proc/self/smaps describes the emulator's mappings.
-#if defined(__x86_64__)
+// of the same size from plain malloc.
 TEST_CASE("aligned_alloc_bytes offers its 2 MiB stretches to transparent huge pages (Linux, madvise mode)") {
     if (huge_page_mode() != "madvise") {
         MESSAGE("transparent huge pages are '" << huge_page_mode() << "' here, not 'madvise': nothing to check");
