@@ -44,6 +44,7 @@
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/machine_load.h"
 #include "hashgrid_support/random.h"
+#include "hashgrid_support/timing.h"
 #if defined(HASHGRID_BENCH_COUNT_ALLOCATIONS)
 #include "hashgrid_support/alloc_counter.h"
 #endif
@@ -162,18 +163,13 @@ struct Particles {
     }
 };
 
-/// Value at quantile q of sorted `v` (nearest rank).
-double quantile(const std::vector<double>& sorted, double q) {
-    const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-    return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
 struct Stats {
     double p50, p90, p99, max;
 };
 
 Stats stats_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
+    using hashgrid_support::quantile;
     return {quantile(v, 0.5), quantile(v, 0.9), quantile(v, 0.99), v.back()};
 }
 

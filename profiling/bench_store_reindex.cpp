@@ -32,6 +32,7 @@
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/machine_load.h"
 #include "hashgrid_support/random.h"
+#include "hashgrid_support/timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -39,17 +40,8 @@
 #include <cstdio>
 #include <vector>
 
-namespace {
-
 using hashgrid::platform::now_ns;
-
-double median_of(std::vector<double> v, double quantile) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[static_cast<size_t>(quantile * static_cast<double>(v.size() - 1))];
-}
-
-} // namespace
+using hashgrid_support::quantile;
 
 int main(int argc, char** argv) {
     uint32_t n = 100000, frames = 500, cell = 32, moved_percent = 1, flush = 0, threads = 1, seed = 42;
@@ -151,10 +143,12 @@ int main(int argc, char** argv) {
     std::printf("bench_store_reindex: %u boxes, %u%% moved per frame, cell %u, %u frames, %u thread(s), flush %u, "
                 "%u entries\n",
                 n, moved_percent, cell, frames, threads, flush, grid.entry_count());
-    std::printf("rebuild + prepare_box_queries ms: median %.3f  p10 %.3f  p90 %.3f\n", median_of(total_ms, 0.5),
-                median_of(total_ms, 0.1), median_of(total_ms, 0.9));
-    std::printf("phases ms (median): box.rebuild.listed %.3f  box.rebuild.update %.3f\n", median_of(listed_ms, 0.5),
-                median_of(update_ms, 0.5));
+    for (std::vector<double>* v : {&total_ms, &listed_ms, &update_ms})
+        std::sort(v->begin(), v->end());
+    std::printf("rebuild + prepare_box_queries ms: median %.3f  p10 %.3f  p90 %.3f\n", quantile(total_ms, 0.5),
+                quantile(total_ms, 0.1), quantile(total_ms, 0.9));
+    std::printf("phases ms (median): box.rebuild.listed %.3f  box.rebuild.update %.3f\n", quantile(listed_ms, 0.5),
+                quantile(update_ms, 0.5));
     std::printf("other load: %.2f cores; load average %s\n", load.cores(), hashgrid_support::load_average().c_str());
     return 0;
 }

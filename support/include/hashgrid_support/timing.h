@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -30,6 +31,12 @@ inline Spread spread(std::vector<double> values) {
 }
 
 inline double median(std::vector<double> values) { return spread(std::move(values)).median; }
+
+/// Value at quantile q of sorted, non-empty `sorted` (nearest rank).
+inline double quantile(const std::vector<double>& sorted, double q) {
+    const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+    return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
 
 /// "median [min..max]" with `decimals` digits after the point.
 inline std::string format_spread(const Spread& s, int decimals) {
