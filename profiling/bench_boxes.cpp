@@ -10,8 +10,8 @@
 //       small boxes only (what G3 should cost)
 //   Q   2D, 100k clients in [-1000, 1000]^2, edges uniform in [5, 15]; 1000
 //       queries (half boxes, half circles, half-extent or radius uniform in
-//       [5, 20], centres uniform), then every object moves a little and the
-//       index is updated
+//       [5, 20] times --query-scale, centres uniform), then every object moves
+//       a little and the index is updated
 // Scene generation uses the bench's own integer generator and a deterministic
 // lognormal (polar method with its own log and exp from +, *, / only), and
 // every coordinate and step is a multiple of a power of two small enough that
@@ -66,8 +66,8 @@
 //
 //   bench_boxes [--n N] [--threads 1,2] [--frames F] [--warmup W]
 //               [--peer-frames F] [--cells 2,3] [--q-cells 16,32] [--large 64]
-//               [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K]
-//               [--moved-percent P] [--phases] [--kernel scalar|sse2|avx2|neon]
+//               [--fcl-hash-cell C] [--queries Q] [--query-scale S] [--sigma S]
+//               [--overlaps K] [--moved-percent P] [--phases] [--kernel scalar|sse2|avx2|neon]
 //               [Google Benchmark flags: --benchmark_filter=REGEX, ...]
 
 #include "box_dense_reference.h"
@@ -138,6 +138,9 @@ struct Options : hashgrid_support::FrameOptions {
     std::vector<uint32_t> large{64};         ///< BoxGridConfig::large_object_cells values (B3/B2).
     double fcl_hash_cell = 2.0;
     uint32_t queries = 1000;
+    /// Q's query half extents and radii times this: larger queries, more
+    /// results each (the batches' buffers grow to 1.25x the last total).
+    double query_scale = 1.0;
     double sigma = 0.7;
     double overlaps = 6.0; ///< Model mean overlaps per box (B3/B2), sets the world size.
     /// Share of the boxes that move in a frame (the others keep last frame's
@@ -1071,10 +1074,12 @@ struct QueryScene {
             q.circle = k % 2 == 1;
             q.x = static_cast<float>(quantize(-kQHalfWorld + scene.side * rng.unit_double(), scene.quantum));
             q.y = static_cast<float>(quantize(-kQHalfWorld + scene.side * rng.unit_double(), scene.quantum));
-            q.hx = static_cast<float>(quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), scene.quantum));
+            const double scale = g_options.query_scale;
+            q.hx = static_cast<float>(
+                quantize(scale * (kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double()), scene.quantum));
             q.hy = q.circle ? q.hx
-                            : static_cast<float>(
-                                  quantize(kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double(), scene.quantum));
+                            : static_cast<float>(quantize(
+                                  scale * (kQQueryLo + (kQQueryHi - kQQueryLo) * rng.unit_double()), scene.quantum));
         }
     }
 
@@ -1408,8 +1413,8 @@ void bench_box2d_queries(benchmark::State& state, const std::string& name) {
 
 constexpr const char* kUsage =
     "[--n N>=1000] [--threads 1,2] [--frames F] [--warmup W] [--peer-frames F] [--cells 2,3] [--q-cells 16,32] "
-    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--sigma S] [--overlaps K] [--moved-percent P] [--phases] "
-    "[--kernel scalar|sse2|avx2|neon]";
+    "[--large 64] [--fcl-hash-cell C] [--queries Q] [--query-scale S] [--sigma S] [--overlaps K] "
+    "[--moved-percent P] [--phases] [--kernel scalar|sse2|avx2|neon]";
 
 bool parse_doubles(const std::string& text, std::vector<double>& values) {
     values.clear();
@@ -1431,6 +1436,8 @@ bool parse_options(hashgrid_support::BenchArgs& args, Options& o) {
     if (args.take("--large", v)) ok = ok && parse_u32_list(v.c_str(), 1, 0x7fffffffu, o.large);
     if (args.take("--fcl-hash-cell", v)) ok = ok && parse_double(v.c_str(), o.fcl_hash_cell) && o.fcl_hash_cell > 0.0;
     if (args.take("--queries", v)) ok = ok && parse_u32(v.c_str(), o.queries) && o.queries >= 2;
+    if (args.take("--query-scale", v))
+        ok = ok && parse_double(v.c_str(), o.query_scale) && o.query_scale > 0.0 && o.query_scale <= 100.0;
     if (args.take("--sigma", v)) ok = ok && parse_double(v.c_str(), o.sigma) && o.sigma > 0.0 && o.sigma < 2.0;
     if (args.take("--overlaps", v)) ok = ok && parse_double(v.c_str(), o.overlaps) && o.overlaps > 0.0;
     if (args.take("--moved-percent", v))

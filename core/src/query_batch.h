@@ -19,12 +19,15 @@ namespace hashgrid::detail {
 /// invalid (valid totals are far below it).
 inline constexpr uint64_t kInvalidQuery = ~uint64_t{0};
 
-/// Queries per chunk: at least 16, and at most 1024 chunks. Depends on the
-/// query count only, like every chunking that decides where results go.
+/// Chunks a batch runs in at most (query_batch_grain).
+inline constexpr uint32_t kMaxBatchChunks = 1024;
+
+/// Queries per chunk: at least 16, and at most kMaxBatchChunks chunks.
+/// Depends on the query count only, like every chunking that decides where
+/// results go.
 inline uint32_t query_batch_grain(uint32_t count) {
     constexpr uint32_t kMinGrain = 16;
-    constexpr uint32_t kMaxChunks = 1024;
-    const auto grain = static_cast<uint32_t>((uint64_t{count} + kMaxChunks - 1) / kMaxChunks);
+    const auto grain = static_cast<uint32_t>((uint64_t{count} + kMaxBatchChunks - 1) / kMaxBatchChunks);
     return grain > kMinGrain ? grain : kMinGrain;
 }
 
@@ -32,15 +35,17 @@ inline uint32_t query_batch_grain(uint32_t count) {
 /// results to out (null when room is 0) in the single query's order and
 /// returns its exact total, or kInvalidQuery.
 ///
-/// One pass of query work when `out` is roomy: chunk c writes its results at
-/// c * region (region = capacity / chunks) while counting; if every chunk
-/// fit, the chunks are then moved down into place in query order (each
-/// destination is at or below its source, so in-order moves never overwrite
-/// unread results). Otherwise the counts are exact anyway and a second pass
-/// writes at the final offsets.
+/// One pass of query work where `out` is roomy: chunk c writes its results
+/// at c * region (region = capacity / chunks) while counting, and notes the
+/// first of its queries whose results did not fit there. The exact offsets
+/// then known, each chunk's fitted queries are moved into place in query
+/// order, and only the queries that did not fit run again, at their final
+/// offsets: a chunk with more results than its share costs a second run of
+/// its own overflow, not of the whole batch. The moves never overwrite
+/// results not yet moved (query_batch.h, move_fitted).
 ///
-/// `rerun`, when given, is set to true before that second pass, so that a run
-/// that counts work (QueryStats) counts each query once.
+/// `rerun`, when given, is set to true before any query runs again, so that
+/// a run that counts work (QueryStats) counts each query once.
 template <typename Out, typename Run>
 QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_capacity, Out* out, uint64_t capacity,
                             const ThreadBackend& backend, Run&& run, bool* rerun = nullptr) {
@@ -63,18 +68,23 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
     const uint32_t grain = query_batch_grain(count);
     const uint32_t chunks = static_cast<uint32_t>((uint64_t{count} + grain - 1) / grain);
     const uint64_t region = chunks != 0 ? capacity / chunks : 0;
-    std::atomic<bool> spilled{false};
+    // fitted[c]: the first query of chunk c whose results did not all fit in
+    // its region (the chunk's end when all did).
+    uint32_t fitted[kMaxBatchChunks];
     parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         const uint64_t base = uint64_t{begin / grain} * region;
         uint64_t used = 0;
+        uint32_t fit = end;
         for (uint32_t q = begin; q < end; ++q) {
             const uint64_t room = used < region ? region - used : 0;
             Out* at = room != 0 ? out + static_cast<size_t>(base + used) : nullptr;
             const uint64_t total = run(q, at, room);
             offsets[q + 1] = total;
-            if (total != kInvalidQuery) used += total;
+            if (total == kInvalidQuery) continue;
+            if (total > room && fit == end) fit = q;
+            used += total;
         }
-        if (used > region) spilled.store(true, std::memory_order_relaxed);
+        fitted[begin / grain] = fit;
     });
     uint64_t total = 0;
     uint32_t bad = 0;
@@ -95,20 +105,34 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
                          "query batch: a query is invalid (NaN or infinite value, negative size, k == 0, ...)"};
         return result;
     }
-    if (!spilled.load(std::memory_order_relaxed)) {
-        for (uint32_t c = 0; c < chunks; ++c) {
-            const uint32_t q0 = c * grain;
-            const uint32_t q1 = std::min(count, q0 + grain);
-            const uint64_t length = offsets[q1] - offsets[q0];
-            const uint64_t from = uint64_t{c} * region;
-            if (length != 0 && from != offsets[q0])
-                std::memmove(out + static_cast<size_t>(offsets[q0]), out + static_cast<size_t>(from),
-                             static_cast<size_t>(length) * sizeof(Out));
-        }
-    } else {
+    // Chunk c's fitted results sit at from = c * region and go to
+    // to = offsets[first query]: both ranges ascend with c, the sources are
+    // disjoint, and each source lies within its region. A chunk moving up
+    // (to > from) can only land on sources of chunks after it that move up
+    // too, so those go first (descending); a chunk moving down can only land
+    // on its own source (memmove) or on sources already moved. Results past
+    // `capacity` are not written.
+    auto move_fitted = [&](uint32_t c) {
+        const uint32_t q0 = c * grain;
+        const uint64_t to = offsets[q0];
+        const uint64_t from = uint64_t{c} * region;
+        if (to >= capacity || to == from) return;
+        const uint64_t length = std::min(offsets[fitted[c]] - to, capacity - to);
+        if (length != 0)
+            std::memmove(out + static_cast<size_t>(to), out + static_cast<size_t>(from),
+                         static_cast<size_t>(length) * sizeof(Out));
+    };
+    for (uint32_t c = chunks; c-- > 0;)
+        if (offsets[c * grain] > uint64_t{c} * region) move_fitted(c);
+    bool overflowed = false;
+    for (uint32_t c = 0; c < chunks; ++c) {
+        if (offsets[c * grain] < uint64_t{c} * region) move_fitted(c);
+        overflowed = overflowed || uint64_t{fitted[c]} != std::min<uint64_t>(count, uint64_t{c + 1} * grain);
+    }
+    if (overflowed) {
         if (rerun != nullptr) *rerun = true;
         parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t q = begin; q < end; ++q) {
+            for (uint32_t q = fitted[begin / grain]; q < end; ++q) {
                 const uint64_t at = offsets[q];
                 if (at >= capacity) break; // later queries start even further
                 const uint64_t room = std::min(offsets[q + 1] - at, capacity - at);

@@ -26,7 +26,11 @@
 /// output equals the concatenation of the single queries' outputs for any
 /// thread count. With a too-small `out`, offsets are still complete and exact
 /// and out holds the first `capacity` results of the concatenation
-/// (output_too_small, needed = total). An invalid query makes the whole batch
+/// (output_too_small, needed = total). Cost: each chunk writes into an equal
+/// share of `out` while it counts, and only the queries whose results did not
+/// fit their chunk's share run a second time, at their final offsets; a
+/// buffer with headroom over the expected total (last frame's plus a margin)
+/// keeps most batches to one pass. An invalid query makes the whole batch
 /// invalid_query (Status::index = lowest offending query, count = how many);
 /// out and offsets then hold unspecified partial results.
 ///
