@@ -1064,6 +1064,87 @@ TEST_CASE("batched queries equal the single queries, for every backend, chunks l
         }
 }
 
+TEST_CASE("batches whose results crowd some chunks: exact output and offsets, every capacity and backend") {
+    // Points one per unit cell along x, so a box over [a, a + t) x [0, 1)
+    // holds exactly t of them: each query's total is set by hand. Batches
+    // of 16-query chunks (and of 17, past 1024 chunks) whose totals crowd
+    // the front, the back or every third chunk make chunks outgrow their
+    // share of the output, so later chunks' results move up past several
+    // shares, earlier ones move down, and only the overflow runs again.
+    constexpr uint32_t kLine = 2048;
+    Scene s;
+    s.dims = 2;
+    for (uint32_t i = 0; i < kLine; ++i)
+        s.add(static_cast<float>(i) + 0.5f, 0.5f, 0.0f);
+    GridConfig config = bounded_config(s, unbounded_config(2, 1.0f, 1.0f, kLine, 1), 1);
+    auto owned = make_grid(config);
+    REQUIRE(owned->init_status.ok());
+    Grid& grid = **owned;
+    REQUIRE(grid.rebuild(s.spans(), serial_backend()).ok());
+
+    // total(pattern, q, count): the results of query q.
+    auto total_of = [](uint32_t pattern, uint32_t q, uint32_t count) -> uint32_t {
+        const uint32_t chunk = q / 16;
+        switch (pattern) {
+        case 0:
+            return chunk == 0 ? 300 : 1 + q % 3; // the first chunk crowded
+        case 1:
+            return q + 16 >= count ? 300 : q % 2; // the last chunk crowded
+        case 2:
+            return chunk % 3 == 0 ? 120 + q % 7 : (q % 5 == 0); // every third chunk
+        default:
+            return (q * 2654435761u >> 7) % 5 == 0 ? 200 : 0; // scattered, many empty
+        }
+    };
+    for (uint32_t count : {16u * 40u, 1024u * 16u + 5u}) {
+        for (uint32_t pattern = 0; pattern < 4; ++pattern) {
+            CAPTURE(count);
+            CAPTURE(pattern);
+            std::vector<QueryBox> boxes(count);
+            std::vector<uint64_t> expect_offsets(count + 1, 0);
+            std::vector<uint32_t> expect; // the single queries, concatenated
+            std::vector<uint32_t> buf(kLine + 1);
+            for (uint32_t q = 0; q < count; ++q) {
+                const uint32_t t = total_of(pattern, q, count);
+                const uint32_t a = (q * 37u) % (kLine - t + 1);
+                QueryBox& b = boxes[q];
+                b.min[0] = static_cast<float>(a) + 0.25f;
+                b.max[0] = static_cast<float>(a + t) - 0.25f; // t == 0: min > max never; an empty box
+                if (t == 0) b.max[0] = b.min[0];
+                b.min[1] = 0.25f;
+                b.max[1] = 0.75f;
+                const QueryResult r = query_box(grid, b, buf.data(), buf.size());
+                REQUIRE(r.total == t); // hand-computed: t points under the box
+                expect.insert(expect.end(), buf.begin(), buf.begin() + static_cast<long>(r.written));
+                expect_offsets[q + 1] = expect.size();
+            }
+            const uint64_t need = expect.size();
+            auto check_all = [&](const ThreadBackend& backend, uint32_t threads) {
+                CAPTURE(threads);
+                for (uint64_t cap : {need + need / 4, need, need - 1, need / 2, uint64_t{0}}) {
+                    CAPTURE(cap);
+                    std::vector<uint64_t> offsets(count + 1, ~uint64_t{0});
+                    std::vector<uint32_t> out(cap + 1, 0xdeadbeefu);
+                    const QueryResult r = query_box_batch(grid, boxes.data(), count, offsets.data(), offsets.size(),
+                                                          cap == 0 ? nullptr : out.data(), cap, backend);
+                    CHECK(r.total == need);
+                    CHECK(r.written == std::min(cap, need));
+                    CHECK(r.status.code == (cap >= need ? StatusCode::ok : StatusCode::output_too_small));
+                    CHECK(offsets == expect_offsets);
+                    CHECK(std::equal(expect.begin(), expect.begin() + static_cast<long>(r.written), out.begin()));
+                    if (cap < need || cap == need) CHECK(out[cap] == 0xdeadbeefu); // nothing past the capacity
+                }
+            };
+            check_all(serial_backend(), 0);
+            check_all(reverse_order_backend(), 1);
+            for (uint32_t threads : {2u, 3u, 8u}) {
+                ParallelBackend pb(threads);
+                check_all(pb.backend(), threads);
+            }
+        }
+    }
+}
+
 TEST_CASE("bad input and unbuilt grids") {
     Rng rng(3);
     const Scene s = uniform_scene(rng, 3, 200, 0.0f, 5.0f);
