@@ -68,6 +68,7 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
     const uint32_t grain = query_batch_grain(count);
     const uint32_t chunks = static_cast<uint32_t>((uint64_t{count} + grain - 1) / grain);
     const uint64_t region = chunks != 0 ? capacity / chunks : 0;
+    HASHGRID_ASSERT(chunks <= kMaxBatchChunks, "query batch: more chunks than query_batch_grain allows");
     // fitted[c]: the first query of chunk c whose results did not all fit in
     // its region (the chunk's end when all did).
     uint32_t fitted[kMaxBatchChunks];
