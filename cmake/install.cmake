@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Install rules (HASHGRID_INSTALL): public headers, the libraries, the CMake
 # package (hashgridConfig.cmake, hashgridConfigVersion.cmake and the exported
 # hashgridTargets.cmake, namespace hashgrid::) and the pkg-config files

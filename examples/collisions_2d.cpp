@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // collisions_2d: the classic "which particles are within d of each other?"
 // workload in 2D, with collision response.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // game_loop: a game's frame loop on Hashgrid, run on the game's own job
 // system.
 //

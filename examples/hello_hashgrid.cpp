@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // hello_hashgrid: the smallest complete Hashgrid program. Seven points in 2D,
 // a grid whose interaction distance is 1, one rebuild, every pair of points
 // closer than 1, printed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // job_system_demo: Hashgrid on a game's own job system.
 //
 // A game usually owns its threads. This demo has a small job system of its own

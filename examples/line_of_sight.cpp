@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // line_of_sight: a tile world, the tiles each segment touches, and whether
 // a wall blocks the line of sight.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mpi_halo: Hashgrid across MPI ranks, for simulations that outgrow one
 // machine. The unit box is cut into slabs along x, one per rank; each rank
 // runs its own Grid over the particles it owns plus a halo of its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // particles_demo: Hashgrid's first demo.
 //
 // Tens of thousands of particles move and bounce in the unit box. Every frame

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // png_check: checks the examples' PNG writer (support/.../png_writer.h) with
 // a decoder of its own, written from the PNG and zlib specifications and
 // sharing no code with the writer (bitwise CRC-32 instead of the writer's

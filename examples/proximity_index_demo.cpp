@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // proximity_index_demo: clients with boxes in a ProximityIndex, the client API
 // of a well-known spatial-hash tutorial, end to end.
 //

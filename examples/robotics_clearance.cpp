@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // robotics_clearance: a lidar-like point cloud of a room against the links
 // of a moving robot, every frame.
 //

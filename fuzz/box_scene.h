@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Box scenes of the box-grid and query fuzz targets: a BoxGridConfig and up
 // to ~200 boxes (support/'s BoxScene) from the fuzzer's bytes, and the
 // oracles of box_grid.h (validation, cells covered, closed overlap, layers,

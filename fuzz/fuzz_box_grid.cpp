@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: BoxGrid (box_grid.h). A config (2D/3D, bounded reject/clamp or
 // unbounded, small large_object_cells, tight capacities) and up to three
 // frames of at most 200 boxes with layers, each run on the serial and the

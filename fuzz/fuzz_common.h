@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared pieces of the fuzz targets: a byte reader that turns the fuzzer's
 // input into a small program, a palette of awkward floats, the float rules of
 // the headers written out again for the oracles, the two thread backends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: configs and memory of Grid, BoxGrid, ObjectStore and
 // ProximityIndex. Every config field takes good and bad values; validate()
 // and memory_requirements() are checked against the ranges the headers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: ObjectStore and ProximityIndex (objects.h, proximity_index.h)
 // under random add / move / remove / layers / user values / clear with live,
 // stale and forged handles, against a plain reference model: a dense list

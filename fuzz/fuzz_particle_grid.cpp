@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: the particle Grid (grid.h). The input is a config (2D/3D,
 // bounded reject/clamp or unbounded, uniform or per-particle radii, tight
 // capacities) and up to three frames of at most 300 particles whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: every query of particle_queries.h and box_queries.h against
 // brute force, each by the rule written in its header. The first byte picks
 // particles or boxes; the scene is valid (at most 300 particles or 200

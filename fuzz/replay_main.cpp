@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Replays fuzz inputs without libFuzzer: every file named on the command line,
 // and every file of every directory named (sorted by name, not recursive), is
 // fed once to LLVMFuzzerTestOneInput. A failed check aborts, so the exit code

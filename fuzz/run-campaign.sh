@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every fuzz target (or those named) one after another, for a number of
 # executions or seconds each, and prints executions, crashes and timeouts per
 # target. Inputs that crash or time out are kept under WORK/<target>/artifacts/.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # One bounded libFuzzer run (CTest label `fuzz`): copies the seed corpus into
 # a scratch directory, fuzzes for SECONDS with a per-input time limit, and
 # fails when libFuzzer reports a crash, a timeout or a leak (the input is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_boxes: the box broad phase (all overlapping pairs) and batched box
 // queries, side by side with Bullet, FCL and Box2D, on Google Benchmark.
 //

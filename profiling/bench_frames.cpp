@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_frames: how steady a real-time loop's frames are.
 //
 // N particles (default 100k) move in the unit cube (3D, ~30 neighbours, cell =

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_pairs: Hashgrid's rebuild and pair phases on 1M-point scenes, side by
 // side with a hand-written dense grid (dense_reference.h) and nanoflann's
 // radius search, on Google Benchmark.

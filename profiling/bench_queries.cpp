@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_queries: batched particle queries (boxes and circles) and the
 // re-index after small moves, Hashgrid against nanoflann and a plain dense
 // grid written here (counting sort into cells, direct cell lookup, scalar

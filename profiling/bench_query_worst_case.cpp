@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_query_worst_case: single queries whose cost used to grow with the
 // empty part of the world rather than with what it holds. A k = 1 nearest
 // query from one end of a 4 x ny x 10 bounded (clamp) world whose five

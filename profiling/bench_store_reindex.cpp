@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_store_reindex: a box grid kept up to date from an ObjectStore when
 // few objects move, phase by phase.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_sweeps: how a frame's cost (rebuild + all pairs into the caller's
 // buffer) moves with the particle count, the neighbour count, the thread count
 // and the cell size. Google Benchmark runs the series; profiling/plots/plot.py

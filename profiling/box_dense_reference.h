@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The box grid a user would write by hand for a level of small boxes and a
 // few large ones: a bounded dense grid of 3D boxes, rebuilt every frame by a
 // counting sort, with the large objects kept out of it. bench_boxes runs it

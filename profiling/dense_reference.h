@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The grid a user would write by hand instead of using Hashgrid: a bounded
 // dense grid of cell edge r, rebuilt every frame by a counting sort, and a
 // pair kernel that tests each home cell against its forward neighbours.

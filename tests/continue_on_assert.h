@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests that provoke programmer errors on purpose: while a ContinueOnAssert
 // lives, a failed HASHGRID_ASSERT returns to the call, as in a build without
 // asserts, so the test sees the status the call reports in every build.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Exact oracle for the cells of unbounded worlds far from their origin.
 //
 // The grid computes floor((p - origin) * scale) with the fast double formula

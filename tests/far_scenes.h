@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unbounded scenes far from their origin and across the lattice's wrap seam
 // (cells beyond 2^20 per axis in 3D, 2^30 in 2D are keyed modulo the period):
 // shared by the pair, query and golden-hash tests. Their generation is part of

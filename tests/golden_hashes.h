@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one golden-hash file: every bit-exact expectation of the determinism
 // tests, checked unchanged on every target (x86-64 GCC and clang, aarch64,
 // armhf, s390x, MinGW-w64 under wine), for every backend and thread count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fixed scenes of the golden-hash tests and the frame that hashes them:
 // shared by test_determinism.cpp (serial, oneTBB, std::thread) and
 // test_job_system.cpp (the job-system adapter), so that every backend is held

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A game-style job system for the tests of the job-system adapter
 // (hashgrid/platform/job_system_backend.h): fixed threads, a preallocated
 // queue and task records, nothing allocated after construction. It is

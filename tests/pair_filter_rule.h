@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PairFilter tests of both grid kinds (test_pairs.cpp, test_box_grid.cpp):
 // a deterministic keep rule, the pairs it keeps, and the check of a filtered
 // run against them.

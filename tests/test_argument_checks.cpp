@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Programmer errors that cost O(1) per call to detect are statuses in every
 // build, not only assertions. CTest runs this file twice: against the normal
 // core (asserts on: each check also fires the assert hook, which returns) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The thread-backend contract (thread_backend.h): every chunk
 // [c * grain, min((c + 1) * grain, count)) runs exactly once, with a worker
 // index below worker_count, and parallel_for returns only when all chunks are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bad input and too-small capacities: every class returns its documented
 // status (code, needed, index of the lowest offender, number of offenders) and
 // leaves the previous frame intact; too-small caller buffers get an exact

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid against brute force: overlapping pairs (set and documented order),
 // find_pairs_with, the view's cell table, every too-small buffer, capacity
 // statuses with the previous frame intact, bad input with the lowest index,

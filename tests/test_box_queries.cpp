@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Box-grid queries (box_queries.h) against brute force over every object.
 //
 // Views come from two builders: a small independent reference builder here

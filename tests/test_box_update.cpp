@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A box grid rebuilt every frame of a churn (objects still, moving within
 // their cells, moving to other cells, growing large, leaving the key range,
 // bad frames, changing counts) must hold exactly what a fresh grid rebuilt

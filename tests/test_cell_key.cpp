@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cell keys: pack/unpack round trips and order at the key limits, the exact
 // edge of the unbounded key range, and pairs that straddle cell edges at large
 // offsets with cell_size == interaction_distance (the case the guarded cell

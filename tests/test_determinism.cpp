@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Golden hashes: fixed scenes give bit-identical pairs, neighbour lists, sorted
 // order and cell table for the serial backend and oneTBB at 1, 2, 3, 4, 7, 8
 // and 16 threads, over repeated runs, on every target (docs/design.md, guarantee 3).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // query_face (particle_queries.h): the particles of a box within a distance
 // of one of its faces, i.e. the halo a domain decomposition sends across that
 // face. Checked against a brute-force oracle (the header's float test) on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Guard against fused multiply-add in the distance test (docs/design.md: no
 // contraction, the same operation order everywhere).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The platform layer for a game's own job system and its helpers:
 // (a) JobSystemBackend (job_system_backend.h) gives the golden hashes of the
 //     fixed scenes (golden_scenes.h) at 1, 2, 3, 4, 7, 8 and 16 workers on a

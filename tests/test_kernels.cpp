@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every pair-test kernel (scalar; SSE2 and AVX2 where the CPU has them; NEON
 // on aarch64) gives bit-identical pair arrays, and each matches the
 // brute-force oracle in the documented order. Wider SIMD must never change

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LatticeConfig (lattice_config.h): one description of the cell lattice for
 // every grid kind, validated in one place. A bad lattice gives the same
 // invalid_config, message included, from validate(LatticeConfig) and from

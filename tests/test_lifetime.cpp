@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Object lifetime: a failed init or init_allocate leaves every kind of object
 // exactly as it was (never pointers into freed memory), use before a
 // successful init is a status, and neighbor_lists' argument checks hold in

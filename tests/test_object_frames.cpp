@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An ObjectStore feeding a BoxGrid (objects.h, box_grid.h): configs kept in
 // step (box_grid_config_for, BoxGrid::rebuild(store) refusing a store that
 // does not fit), the store's layout generation, and the checked mapping of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Persistent objects (objects.h) and the client API (proximity_index.h).
 // Store: random add/move/remove/clear sequences against an independent model
 // (slots, FIFO reuse, generations, swap-remove dense order); bad handles

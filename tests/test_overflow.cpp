@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Overflow outcomes are a function of the input alone: when find_pairs runs
 // out of max_pairs or of the caller's buffer, what it writes is exactly
 // min(max_pairs, capacity) pairs (pair_capacity) or capacity pairs

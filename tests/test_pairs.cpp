@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Property tests: the grid's pairs, sorted order, cell table and neighbour
 // lists against brute-force oracles on hundreds of random scenes (2D and 3D,
 // bounded and unbounded), plus small hand-made scenes for the edge cases.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Particle queries (particle_queries.h) against brute-force oracles: radius,
 // point, box, frustum, k nearest, point-set pairs and the batched versions, on
 // random, clustered and lattice scenes (points exactly on cell edges, many

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Input already in cell order (a caller that keeps its particles in the
 // grid's sorted order and a frame in which none crossed a cell) is rebuilt
 // without the counting sort (core/src/rebuild_presorted.cpp). The oracle is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Particle and box-object queries at the float extremes, against brute-force
 // oracles that repeat the arithmetic the headers document, operation by
 // operation: coordinates, radii and plane values at denormals (1e-45,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Programmer errors that cost O(1) per call must come back as statuses in
 // every build, Release included: handle_at out of range, a store's
 // coordinate arrays asked for an axis that does not exist, every call before

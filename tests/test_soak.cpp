@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Soak: 100,000 frames of moving particles and churning box objects on one set
 // of objects, as a game or a simulation runs for half an hour. Checked:
 // - every 1000th frame, particle pairs and box pairs against brute force;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared helpers for the Hashgrid tests: a pinned integer RNG with our own float
 // conversions, FNV-1a over values, scene generators, and the brute-force oracles
 // (pairs, sorted order, cell table) that every test compares the grid against.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Frame tracing (hashgrid/trace.h) and query work counters (QueryStats).
 //
 // Real frames (rebuild, find_pairs, neighbor_lists, find_pairs_with, query

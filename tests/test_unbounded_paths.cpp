@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unbounded worlds take one of two paths per frame: a dense box (occupied
 // cells fit in about two cells per particle) or the hashed path (sparse
 // scenes). Both must give the same pairs, order and cell table, exact against

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unbounded worlds take every finite coordinate: cells beyond 2^20 per axis
 // (3D) or 2^31 (2D) are keyed modulo the period, and cells beyond 2^31 come
 // from the exact far formula. Checked against an exact big-integer cell oracle

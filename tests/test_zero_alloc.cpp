@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Zero allocations per frame (docs/design.md, guarantee 1): after init and one
 // warm-up frame, >= 100 frames of rebuild + find_pairs + neighbor_lists with
 // moving, bouncing particles make no allocation call anywhere in the process,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross toolchain: ARM64 (handheld-console-like), Debian 12 multiarch.
 # Needs (tools/setup-cross.sh): g++-aarch64-linux-gnu, qemu-user, and
 # `dpkg --add-architecture` + libtbb-dev for the target architecture.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross toolchain: 32-bit ARM hard-float (embedded; 32-bit size_t), Debian 12 multiarch.
 # Needs (tools/setup-cross.sh): g++-arm-linux-gnueabihf, qemu-user, and
 # `dpkg --add-architecture` + libtbb-dev for the target architecture.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross toolchain: big-endian s390x, Debian 12 multiarch.
 # Needs (tools/setup-cross.sh): g++-s390x-linux-gnu, qemu-user, and
 # `dpkg --add-architecture` + libtbb-dev for the target architecture.

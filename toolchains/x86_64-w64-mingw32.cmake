@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Windows-like target: MinGW-w64 (posix threads variant); tests run under wine.
 # Needs (tools/setup-cross.sh): g++-mingw-w64-x86-64-posix, wine, wine64.
 # Debian has no oneTBB for this target: configure with HASHGRID_USE_TBB=OFF

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks that every test a document names still exists: each `test_file`
 # "test case" reference (the bad-input table of docs/user-guide.md) must match
 # a TEST_CASE("test case...") in tests/test_file.cpp. Run by CTest as

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs, from Debian's archive, those of the given packages that are not
 # installed yet (as root); does nothing when all of them are. The setup-*.sh
 # scripts call it with their own name and list:

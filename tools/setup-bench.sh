@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the peer libraries profiling/bench_boxes compares against, and
 # what profiling/plots/ draws the plots with, after what tools/setup-debian.sh
 # installs (Debian 12, run as root). Does nothing when everything is already

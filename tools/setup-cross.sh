@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs what a fresh Debian 12 machine (run as root) lacks to build and test
 # every cross target: aarch64, armhf and s390x (GCC cross compilers, oneTBB
 # from Debian multiarch, qemu-user), MinGW-w64 under wine, and clang-16 for the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs what a fresh Debian 12 machine lacks to build, test and benchmark
 # Hashgrid and to build its API reference (doxygen), as root. Does nothing when
 # everything is already there.

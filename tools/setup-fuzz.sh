@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs what the `fuzz` preset needs on a fresh Debian 12 machine (as root):
 # clang 14 with its libFuzzer and sanitizer runtimes, on top of setup-debian.sh.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds and tests every configuration of the target matrix, each through its
 # CMake workflow preset (configure, build, CTest; emulated targets run under
 # qemu-user, MinGW under wine), after installing what is missing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one-block memory pattern shared by Grid, BoxGrid, ObjectStore and
 // ProximityIndex: lay every array out at 64-byte alignment (measuring first,
 // with no base), then check the caller's block against the measured size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid: config validation, the memory layout, init and the view.
 #include "box_grid_internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid::rebuild(store, backend) when the store's change log lists every
 // change since the grid's frame (ObjectStore::changes_since): only the listed
 // objects are read, instead of comparing every object with the last frame.

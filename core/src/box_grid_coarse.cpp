@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The coarse grids of a box frame (box_grid_internal.h, CoarseGrid), built by
 // find_pairs for its large objects.
 //

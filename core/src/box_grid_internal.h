@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid's private state and the helpers shared by box_grid.cpp (config,
 // layout, init), box_grid_rebuild.cpp and box_grid_pairs.cpp.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid pair search: find_pairs (all overlapping pairs) and find_pairs_with
 // (query boxes against the grid).
 //

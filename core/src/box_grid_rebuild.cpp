@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid::rebuild: boxes into the cells they cover.
 //
 // 1. Object pass (box_grid_validate.cpp; parallel over fixed chunks of

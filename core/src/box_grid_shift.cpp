@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The entries of a listed rebuild (box_grid_changed.cpp) updated in place:
 // only the cells that objects leave or enter are merged, and the cells
 // between them move as blocks by how many cells and entries the changes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid::rebuild when few objects changed cells: the previous frame's cells
 // and entries are merged with the entries of the objects whose cell range
 // changed, instead of emitting and sorting every entry again. The result is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BoxGrid::rebuild, step 1: validate each box and compute its cell range
 // (box_grid_rebuild.cpp has the steps). Boxes go in blocks of 64, one word of
 // the change bitmaps: a block is evaluated ahead without a branch per box

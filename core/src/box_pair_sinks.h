@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where a chunk of the box pair search puts its pairs (box_grid_pairs.cpp):
 // the search phase keeps them in linked blocks of the preallocated pool, and
 // a chunk searched again after the pool ran out writes them straight into

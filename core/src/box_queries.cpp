@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Box-grid queries (box_queries.h): prepare_box_queries, the set queries
 // (point, box, radius, potential collisions) in their buffer and visitor
 // forms, and their batches. Rays, frusta and nearest queries have their own

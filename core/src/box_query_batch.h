@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Box-query batches: what every batch checks and records per query, and
 // the batch whose queries share one cell index (box_queries.cpp and the
 // ray, nearest and frustum files).

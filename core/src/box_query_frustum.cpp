@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Frustum queries of the box grid (box_queries.h): query_frustum in its
 // buffer and visitor forms, and query_frustum_batch.
 //

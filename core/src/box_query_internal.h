@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the box-grid query files share (box_queries.cpp: set queries, prepare
 // and batches; box_query_ray.cpp; box_query_frustum.cpp; box_query_nearest.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The box-object queries' entry kernels (box_query_kernels.h): scalar
 // everywhere, SSE2 and AVX2 (through a target attribute, chosen at run time)
 // on x86-64, over the run loops and hit buffer of hit_buffer.h. Over a

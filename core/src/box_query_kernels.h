@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Run kernels of the box-object box and radius queries: the exact test of
 // the cell entries over runs of entries [b, e) (the entries of one or more
 // consecutive cells of a query's row), the objects of the entries that pass

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Nearest-object queries of the box grid (box_queries.h): query_nearest, its
 // visitor form and query_nearest_batch.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ray queries of the box grid (box_queries.h): query_ray, its visitor form,
 // query_ray_first and their batches.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The occupied cells of a cell range of a box frame, walked row by row:
 // through the frame's row table (BoxGridView::row_start, written by the
 // rebuild: box_grid_rebuild.cpp, write_row_starts) where there is one, else

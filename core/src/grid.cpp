@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Config validation, the memory layout and init.
 #include "grid_internal.h"
 #include "grid_state.h"

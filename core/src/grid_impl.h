@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Grid::Impl: the frame pipeline's private steps, shared by rebuild.cpp,
 // pairs.cpp and neighbor_lists.cpp.
 #pragma once

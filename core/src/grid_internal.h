@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private constants and helpers shared by the grid's translation units.
 #pragma once
 

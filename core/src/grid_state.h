@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The particle grid's state: one named struct in the grid's memory block
 // (after the arrays), filled by name when the block is laid out (grid.cpp). Grid
 // itself holds only its config and a pointer to this, so a failed re-init

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the query run kernels (query_kernels.cpp: particles;
 // box_query_kernels.cpp: box objects' cell entries) share: a kernel collects
 // its hits in a stack buffer first, where the SIMD kernels store a whole

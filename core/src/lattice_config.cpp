@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lattice rules shared by every grid kind (lattice_config.h).
 #include "block_layout.h"
 

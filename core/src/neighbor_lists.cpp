@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CSR neighbour lists from a pair array: degree count, exclusive scan, fill
 // with per-particle atomic cursors, then each list sorted ascending (entries
 // are distinct, so the result does not depend on the fill's timing).

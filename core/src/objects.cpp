@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The object store: slots with generations, dense SoA kept compact by
 // swap-remove, and a FIFO ring of free slots. See objects.h for the contract.
 #include "objects_internal.h"

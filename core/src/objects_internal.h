@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private helpers of the object store, shared with its tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lane table the AVX2 pair writers share (the particle sweep,
 // sweep_impl.inc; the box grid's cell sweep, box_cell_sweep.inc): it turns
 // an 8-bit hit mask into a permutation that moves the hit lanes' partners

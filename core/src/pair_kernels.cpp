@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pair-test kernels: sweep_impl.inc compiled once per instruction set
 // (scalar everywhere; SSE2 and AVX2 on x86-64, AVX2 through target
 // attributes and chosen at run time; NEON on aarch64), and the process-wide

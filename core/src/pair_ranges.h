@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The forward half stencil of a home cell in sorted positions: which
 // particle ranges the pair sweep tests a home cell's particles against
 // (sweep_impl.inc). The same for every kernel.

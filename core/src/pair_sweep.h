@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pair sweep's shared pieces: what a sweep reads (SweepData), the packed
 // candidate block, the pair pool and the sink that writes pairs into it, and
 // the kernel entry point. pairs.cpp runs find_pairs() on them;

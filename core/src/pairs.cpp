@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pair finding: a forward half-stencil sweep over fixed chunks of home
 // particles (sorted positions). A chunk whose place in the caller's buffer is
 // known (every earlier chunk is there) writes its pairs straight into it;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Point, radius, box, box-face and frustum queries over a built particle
 // grid, their visitor and batch forms, and Grid::find_pairs_with (see
 // particle_queries.h for contracts; nearest neighbours are in

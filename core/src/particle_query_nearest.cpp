@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // k nearest particles (query_nearest, its visitor form and its batch): a
 // max-heap of the best candidates in the caller's buffer, filled from growing
 // shells of cells or, when shells would cost more, from a walk over the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The particle queries' view of a built Grid and the cell walks every query
 // kind shares (internal to core; particle_queries.cpp and
 // particle_query_nearest.cpp include it). The arguments for which cells a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ProximityIndex: client boxes in an ObjectStore, a BoxGrid rebuilt from the
 // store when dirty, queries through box_queries.h. See proximity_index.h.
 #include "hashgrid/proximity_index.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one batch runner behind every query_*_batch (particle and box grids):
 // the batch contract of query_types.h, implemented once.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The particle queries' run kernels (query_kernels.h): scalar everywhere,
 // SSE2 and AVX2 (through a target attribute, chosen at run time) on x86-64.
 //

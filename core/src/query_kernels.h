@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Run kernels of the particle box and radius queries: the exact test over
 // runs of sorted positions [b, e) (each the particles of one or more
 // consecutive cells: a query's rows), the original indices of the particles

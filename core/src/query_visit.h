@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The visitor forms of the ordered queries (k nearest on both grid kinds,
 // ray on box grids), implemented once: results are found in short runs, each
 // by the query's own search restricted to the results strictly after the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The per-frame rebuild of the particle grid, as a list of steps
 // (rebuild_steps.h names them and the files that hold them):
 //

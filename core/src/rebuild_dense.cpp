@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The dense path of unbounded frames, step 2 of the rebuild for frames whose
 // occupied cells fit a box of at most dense_capacity cells: particles are
 // counting-sorted over that box (as in a bounded world, no per-particle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Step 1 of the rebuild: validate every particle and compute its cell, per
 // fixed chunk of particles. Bounded: the dense linear index and the chunk's
 // bucket counts. Unbounded: a packed 64-bit key (wrapped, lattice/

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The rebuild of a frame whose input is last frame's sorted order
 // (sorted_to_original) after the particles moved a little: most particles
 // are still in the cell they were in, at the position they had, and only

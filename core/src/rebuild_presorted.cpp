@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The rebuild of a frame whose input is already in cell order: the common
 // case of a caller that keeps its particles in the grid's sorted order
 // (sorted_to_original) and a frame in which none crossed a cell boundary, or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Step 3 of the rebuild: a two-level counting sort without atomics. Cells
 // are grouped into buckets of 2^shift consecutive cells. Each chunk has
 // counted its particles per bucket (steps 1 and 2); a scan in (bucket, chunk)

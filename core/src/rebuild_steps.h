@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The steps of the particle grid's rebuild, in the order rebuild.cpp runs
 // them. Each step reads and writes the grid's GridState and the frame's
 // RebuildFrame (what the steps hand to each other, by name).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The unbounded table, step 2 of the rebuild for frames that do not fit the
 // dense box: every particle's key is inserted into the open-addressing table
 // with priority-ordered linear probing (Shun & Blelloch, "Phase-concurrent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "hashgrid/thread_backend.h"
 
 namespace hashgrid {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "hashgrid/status.h"
 
 namespace hashgrid {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The trace ring (hashgrid/trace.h) and the recording wrapper of a call's
 // backend (trace_scope.h).
 //

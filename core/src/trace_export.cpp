@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Chrome trace-event JSON export of a Trace (hashgrid/trace.h). The text is
 // built in a small stack buffer and handed to the writer piece by piece:
 // nothing is allocated, whatever the ring's size.

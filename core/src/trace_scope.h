@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The library side of tracing (hashgrid/trace.h): PhaseTrace records the
 // phases of one call and wraps the call's backend so that every chunk is
 // recorded too. With no trace attached it is a null pointer and a reference

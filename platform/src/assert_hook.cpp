@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The counting assert hook (assert_hook.h). Core's hook is a bare function
 // pointer, so the hook's state is process-wide; every field is atomic so that
 // asserts failing on worker threads read it without a data race.

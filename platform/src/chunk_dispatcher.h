@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A fixed set of threads that share the chunks of one parallel_for at a time.
 // Allocation-free after construction: the job lives in this object, chunk
 // indices are claimed from one atomic word that also carries the job's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ThreadBackend on a game's job system (contract in job_system_backend.h).
 //
 // core/ asks for a loop over `count` elements in chunks of `grain`. The

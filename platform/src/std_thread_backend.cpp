@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // std::thread backend on the shared chunk dispatcher (chunk_dispatcher.h).
 #include "hashgrid/platform/std_thread_backend.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // oneTBB backend without per-call task objects.
 //
 // tbb::parallel_for allocates its task objects from oneTBB's small-object

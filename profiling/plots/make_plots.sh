@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs the sweeps, the frame-time recorder and the particle demo, and draws
 # docs/plots/*.png from their output (profiling/plots/plot.py), from the
 # repository root:

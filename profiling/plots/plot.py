@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Draws docs/plots/*.png from bench_sweeps' Google Benchmark JSON and
 bench_frames' per-frame CSV (profiling/plots/make_plots.sh runs everything).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Drives one packaging test (tests/consumers/CMakeLists.txt):
 #   cmake -DSTEP=install   -DBUILD_TREE=<dir> -DPREFIX=<dir> -P run_consumer.cmake
 #   cmake -DSTEP=cmake     -DSOURCE=<dir> -DBINARY=<dir> -DGENERATOR=<g> -DBUILD_TYPE=<cfg>

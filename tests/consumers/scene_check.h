@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The check every consumer program runs (tests/consumers/): a particle grid is
 // configured, initialised, rebuilt and asked for its pairs on eight
 // hand-placed particles whose pairs were worked out by hand. Only public

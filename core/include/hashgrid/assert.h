@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Programmer-error checks with a replaceable hook (in the spirit of Jolt's
 /// JPH_ASSERT). Data and capacity problems are Status codes, not asserts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The box grid: the broad phase for objects with their own axis-aligned boxes.
 ///

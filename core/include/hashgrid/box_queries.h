@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Queries over a built box grid: point, box, sphere/circle, segment/ray,
 /// frustum, k nearest, "potential collisions of this object", and batches of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Grid configuration and the exact memory it needs.
 ///

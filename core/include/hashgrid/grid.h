@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The grid: a per-frame counting-sort rebuild over SoA positions and exact,
 /// deterministic pair finding.

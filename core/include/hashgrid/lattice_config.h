@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The cell lattice: how space is cut into cells. Both grid kinds share it:
 /// GridConfig (config.h, particles) and BoxGridConfig (box_grid.h, boxes)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Persistent objects with handles: a fixed-capacity store of boxes that users
 /// keep across frames (add / move / remove), laid out as the dense SoA arrays a

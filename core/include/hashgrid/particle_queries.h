@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Queries over a built particle Grid: point, radius ("find nearby"), box,
 /// box face, frustum and k nearest neighbours, one at a time or in batches

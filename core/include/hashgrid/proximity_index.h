@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The client API of the classic spatial-hash tutorials ("NewClient(position,
 /// dimensions)", "UpdateClient", "FindNear(position, bounds)", "Remove"), on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The query vocabulary shared by particle grids (particle_queries.h) and box
 /// grids (box_queries.h): what a query asks (a point, a sphere, a box, a

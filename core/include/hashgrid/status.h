@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Status codes: every data or capacity problem is reported here, never
 /// dropped. Programmer errors that cost O(1) per call to detect (null pointers,

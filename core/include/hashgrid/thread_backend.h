@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The only view of threads that core/ has. platform/ implements it for oneTBB,
 /// serial execution and a game's own job system; core/ never includes TBB.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Frame tracing: every phase of a Grid / BoxGrid call and every chunk the
 /// thread backend ran, as spans in a fixed ring in caller memory, exported as

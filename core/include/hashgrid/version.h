@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The library's version. This header is the one place it is written down: the
 /// build reads it (the project version of the top CMakeLists.txt, and from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cell index of a built grid: which cells hold something and where their
 // entries are. Every grid kind stores its frame the same way, entries sorted
 // by cell, with

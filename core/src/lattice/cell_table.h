@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The open-addressing table of an unbounded particle grid's occupied cells:
 // slot_count (a power of two) slots of packed keys, kEmptyKey when free, and
 // each slot's cell index. A key's home slot is the top bits of hash_key(key);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cell lattice of a grid: which cell a coordinate falls in and how a
 // cell is keyed, for particle grids (GridConfig) and box grids
 // (BoxGridConfig) alike.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The stable parallel LSD radix sort of (key, 32-bit payload) pairs, used by
 // the particle rebuild (its distinct cell keys, rebuild_table.cpp) and the
 // box-grid rebuild (its entries by dense cell index, box_grid_rebuild.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cell coordinates of unbounded worlds, for any finite coordinate.
 //
 // An unbounded particle grid keys a cell by its integer coordinates modulo

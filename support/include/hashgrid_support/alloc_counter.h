@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counts every allocation call of the process, for programs that report how
 // many allocations a stretch of frames made (profiling/bench_frames). It
 // defines, for the whole process (Linux/glibc; link the program with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Command-line parsing of the examples and benchmarks: whole-string numbers,
 // comma-separated lists, and "--name N" count options. The rules are the ones
 // the README, the CTest smoke tests and profiling/RESULTS.md commands rely on

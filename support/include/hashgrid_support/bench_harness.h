@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the profiling programs share on top of Google Benchmark (gbench.h):
 // their own command-line options taken out of argv before
 // benchmark::Initialize, defaults for Google Benchmark's flags, the frame

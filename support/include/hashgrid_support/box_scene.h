@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A set of axis-aligned boxes as BoxGrid takes them (structure of arrays,
 // optional layers), for the tests, fuzz targets and examples that build box
 // scenes: one definition, so that every oracle reads boxes the same way.

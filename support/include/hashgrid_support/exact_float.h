@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Float arithmetic that rounds every operation, whatever the compiler flags:
 // scenes and oracles built from it are bit-identical on every target.
 #pragma once

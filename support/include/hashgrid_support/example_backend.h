@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The thread backend the examples run on: oneTBB where that backend is built
 // (HASHGRID_HAS_TBB, defined for programs that link hashgrid::tbb), else the
 // std::thread backend. Either is created once and kept for every frame.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Glue between the profiling programs and Google Benchmark: what every run
 // records next to its figures (CPU, load average, the machine's copy
 // bandwidth), the other load during each benchmark, and the memory floor of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What else the machine was doing while a benchmark ran (Linux: /proc and
 // getrusage). On a 2-core machine a busy neighbour turns 2 threads into 1, so
 // the benchmarks measure the load other processes put on the machine during

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nanoflann's dataset adaptor over structure-of-arrays float coordinates, for
 // the profiling programs that compare Hashgrid with nanoflann's kd-tree
 // (bench_pairs: 3D, bench_queries: 2D). Needs nanoflann (libnanoflann-dev).

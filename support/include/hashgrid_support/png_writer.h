@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A tiny, self-contained PNG encoder for the examples' pictures: 8-bit RGB,
 // no compression (zlib "stored" deflate blocks), so it needs no library and
 // fits in one header. Files are about 3 bytes per pixel; any PNG viewer opens

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Query shapes (query_types.h) built from the plain arrays that examples,
 // benchmarks, tests and fuzz targets keep: a centre array and a radius, an
 // SoA point set, a six-plane frustum whose unset planes accept everything.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one random generator of the examples, benchmarks and tests: splitmix64
 // (Steele, Lea, Flood 2014) with our own conversions to floats and ranges, so
 // a seed gives the same scene with every standard library and on every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Summaries of repeated timings for the examples and benchmarks: median with
 // min and max, so that one preempted frame on a shared machine does not move
 // the figure that is reported.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Uniform point clouds in the unit cube (or square) sized by their mean
 // neighbour count: the scene of the profiling sweeps and the frame-time
 // recorder (profiling/bench_sweeps.cpp, bench_frames.cpp). n points uniform in

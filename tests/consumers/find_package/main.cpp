@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A program built against an installed Hashgrid through find_package(hashgrid):
 // the hand-made scene on the serial, std::thread and (when installed) oneTBB
 // backends. Exit code 0 only if every answer is the hand-computed one.

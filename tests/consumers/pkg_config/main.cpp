@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A one-file program built with the compiler and pkg-config alone against an
 // installed Hashgrid (CTest: packaging_pkg_config):
 //   c++ -std=c++20 main.cpp $(pkg-config --cflags --libs hashgrid)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A program that builds Hashgrid as its subproject: the hand-made scene on the
 // serial, std::thread and (with HASHGRID_USE_TBB) oneTBB backends. In any
 // configuration but Debug the library is built without assertions. Exit code

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Aligned memory for grid blocks and other init-time buffers: the platform
 /// face of core's aligned_alloc_bytes / aligned_free_bytes (grid.h), plus a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// The assert hook, from the platform side: core's set_assert_hook (assert.h)
 /// re-exported, and a ready-made hook that counts failures and forwards each

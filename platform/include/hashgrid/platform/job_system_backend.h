@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Thread backend on a game's own job system. The game gives two callbacks:
 /// enqueue, which starts copies of one task function, and finish, which waits

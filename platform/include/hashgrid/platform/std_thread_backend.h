@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// std::thread backend: for targets without oneTBB (MinGW) and for
 /// ThreadSanitizer runs (every synchronization edge is in instrumented code).

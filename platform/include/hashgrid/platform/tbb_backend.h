@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// oneTBB thread backend: a task_arena created once, whose threads run
 /// persistent loops that claim core/'s (count, grain) chunks from one atomic

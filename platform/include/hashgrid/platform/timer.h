@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// Monotonic wall-clock timing for per-phase frame timers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// @file
 /// How the built-in thread backends (TbbBackend, StdThreadBackend) wait
 /// between jobs.

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: MIT
+# Checks that every source, header, CMake and script file of the repository
+# names its licence: an "SPDX-License-Identifier: MIT" line within its first
+# three lines (after a shebang, if any). Run by CTest as licence_headers:
+#   cmake -DROOT=<source dir> -P check-spdx.cmake
+set(_patterns "*.cpp" "*.h" "*.inc" "*.cmake" "*.sh" "*.py" "*.in" "CMakeLists.txt")
+set(_dirs .ci cmake core docs examples fuzz platform profiling support tests toolchains tools)
+set(_files "${ROOT}/CMakeLists.txt" "${ROOT}/.ci/run")
+foreach(_dir IN LISTS _dirs)
+  foreach(_pattern IN LISTS _patterns)
+    file(GLOB_RECURSE _found "${ROOT}/${_dir}/${_pattern}")
+    list(APPEND _files ${_found})
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES _files)
+list(LENGTH _files _count)
+if(_count LESS 100)
+  message(FATAL_ERROR "found only ${_count} files under ${ROOT}: wrong ROOT?")
+endif()
+set(_missing 0)
+foreach(_file IN LISTS _files)
+  file(STRINGS "${_file}" _head LIMIT_COUNT 3)
+  if(NOT _head MATCHES "SPDX-License-Identifier: MIT")
+    file(RELATIVE_PATH _rel "${ROOT}" "${_file}")
+    message(SEND_ERROR "${_rel}: no SPDX-License-Identifier: MIT line in its first three lines")
+    math(EXPR _missing "${_missing} + 1")
+  endif()
+endforeach()
+if(_missing GREATER 0)
+  message(FATAL_ERROR "${_missing} of ${_count} files lack the SPDX line")
+endif()
+message(STATUS "${_count} files carry the SPDX line")
