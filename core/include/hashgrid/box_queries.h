@@ -25,7 +25,15 @@
 ///
 /// One report per object, no set: an object covering several scanned cells is
 /// reported only from one of them (the min-corner rule of box_grid.h: the cell
-/// of max(query.min, object.min) per axis).
+/// of max(query.min, object.min) per axis, cells clamped into the world or the
+/// key range). The queries without a min corner:
+/// - query_radius takes query.min = centre - (radius * (1 + 2^-20) + 2^-70)
+///   per axis, in double: the low corner of the slightly widened box it scans
+///   (-inf, so every object's own minimum cell, when radius * radius
+///   overflows float);
+/// - query_frustum reports every object from its own minimum cell,
+///   cell(object.min), wherever the frustum lies.
+/// tests/test_query_order.cpp checks both against brute force.
 ///
 /// Layers. Every query takes a layer_mask right after what it asks; an object
 /// is reported when (category[object] & layer_mask) != 0 (null categories:
