@@ -38,7 +38,7 @@ int main() {
     config.max_pairs = 20ull * n;
     hashgrid::Grid grid;
     if (!grid.init_allocate(config).ok()) return 1;
-    std::vector<hashgrid::Pair> pairs(config.max_pairs);
+    std::vector<hashgrid::Pair> pairs(static_cast<size_t>(config.max_pairs)); // 64-bit count, small here
     uint64_t events = 0;
     const hashgrid::Status s = traced_frame(grid, {x.data(), y.data(), z.data(), nullptr, n},
                                             hashgrid::serial_backend(), pairs.data(), pairs.size(), events);

@@ -48,7 +48,7 @@ int main() {
         }
     std::vector<uint32_t> category(n, 1u), mask(n, 1u);
     const uint64_t capacity = 16ull * n;
-    std::vector<hashgrid::Pair> pairs(capacity);
+    std::vector<hashgrid::Pair> pairs(static_cast<size_t>(capacity));
     std::vector<uint32_t> out(n);
     const float q_lo[3] = {10.0f, 10.0f, 10.0f}, q_hi[3] = {25.0f, 20.0f, 30.0f};
     Counts counts;

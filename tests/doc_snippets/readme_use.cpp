@@ -45,8 +45,8 @@ int main() {
         z[i] = unit();
     }
     const uint64_t capacity = 20ull * n;
-    std::vector<hashgrid::Pair> pairs(capacity);
-    std::vector<uint32_t> offsets(n + 1), indices(2 * capacity), hits(n);
+    std::vector<hashgrid::Pair> pairs(static_cast<size_t>(capacity));
+    std::vector<uint32_t> offsets(n + 1), indices(static_cast<size_t>(2 * capacity)), hits(n);
     const float px = 0.5f, py = 0.5f, pz = 0.5f;
     Found found;
     const hashgrid::Status s = frame(x.data(), y.data(), z.data(), n, r, pairs.data(), capacity, offsets.data(),
