@@ -739,7 +739,8 @@ void box_queries(Input& in) {
         const hashgrid::QueryResult rr = hashgrid::query_ray(qg[0], rays[q], all, hits.data(), s.size() + 1);
         single_rays.insert(single_rays.end(), hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(rr.written));
         ray_offsets.push_back(ray_offsets.back() + rr.written);
-        hashgrid::query_ray_first(qg[0], rays[q], all, &firsts[q]);
+        const hashgrid::QueryResult rq = hashgrid::query_ray_first(qg[0], rays[q], all, &firsts[q]);
+        FUZZ_CHECK(rq.status.code == rr.status.code, "query_ray_first and query_ray disagree on a ray's status");
         std::vector<hashgrid::NearestHit> nearest_hits(nearest[q].k);
         const hashgrid::QueryResult rn =
             hashgrid::query_nearest(qg[0], nearest[q], all, nearest_hits.data(), nearest_hits.size());

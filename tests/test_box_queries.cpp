@@ -2015,7 +2015,7 @@ TEST_CASE("batches equal the single queries, identical for every thread count") 
             frusta.add(tmp.data(), hashgrid::query_frustum(qg, q.frusta[i], mask, tmp.data(), n + 1).total);
             rays.add(tmp_hits.data(), hashgrid::query_ray(qg, q.rays[i], mask, tmp_hits.data(), n + 1).total);
             nearest.add(tmp_near.data(), hashgrid::query_nearest(qg, q.nearest[i], mask, tmp_near.data(), n + 1).total);
-            hashgrid::query_ray_first(qg, q.rays[i], mask, &firsts[i]);
+            CHECK(hashgrid::query_ray_first(qg, q.rays[i], mask, &firsts[i]).status.ok());
         }
         REQUIRE(nearest.results.size() > qn); // k varies per query (1..5)
 

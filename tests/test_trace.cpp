@@ -1068,8 +1068,9 @@ TEST_CASE("query stats: particle point, radius and box batches count what brute 
 
                 // Stats add up over calls; a frustum batch counts too (tested >= results).
                 QueryStats sum = got;
-                query_radius_batch(**grid, spheres.data(), count, offsets.data(), offsets.size(), out.data(), capacity,
-                                   backend, &sum);
+                r = query_radius_batch(**grid, spheres.data(), count, offsets.data(), offsets.size(), out.data(),
+                                       capacity, backend, &sum);
+                CHECK(r.total == radius_expected.results);
                 CHECK(sum.tested == 2 * got.tested);
                 Frustum f; // the box [0.5, 5.5]^3 as six planes
                 f.plane_count = 6;

@@ -381,8 +381,9 @@ QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, 
     detail::PhaseTrace trace(grid.view.trace, backend);
     trace.begin(TracePhase::query_ray_batch);
     parallel_chunks(trace.backend(), count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        // Every ray was validated above, so each result is ok with the hit in hits[q]; the batch counts the hits.
         for (uint32_t q = begin; q < end; ++q)
-            ray_first_hit(c, rays[q], layer_mask, hits + q);
+            (void)ray_first_hit(c, rays[q], layer_mask, hits + q);
     });
     for (uint32_t q = 0; q < count; ++q)
         result.total += hits[q].index != kNoIndex ? 1u : 0u;

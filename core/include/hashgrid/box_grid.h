@@ -148,7 +148,7 @@ struct BoxGridConfig : LatticeConfig {
 };
 
 /// Not the box grid's check: it would see the lattice only. Use BoxGrid::validate.
-Status validate(const BoxGridConfig& config) = delete;
+[[nodiscard]] Status validate(const BoxGridConfig& config) = delete;
 
 /// Input boxes as structure-of-arrays. Pointers must stay valid during the call only.
 struct BoxSpans {
@@ -283,25 +283,25 @@ public:
     BoxGrid& operator=(const BoxGrid&) = delete;
 
     /// Exact bytes and alignment init() needs for a config (invalid_config when rejected).
-    static MemoryRequirements memory_requirements(const BoxGridConfig& config);
+    [[nodiscard]] static MemoryRequirements memory_requirements(const BoxGridConfig& config);
     /// The lattice rules of validate(const LatticeConfig&) first, then the
     /// 3D cell-count limit above and this config's own fields.
-    static Status validate(const BoxGridConfig& config);
+    [[nodiscard]] static Status validate(const BoxGridConfig& config);
 
     /// Lays the grid out in caller memory; nothing allocates here or later.
-    Status init(const BoxGridConfig& config, void* memory, size_t bytes);
+    [[nodiscard]] Status init(const BoxGridConfig& config, void* memory, size_t bytes);
     /// Same, allocating the block once (freed in the destructor). Re-init is
     /// a transaction: the new block is allocated before the old one is freed,
     /// and any failure (invalid_config, memory_too_small when the allocation
     /// fails) leaves the object exactly as it was. A successful init() on
     /// caller memory frees a block an earlier init_allocate() allocated.
-    Status init_allocate(const BoxGridConfig& config);
+    [[nodiscard]] Status init_allocate(const BoxGridConfig& config);
 
     /// Puts every box into the cells it covers. Validation (count, NaN/inf,
     /// min > max, range) runs before anything changes: on failure the previous
     /// frame stays intact. entry_capacity reports the exact entries needed and
     /// also keeps the previous frame.
-    Status rebuild(const BoxSpans& boxes, const ThreadBackend& backend);
+    [[nodiscard]] Status rebuild(const BoxSpans& boxes, const ThreadBackend& backend);
     /// The same from the store's live objects (object index = dense index),
     /// recording which store layout the frame's indices name (view():
     /// source_store, source_layout). Checked first, changing nothing:
@@ -309,7 +309,7 @@ public:
     /// when its dimensions differ from the grid's or its max_objects exceeds
     /// the grid's (box_grid_config_for() in objects.h derives a matching
     /// config). Then as above.
-    Status rebuild(const ObjectStore& store, const ThreadBackend& backend);
+    [[nodiscard]] Status rebuild(const ObjectStore& store, const ThreadBackend& backend);
 
     /// Every overlapping pair that passes the layer filter (and the custom
     /// filter, when given: PairFilter in query_types.h), once, in the order
@@ -317,7 +317,8 @@ public:
     /// that order (output_too_small: needed = total); more than max_pairs
     /// pairs is pair_capacity (needed = total) with the exact prefix of
     /// min(capacity, max_pairs) pairs written. not_built before a rebuild.
-    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter = {});
+    [[nodiscard]] PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend,
+                                        PairFilter filter = {});
 
     /// Two sets: every (query box, grid object) overlap that passes the layer
     /// filter, as Pair{a = index into `queries`, b = object index}; no
@@ -330,8 +331,8 @@ public:
     /// A query covering many cells costs its occupied cells (found by a
     /// galloping search over cell_key), never its volume. The custom filter
     /// sees (query index, object index).
-    PairResult find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity, const ThreadBackend& backend,
-                               PairFilter filter = {});
+    [[nodiscard]] PairResult find_pairs_with(const BoxSpans& queries, Pair* out, uint64_t capacity,
+                                             const ThreadBackend& backend, PairFilter filter = {});
 
     /// A view of the current frame for queries (box_queries.h) and for mapping
     /// results to handles (objects.h); built is false before the first rebuild.

@@ -60,7 +60,7 @@
 ///     s = store.handles_at(g.view, r, out, handles);                // out[0, r.written)
 ///     s = store.handles_at(g.view, r, out, offsets[q], offsets[q + 1] - offsets[q],
 ///                          handles);                                // query q of a batch
-///     store.handle_at(g.view, index, handle)                        // inside a visitor
+///     s = store.handle_at(g.view, index, handle);                   // inside a visitor
 ///
 /// Ray and nearest hits carry their index in .index: copy those into an array
 /// and map it with the result (the same written). A result that names
@@ -112,17 +112,19 @@ BoxQueryGrid prepare_box_queries(const BoxGridView& view, const ThreadBackend& b
 
 /// Objects whose closed box contains the point: min <= p <= max on every
 /// axis. The point must be finite. Looks at one cell and the large objects.
-QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask, uint32_t* out,
-                        uint64_t capacity);
+[[nodiscard]] QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask,
+                                      uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same objects, in the same order.
-QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask,
+                                      QueryVisitor visitor);
 
 /// Objects overlapping the closed box (a.min <= b.max and b.min <= a.max on
 /// every axis). min <= max, no NaN; infinite bounds are allowed.
-QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask, uint32_t* out,
-                      uint64_t capacity);
+[[nodiscard]] QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask, uint32_t* out,
+                                    uint64_t capacity);
 /// Visitor form (query_types.h): the same objects, in the same order.
-QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask,
+                                    QueryVisitor visitor);
 
 /// Squared distance from p to a closed box, in float: per axis
 /// d = p < min ? min - p : (p > max ? p - max : 0), then (dx*dx + dy*dy) + dz*dz
@@ -132,11 +134,11 @@ float point_box_distance2(const float p[3], const float box_min[3], const float 
 /// Objects within distance sphere.radius of sphere.center (sphere in 3D,
 /// circle in 2D): point_box_distance2(center, box) <= radius * radius (float
 /// product; closed). The centre must be finite, radius >= 0 (+inf: everything).
-QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask, uint32_t* out,
-                         uint64_t capacity);
+[[nodiscard]] QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask,
+                                       uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same objects, in the same order.
-QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask,
-                         QueryVisitor visitor);
+[[nodiscard]] QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask,
+                                       QueryVisitor visitor);
 
 /// A ray: points origin + t * direction for t in [0, max_t]. direction need
 /// not be unit length (t is then in units of its length); a zero direction is
@@ -161,7 +163,8 @@ bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3],
 
 /// Every object the ray hits (ray_box_hit), ordered by the reported (float)
 /// t, ties by object index.
-QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out,
+                                    uint64_t capacity);
 /// Visitor form: visit(context, hit) for the same hits in the same order
 /// (bit-identical t), first hit first, until it returns false. No buffer and
 /// no allocation: the hits are found in runs of 1, 2, 4, ... up to 64, each
@@ -171,11 +174,11 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
 /// query_ray_first; visiting m hits about log2(m) + m / 64 such searches,
 /// each walking the ray from the last visited hit to its own last hit (the
 /// large objects are tested once per search).
-QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayVisitor visitor);
+[[nodiscard]] QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayVisitor visitor);
 /// Only the first hit (smallest t, then smallest index): total is 0 or 1 and
 /// *hit is written when it is 1 (else hit->index = kNoIndex). Stops
 /// traversing once nothing unseen can come earlier.
-QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit);
+[[nodiscard]] QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* hit);
 
 /// Objects whose box is not entirely outside any plane: for each plane the
 /// box corner farthest along the normal (max where normal >= 0, else min)
@@ -183,10 +186,11 @@ QueryResult query_ray_first(const BoxQueryGrid& grid, const Ray& ray, uint32_t l
 /// is rejected when that is < 0 for some plane. This is the conservative test
 /// games cull with: a box near a frustum corner can pass every plane without
 /// touching the frustum.
-QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask, uint32_t* out,
-                          uint64_t capacity);
+[[nodiscard]] QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask,
+                                        uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same objects, in the same order.
-QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask,
+                                        QueryVisitor visitor);
 
 /// The query.k objects nearest to query.center by point_box_distance2,
 /// ascending (distance_squared, index), at most query.max_distance away
@@ -197,8 +201,8 @@ QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint
 /// min(k, objects within max_distance); with capacity < k, out gets the
 /// nearest `capacity` and total is still exact (counting it scans every
 /// object, on that path only).
-QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask, NearestHit* out,
-                          uint64_t capacity);
+[[nodiscard]] QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,
+                                        NearestHit* out, uint64_t capacity);
 /// Visitor form: visit(context, hit) for the same hits in the same order
 /// (bit-identical distance_squared), nearest first, until it returns false
 /// or query.k hits were visited. No buffer and no allocation: the hits are
@@ -208,15 +212,16 @@ QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, u
 /// first hit costs one k = 1 search; visiting m hits costs about
 /// log2(m) + m / 64 searches, each at most as costly as the buffer form with
 /// k = m (a search scans the shells out to its last hit's distance).
-QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,
-                          NearestVisitor visitor);
+[[nodiscard]] QueryResult query_nearest(const BoxQueryGrid& grid, const QueryNearest& query, uint32_t layer_mask,
+                                        NearestVisitor visitor);
 
 /// Objects that may collide with object `object` (< view.object_count): a
 /// box query with its own box, excluding itself, filtered by the pair rule
 /// (cat_a & mask_b) != 0 && (cat_b & mask_a) != 0.
-QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, uint32_t* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, uint32_t* out,
+                                                     uint64_t capacity);
 /// Visitor form (query_types.h): the same objects, in the same order.
-QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, QueryVisitor visitor);
 
 // ---------------------------------------------------------------------------
 /// @name Batches
@@ -230,33 +235,36 @@ QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object
 /// @{
 
 /// query_point() for each of points[0, count), in parallel.
-QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points, uint32_t count, uint32_t layer_mask,
-                              uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                              const ThreadBackend& backend, QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_point_batch(const BoxQueryGrid& grid, const QueryPoint* points, uint32_t count,
+                                            uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
+                                            uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                                            QueryStats* stats = nullptr);
 /// query_box() for each of boxes[0, count), in parallel.
-QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uint32_t count, uint32_t layer_mask,
-                            uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                            const ThreadBackend& backend, QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_box_batch(const BoxQueryGrid& grid, const QueryBox* boxes, uint32_t count,
+                                          uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
+                                          uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                                          QueryStats* stats = nullptr);
 /// query_radius() for each of spheres[0, count), in parallel.
-QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
-                               uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
-                               uint64_t capacity, const ThreadBackend& backend, QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_radius_batch(const BoxQueryGrid& grid, const QuerySphere* spheres, uint32_t count,
+                                             uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
+                                             uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
+                                             QueryStats* stats = nullptr);
 /// query_frustum() for each of frusta[0, count), in parallel.
-QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count, uint32_t layer_mask,
-                                uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                                const ThreadBackend& backend);
+[[nodiscard]] QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count,
+                                              uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
+                                              uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
 /// query_ray() for each of rays[0, count), in parallel.
-QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
-                            uint64_t* offsets, uint64_t offsets_capacity, RayHit* out, uint64_t capacity,
-                            const ThreadBackend& backend);
+[[nodiscard]] QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count,
+                                          uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
+                                          RayHit* out, uint64_t capacity, const ThreadBackend& backend);
 /// query_nearest() for each of queries[0, count), in parallel.
-QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* queries, uint32_t count,
-                                uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity, NearestHit* out,
-                                uint64_t capacity, const ThreadBackend& backend);
+[[nodiscard]] QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* queries, uint32_t count,
+                                              uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
+                                              NearestHit* out, uint64_t capacity, const ThreadBackend& backend);
 /// First hit per ray: hits[q] (index kNoIndex when nothing is hit); total =
 /// rays that hit something, written = count. hits holds count entries.
-QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
-                                  RayHit* hits, const ThreadBackend& backend);
+[[nodiscard]] QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count,
+                                                uint32_t layer_mask, RayHit* hits, const ThreadBackend& backend);
 /// @}
 
 } // namespace hashgrid

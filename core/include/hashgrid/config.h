@@ -42,18 +42,18 @@ struct GridConfig : LatticeConfig {
 };
 
 /// Exact size and alignment of the memory block init() needs for a config.
-struct MemoryRequirements {
+struct [[nodiscard]] MemoryRequirements {
     Status status;          ///< invalid_config when the config is rejected (bytes is 0 then).
     uint64_t bytes = 0;     ///< 64-bit even on 32-bit targets; status is invalid_config if it exceeds SIZE_MAX.
     uint32_t alignment = 0; ///< Power of two.
 };
 
 /// Validates the config and returns the bytes init() needs. Allocates nothing.
-MemoryRequirements memory_requirements(const GridConfig& config);
+[[nodiscard]] MemoryRequirements memory_requirements(const GridConfig& config);
 
 /// Checks a config without computing memory (same rules as init()): the
 /// lattice rules of validate(const LatticeConfig&) first, then this config's
 /// own fields.
-Status validate(const GridConfig& config);
+[[nodiscard]] Status validate(const GridConfig& config);
 
 } // namespace hashgrid

@@ -140,7 +140,7 @@ public:
     /// Validates the config and lays the grid out in caller memory (at least
     /// memory_requirements(config).bytes, aligned as it says). The grid does not
     /// own the memory. Nothing allocates, here or later.
-    Status init(const GridConfig& config, void* memory, size_t bytes);
+    [[nodiscard]] Status init(const GridConfig& config, void* memory, size_t bytes);
 
     /// Same, but allocates the block once with aligned_alloc and frees it in the destructor.
     /// Re-init is a transaction: the new block is allocated before the old one
@@ -148,7 +148,7 @@ public:
     /// allocation fails, or a too-small / misaligned block given to init())
     /// leaves the grid exactly as it was, last frame included. A successful
     /// init() on caller memory frees a block an earlier init_allocate() allocated.
-    Status init_allocate(const GridConfig& config);
+    [[nodiscard]] Status init_allocate(const GridConfig& config);
 
     /// Sorts the particles into cells. Validation (count, NaN/inf, range, radius)
     /// runs before anything is changed: on such a failure the whole frame is
@@ -159,7 +159,7 @@ public:
     /// table gets the previous frame's table back (re-inserted from its keys:
     /// the same layout), both only on that path. Feeding back last frame's sorted order (particles stored in
     /// sorted_to_original() order) makes the rebuild faster.
-    Status rebuild(const ParticleSpans& particles, const ThreadBackend& backend);
+    [[nodiscard]] Status rebuild(const ParticleSpans& particles, const ThreadBackend& backend);
 
     /// Finds all pairs of the last rebuild and writes up to `capacity` of them to
     /// `out` (may be null when capacity is 0, to ask for the count).
@@ -173,7 +173,8 @@ public:
     /// PairFilter in query_types.h). The buffer past `written` is scratch:
     /// the pair kernels' wide stores may leave up to 7 pairs of unspecified
     /// bytes after the last written pair, never at or past `capacity`.
-    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter = {});
+    [[nodiscard]] PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend,
+                                        PairFilter filter = {});
 
     /// Two sets: every (point, particle) pair with a an index into the
     /// external `points` (their radius pointer must be null; z ignored in 2D)
@@ -184,8 +185,8 @@ public:
     /// parallel with the same output for any thread count. A NaN or infinite
     /// point is invalid_query with index = lowest offending point (out may
     /// then hold partial results); before a successful rebuild, not_built.
-    PairResult find_pairs_with(const ParticleSpans& points, Pair* out, uint64_t capacity,
-                               const ThreadBackend& backend) const;
+    [[nodiscard]] PairResult find_pairs_with(const ParticleSpans& points, Pair* out, uint64_t capacity,
+                                             const ThreadBackend& backend) const;
 
     /// Per-particle neighbour lists (CSR, both directions) from a pair array
     /// (normally the one find_pairs() just wrote). offsets needs particle_count()
@@ -202,8 +203,9 @@ public:
     /// its two atomic adds, and ends the call before anything is written.
     /// Before a successful rebuild: not_built. Uses the grid's per-particle
     /// scratch (no allocation).
-    Status neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets, uint64_t offsets_capacity,
-                          uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& backend);
+    [[nodiscard]] Status neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* offsets,
+                                        uint64_t offsets_capacity, uint32_t* indices, uint64_t indices_capacity,
+                                        const ThreadBackend& backend);
 
     /// Particles in the last successful rebuild.
     [[nodiscard]] uint32_t particle_count() const;

@@ -74,6 +74,6 @@ struct LatticeConfig {
 /// < 2^31 and out_of_bounds reject or clamp. Returns invalid_config with a
 /// message naming the field, else ok. validate(GridConfig) and
 /// BoxGrid::validate run exactly this first, then check their own fields.
-Status validate(const LatticeConfig& lattice);
+[[nodiscard]] Status validate(const LatticeConfig& lattice);
 
 } // namespace hashgrid

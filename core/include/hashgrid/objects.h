@@ -174,7 +174,7 @@ struct ObjectChanges {
 };
 
 /// Outcome of ObjectStore::add().
-struct ObjectAddResult {
+struct [[nodiscard]] ObjectAddResult {
     /// ok, object_capacity (needed = size() + 1; the store is unchanged),
     /// invalid_position (NaN/inf coordinate) or invalid_box (min > max on an axis).
     Status status;
@@ -193,38 +193,38 @@ public:
     ObjectStore& operator=(const ObjectStore&) = delete;
 
     /// Exact bytes and alignment init() needs (invalid_config when the config is rejected).
-    static MemoryRequirements memory_requirements(const ObjectStoreConfig& config);
+    [[nodiscard]] static MemoryRequirements memory_requirements(const ObjectStoreConfig& config);
     /// Checks a config (dimensions 2 or 3, max_objects in [1, 2^31)): ok, or
     /// invalid_config with a message naming the field.
-    static Status validate(const ObjectStoreConfig& config);
+    [[nodiscard]] static Status validate(const ObjectStoreConfig& config);
 
     /// Lays the store out in caller memory (the store does not own it); O(max_objects).
     /// A failed init changes nothing (a store in use keeps its objects and
     /// handles); a successful one empties the store and frees a block that an
     /// earlier init_allocate() allocated.
-    Status init(const ObjectStoreConfig& config, void* memory, size_t bytes);
+    [[nodiscard]] Status init(const ObjectStoreConfig& config, void* memory, size_t bytes);
     /// Same, allocating the block once (freed in the destructor). The new block
     /// is allocated before the old one is freed: a failure (memory_too_small
     /// when the allocation fails) leaves the store exactly as it was.
-    Status init_allocate(const ObjectStoreConfig& config);
+    [[nodiscard]] Status init_allocate(const ObjectStoreConfig& config);
 
     /// Adds a box with its layers (see box_grid.h: category bits, collision mask)
     /// and an opaque user value. The box is validated first: on any failure
     /// nothing changes. Before a successful init: invalid_argument.
-    ObjectAddResult add(const ObjectBox& box, uint32_t category, uint32_t mask, uint64_t user_value);
+    [[nodiscard]] ObjectAddResult add(const ObjectBox& box, uint32_t category, uint32_t mask, uint64_t user_value);
     /// Replaces an object's box. invalid_handle (checked first), invalid_position
     /// or invalid_box change nothing. The dense index is kept. move, set_layers,
     /// set_user_value, remove and get_box return invalid_argument before a
     /// successful init (in every build); contains() is then false,
     /// dense_index() kInvalidObjectIndex and spans() empty.
-    Status move(ObjectHandle handle, const ObjectBox& box);
+    [[nodiscard]] Status move(ObjectHandle handle, const ObjectBox& box);
     /// Replaces an object's category and collision mask (dense index kept).
-    Status set_layers(ObjectHandle handle, uint32_t category, uint32_t mask);
+    [[nodiscard]] Status set_layers(ObjectHandle handle, uint32_t category, uint32_t mask);
     /// Replaces an object's user value (dense index kept).
-    Status set_user_value(ObjectHandle handle, uint64_t user_value);
+    [[nodiscard]] Status set_user_value(ObjectHandle handle, uint64_t user_value);
     /// Removes an object; the last dense object takes its dense index. Its
     /// handle (and every copy) becomes stale.
-    Status remove(ObjectHandle handle);
+    [[nodiscard]] Status remove(ObjectHandle handle);
     /// Removes every object: all handles become stale. O(size()). Nothing
     /// happens before a successful init.
     void clear();
@@ -239,7 +239,7 @@ public:
     /// against layout changes: map grid results with the calls below.
     [[nodiscard]] ObjectHandle handle_at(uint32_t dense_index) const;
     /// Box of a live object (invalid_handle leaves `out` untouched).
-    Status get_box(ObjectHandle handle, ObjectBox& out) const;
+    [[nodiscard]] Status get_box(ObjectHandle handle, ObjectBox& out) const;
 
     /// @name Checked mapping of grid results
     /// Dense indices of grid results mapped to handles and user values (see
@@ -271,47 +271,48 @@ public:
 
     /// A whole query or batch output: out[k] = handle of dense_indices[k],
     /// k < result.written (dense_indices: the buffer the query wrote).
-    Status handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
-                      ObjectHandle* out) const;
+    [[nodiscard]] Status handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                                    ObjectHandle* out) const;
     /// out[k] = user value of dense_indices[k], k < result.written.
-    Status user_values_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
-                          uint64_t* out) const;
+    [[nodiscard]] Status user_values_at(const BoxGridView& frame, const QueryResult& result,
+                                        const uint32_t* dense_indices, uint64_t* out) const;
     /// Part of a result: out[k] = handle of dense_indices[first + k], k < count,
     /// with first + count <= result.written. dense_indices is the start of
     /// the buffer the query or batch wrote, as above. Query q of a batch that
     /// wrote `flat`:
     ///
     ///     handles_at(frame, result, flat, offsets[q], offsets[q + 1] - offsets[q], handles);
-    Status handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
-                      uint64_t first, uint64_t count, ObjectHandle* out) const;
+    [[nodiscard]] Status handles_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
+                                    uint64_t first, uint64_t count, ObjectHandle* out) const;
     /// out[k] = user value of dense_indices[first + k], k < count (as above).
-    Status user_values_at(const BoxGridView& frame, const QueryResult& result, const uint32_t* dense_indices,
-                          uint64_t first, uint64_t count, uint64_t* out) const;
+    [[nodiscard]] Status user_values_at(const BoxGridView& frame, const QueryResult& result,
+                                        const uint32_t* dense_indices, uint64_t first, uint64_t count,
+                                        uint64_t* out) const;
     /// find_pairs() output: out[k] = handles of pairs[k].a and pairs[k].b,
     /// k < result.written. (find_pairs_with()'s a is an index into its
     /// queries, not a dense index: copy its b's into an array and map that
     /// with the index forms above.)
-    Status handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
-                      ObjectHandlePair* out) const;
+    [[nodiscard]] Status handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                                    ObjectHandlePair* out) const;
     /// out[k] = user values of pairs[k].a and pairs[k].b, k < result.written.
-    Status user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
-                          UserValuePair* out) const;
+    [[nodiscard]] Status user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                                        UserValuePair* out) const;
     /// Part of the pairs: out[k] = handles of pairs[first + k], k < count,
     /// with first + count <= result.written.
-    Status handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs, uint64_t first,
-                      uint64_t count, ObjectHandlePair* out) const;
+    [[nodiscard]] Status handles_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                                    uint64_t first, uint64_t count, ObjectHandlePair* out) const;
     /// out[k] = user values of pairs[first + k], k < count (as above).
-    Status user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs, uint64_t first,
-                          uint64_t count, UserValuePair* out) const;
+    [[nodiscard]] Status user_values_at(const BoxGridView& frame, const PairResult& result, const Pair* pairs,
+                                        uint64_t first, uint64_t count, UserValuePair* out) const;
 
     /// One index, without a result: the handle of the object at `dense_index`
     /// of `frame`. For visitors (QueryVisitor), which get one index per call
     /// while the query runs on the current frame; every check above except
     /// those on a result. Elsewhere map results with the calls above, which
     /// also know which frame the indices came from.
-    Status handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const;
+    [[nodiscard]] Status handle_at(const BoxGridView& frame, uint32_t dense_index, ObjectHandle& out) const;
     /// User value of the object at `dense_index` of `frame` (as handle_at).
-    Status user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const;
+    [[nodiscard]] Status user_value_at(const BoxGridView& frame, uint32_t dense_index, uint64_t& out) const;
     /// @}
 
     /// Advanced by every successful add(), remove(), clear() and init(): the
@@ -371,10 +372,10 @@ private:
     [[nodiscard]] Status check_result(const BoxGridView& frame, const QueryResult& result, const void* in,
                                       const void* out, uint64_t first, uint64_t count) const;
     /// Index checks and writes of the mapping calls, after the checks above.
-    Status write_handles(const uint32_t* in, uint64_t first, uint64_t count, ObjectHandle* out) const;
-    Status write_user_values(const uint32_t* in, uint64_t first, uint64_t count, uint64_t* out) const;
-    Status write_handles(const Pair* in, uint64_t first, uint64_t count, ObjectHandlePair* out) const;
-    Status write_user_values(const Pair* in, uint64_t first, uint64_t count, UserValuePair* out) const;
+    [[nodiscard]] Status write_handles(const uint32_t* in, uint64_t first, uint64_t count, ObjectHandle* out) const;
+    [[nodiscard]] Status write_user_values(const uint32_t* in, uint64_t first, uint64_t count, uint64_t* out) const;
+    [[nodiscard]] Status write_handles(const Pair* in, uint64_t first, uint64_t count, ObjectHandlePair* out) const;
+    [[nodiscard]] Status write_user_values(const Pair* in, uint64_t first, uint64_t count, UserValuePair* out) const;
     /// Advances layout_ (one shared sequence: see "Layout numbers") and ends
     /// the change log's lists (see "Change log").
     void advance_layout();

@@ -58,25 +58,25 @@ namespace hashgrid {
 /// Particles within the grid's interaction_distance of the point (d2 < r * r
 /// with r = interaction_distance): the point's "cell reach" (at most 2 cells
 /// per axis are visited). The point must be finite.
-QueryResult query_point(const Grid& grid, const QueryPoint& point, uint32_t* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_point(const Grid& grid, const QueryPoint& point, uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same particles, in the same order.
-QueryResult query_point(const Grid& grid, const QueryPoint& point, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_point(const Grid& grid, const QueryPoint& point, QueryVisitor visitor);
 
 /// Particles with distance < sphere.radius of sphere.center. Any radius >= 0
 /// (0 finds nothing; +inf finds every particle whose d2 is finite). Visits
 /// only the cells the radius reaches, or, for a radius that spans more cells
 /// than are occupied, walks the occupied cells instead. The centre must be
 /// finite; a radius NaN or < 0 is invalid_query.
-QueryResult query_radius(const Grid& grid, const QuerySphere& sphere, uint32_t* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_radius(const Grid& grid, const QuerySphere& sphere, uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same particles, in the same order.
-QueryResult query_radius(const Grid& grid, const QuerySphere& sphere, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_radius(const Grid& grid, const QuerySphere& sphere, QueryVisitor visitor);
 
 /// Particles inside the closed box: min <= p <= max on every axis. The cells
 /// visited are found with the grid's own key function, so boundary particles
 /// are never missed.
-QueryResult query_box(const Grid& grid, const QueryBox& box, uint32_t* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_box(const Grid& grid, const QueryBox& box, uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same particles, in the same order.
-QueryResult query_box(const Grid& grid, const QueryBox& box, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_box(const Grid& grid, const QueryBox& box, QueryVisitor visitor);
 
 /// A face of a closed box and a distance: the particles inside the box that
 /// lie within `distance` of that face (query_face). Faces are numbered
@@ -114,9 +114,9 @@ constexpr uint32_t face_index(uint32_t axis, bool upper) { return 2 * axis + (up
 /// the slab along the face are visited. invalid_query: a box query's bad
 /// input (a NaN bound, min > max), face >= 2 * dimensions, or a distance NaN
 /// or < 0.
-QueryResult query_face(const Grid& grid, const QueryFace& query, uint32_t* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_face(const Grid& grid, const QueryFace& query, uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same particles, in the same order.
-QueryResult query_face(const Grid& grid, const QueryFace& query, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_face(const Grid& grid, const QueryFace& query, QueryVisitor visitor);
 
 /// Particles inside every plane of the frustum (Plane's test in query_types.h,
 /// with p the particle's position). Cells are culled by their (slightly
@@ -126,9 +126,9 @@ QueryResult query_face(const Grid& grid, const QueryFace& query, QueryVisitor vi
 /// world's box row by row (bounded world; each row's cells are clipped to
 /// the planes first), whatever the frustum's extent. In bounded clamp mode
 /// border cells reach to infinity (they hold the clamped particles).
-QueryResult query_frustum(const Grid& grid, const Frustum& frustum, uint32_t* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_frustum(const Grid& grid, const Frustum& frustum, uint32_t* out, uint64_t capacity);
 /// Visitor form (query_types.h): the same particles, in the same order.
-QueryResult query_frustum(const Grid& grid, const Frustum& frustum, QueryVisitor visitor);
+[[nodiscard]] QueryResult query_frustum(const Grid& grid, const Frustum& frustum, QueryVisitor visitor);
 
 /// The query.k nearest particles of query.center with distance <
 /// query.max_distance (+inf: no limit), by growing shells of cells around the
@@ -141,7 +141,8 @@ QueryResult query_frustum(const Grid& grid, const Frustum& frustum, QueryVisitor
 /// total = min(k, particles within max_distance). The output buffer doubles
 /// as the search heap, so no scratch is needed. The centre must be finite;
 /// k == 0, or max_distance NaN or < 0, is invalid_query.
-QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHit* out, uint64_t capacity);
+[[nodiscard]] QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHit* out,
+                                        uint64_t capacity);
 /// Visitor form: visit(context, hit) for the same hits in the same order
 /// (bit-identical distance_squared), nearest first, until it returns false
 /// or query.k hits were visited. No buffer and no allocation: the hits are
@@ -151,7 +152,7 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHi
 /// the first hit costs one k = 1 search; visiting m hits costs about
 /// log2(m) + m / 64 searches, each at most as costly as the buffer form with
 /// k = m (a search looks at the particles out to its last hit's distance).
-QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVisitor visitor);
+[[nodiscard]] QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVisitor visitor);
 
 // ---------------------------------------------------------------------------
 /// @name Batches
@@ -164,29 +165,32 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVi
 /// @{
 
 /// query_point() for each of points[0, count), in parallel.
-QueryResult query_point_batch(const Grid& grid, const QueryPoint* points, uint32_t count, uint64_t* offsets,
-                              uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
-                              QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_point_batch(const Grid& grid, const QueryPoint* points, uint32_t count,
+                                            uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
+                                            uint64_t capacity, const ThreadBackend& backend,
+                                            QueryStats* stats = nullptr);
 /// query_radius() for each of spheres[0, count), in parallel.
-QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uint32_t count, uint64_t* offsets,
-                               uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                               const ThreadBackend& backend, QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_radius_batch(const Grid& grid, const QuerySphere* spheres, uint32_t count,
+                                             uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
+                                             uint64_t capacity, const ThreadBackend& backend,
+                                             QueryStats* stats = nullptr);
 /// query_box() for each of boxes[0, count), in parallel.
-QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
-                            uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
-                            QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_box_batch(const Grid& grid, const QueryBox* boxes, uint32_t count, uint64_t* offsets,
+                                          uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
+                                          const ThreadBackend& backend, QueryStats* stats = nullptr);
 /// query_face() for each of faces[0, count), in parallel.
-QueryResult query_face_batch(const Grid& grid, const QueryFace* faces, uint32_t count, uint64_t* offsets,
-                             uint64_t offsets_capacity, uint32_t* out, uint64_t capacity, const ThreadBackend& backend,
-                             QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_face_batch(const Grid& grid, const QueryFace* faces, uint32_t count, uint64_t* offsets,
+                                           uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
+                                           const ThreadBackend& backend, QueryStats* stats = nullptr);
 /// query_frustum() for each of frusta[0, count), in parallel.
-QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count, uint64_t* offsets,
-                                uint64_t offsets_capacity, uint32_t* out, uint64_t capacity,
-                                const ThreadBackend& backend, QueryStats* stats = nullptr);
+[[nodiscard]] QueryResult query_frustum_batch(const Grid& grid, const Frustum* frusta, uint32_t count,
+                                              uint64_t* offsets, uint64_t offsets_capacity, uint32_t* out,
+                                              uint64_t capacity, const ThreadBackend& backend,
+                                              QueryStats* stats = nullptr);
 /// query_nearest() for each of queries[0, count), in parallel.
-QueryResult query_nearest_batch(const Grid& grid, const QueryNearest* queries, uint32_t count, uint64_t* offsets,
-                                uint64_t offsets_capacity, NearestHit* out, uint64_t capacity,
-                                const ThreadBackend& backend);
+[[nodiscard]] QueryResult query_nearest_batch(const Grid& grid, const QueryNearest* queries, uint32_t count,
+                                              uint64_t* offsets, uint64_t offsets_capacity, NearestHit* out,
+                                              uint64_t capacity, const ThreadBackend& backend);
 /// @}
 
 } // namespace hashgrid

@@ -99,37 +99,38 @@ public:
     ProximityIndex& operator=(const ProximityIndex&) = delete;
 
     /// Exact bytes and alignment init() needs (invalid_config when rejected).
-    static MemoryRequirements memory_requirements(const ProximityIndexConfig& config);
+    [[nodiscard]] static MemoryRequirements memory_requirements(const ProximityIndexConfig& config);
     /// BoxGrid::validate(config.grid), then the store's rules for the same
     /// dimensions and max_objects: ok, or invalid_config naming the field.
-    static Status validate(const ProximityIndexConfig& config);
+    [[nodiscard]] static Status validate(const ProximityIndexConfig& config);
 
     /// Lays the index out in caller memory (not owned). O(max_objects).
-    Status init(const ProximityIndexConfig& config, void* memory, size_t bytes);
+    [[nodiscard]] Status init(const ProximityIndexConfig& config, void* memory, size_t bytes);
     /// Same, allocating the block once (freed in the destructor). Re-init is
     /// a transaction: the new block is allocated before the old one is freed,
     /// and any failure (invalid_config, memory_too_small when the allocation
     /// fails) leaves the object exactly as it was. A successful init() on
     /// caller memory frees a block an earlier init_allocate() allocated.
-    Status init_allocate(const ProximityIndexConfig& config);
+    [[nodiscard]] Status init_allocate(const ProximityIndexConfig& config);
 
     /// New client: a box of `dimensions` centred at `position`, with layers
     /// (box_grid.h) and an opaque user value. Checked as described above.
-    ObjectAddResult create_client(const float (&position)[3], const float (&dimensions)[3],
-                                  uint32_t category = kAllLayers, uint32_t mask = kAllLayers, uint64_t user_value = 0);
+    [[nodiscard]] ObjectAddResult create_client(const float (&position)[3], const float (&dimensions)[3],
+                                                uint32_t category = kAllLayers, uint32_t mask = kAllLayers,
+                                                uint64_t user_value = 0);
     /// New position and dimensions. invalid_handle is checked first; any
     /// failure leaves the client where it was.
-    Status update_client(ObjectHandle client, const float (&position)[3], const float (&dimensions)[3]);
+    [[nodiscard]] Status update_client(ObjectHandle client, const float (&position)[3], const float (&dimensions)[3]);
     /// New category and collision mask.
-    Status set_client_layers(ObjectHandle client, uint32_t category, uint32_t mask);
+    [[nodiscard]] Status set_client_layers(ObjectHandle client, uint32_t category, uint32_t mask);
     /// Removes a client: its handle becomes stale; another client may take its dense index.
-    Status remove_client(ObjectHandle client);
+    [[nodiscard]] Status remove_client(ObjectHandle client);
     /// Removes every client (all handles become stale).
     void clear();
 
     /// Rebuilds the grid from the clients if anything changed since the last
     /// rebuild (no-op otherwise). See "When changes become visible".
-    Status update_index(const ThreadBackend& backend);
+    [[nodiscard]] Status update_index(const ThreadBackend& backend);
     /// Backend for the rebuild a query runs on a dirty index (default: serial).
     /// The backend must outlive its use here.
     void set_query_backend(const ThreadBackend& backend) { query_backend_ = backend; }
@@ -140,20 +141,20 @@ public:
     /// `out` gets min(total, capacity) handles (may be null when capacity is
     /// 0); total is exact; output_too_small (needed = total) when it did not fit.
     /// The result's layout is 0: handles need no mapping.
-    QueryResult find_near(const float (&position)[3], const float (&dimensions)[3], uint32_t layer_mask,
-                          ObjectHandle* out, uint64_t capacity);
+    [[nodiscard]] QueryResult find_near(const float (&position)[3], const float (&dimensions)[3], uint32_t layer_mask,
+                                        ObjectHandle* out, uint64_t capacity);
     /// Clients within `radius` of `position` (circle in 2D, sphere in 3D):
     /// point_box_distance2(position, box) <= radius * radius (box_queries.h).
     /// position finite, radius >= 0 (+inf allowed), else invalid_query.
-    QueryResult find_near_radius(const float (&position)[3], float radius, uint32_t layer_mask, ObjectHandle* out,
-                                 uint64_t capacity);
+    [[nodiscard]] QueryResult find_near_radius(const float (&position)[3], float radius, uint32_t layer_mask,
+                                               ObjectHandle* out, uint64_t capacity);
     /// Every overlapping pair of clients that passes the layer rule, once
     /// (BoxGrid::find_pairs on the current clients; rebuilds first with this
     /// backend when dirty). Pairs hold dense indices: map them with
     /// objects().handles_at(grid().view(), result, pairs, out), checked
     /// (stale_view after a create, remove or clear, and for the pairs of an
     /// earlier rebuild).
-    PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
+    [[nodiscard]] PairResult find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend);
 
     /// Handle of the client at a dense index (< client_count()) now; unchecked
     /// (see find_pairs() for the checked mapping).
@@ -180,11 +181,11 @@ public:
 
 private:
     /// Checks a client box against the grid's world; counts the cells it covers (0: large).
-    Status check_box(const ObjectBox& box, uint32_t& entries) const;
+    [[nodiscard]] Status check_box(const ObjectBox& box, uint32_t& entries) const;
     /// Rebuilds with `backend` when dirty.
-    Status refresh(const ThreadBackend& backend);
+    [[nodiscard]] Status refresh(const ThreadBackend& backend);
     /// Scratch indices -> handles in `out`, with the output contract.
-    QueryResult to_handles(const QueryResult& found, ObjectHandle* out, uint64_t capacity) const;
+    [[nodiscard]] QueryResult to_handles(const QueryResult& found, ObjectHandle* out, uint64_t capacity) const;
 
     ProximityIndexConfig config_{};
     bool initialized_ = false;

@@ -7,8 +7,8 @@
 /// RayVisitor for queries, PairFilter for pair finding). A call on one grid
 /// kind reads the same as on the other:
 ///
-///     query_radius(particle_grid, sphere, out, capacity);
-///     query_radius(box_query_grid, sphere, layer_mask, out, capacity);
+///     QueryResult r = query_radius(particle_grid, sphere, out, capacity);
+///     QueryResult b = query_radius(box_query_grid, sphere, layer_mask, out, capacity);
 ///
 /// Names are verb first everywhere: `query_<shape>` for one query,
 /// `query_<shape>_batch` for many, find_pairs / find_pairs_with for pairs.
@@ -66,8 +66,9 @@ struct Pair {
 };
 static_assert(sizeof(Pair) == 8, "Pair is two 32-bit indices");
 
-/// Outcome of every query, batch and pair search.
-struct QueryResult {
+/// Outcome of every query, batch and pair search. [[nodiscard]], like Status:
+/// use it, or cast a call to (void) where ignoring it is intended.
+struct [[nodiscard]] QueryResult {
     /// ok; output_too_small (needed = total, the prefix is written);
     /// invalid_query (batches: index = lowest offending query, count = how
     /// many); not_built; stale_view (box grids); invalid_argument (null

@@ -15,7 +15,7 @@ namespace hashgrid {
 
 /// What went wrong, if anything. Capacity codes name the GridConfig field to
 /// raise; Status::needed then holds the count that would have fit everything.
-enum class StatusCode : uint32_t {
+enum class [[nodiscard]] StatusCode : uint32_t{
     ok = 0,            ///< Success.
     invalid_config,    ///< A GridConfig field is out of its documented range, or an ObjectStore's config does not
                        ///< fit the BoxGrid rebuilt from it (see Status::message).
@@ -45,8 +45,12 @@ enum class StatusCode : uint32_t {
                            ///< rebuild and query again. Nothing was read or written.
 };
 
-/// Result of an operation. Default constructed means success.
-struct Status {
+/// Result of an operation. Default constructed means success. Every Status,
+/// QueryResult (PairResult), ObjectAddResult, MemoryRequirements and
+/// TraceExport is [[nodiscard]], as is every function that returns one: a
+/// call whose result is dropped does not compile warning-free. Check it, or
+/// cast the call to (void) where ignoring it is really intended.
+struct [[nodiscard]] Status {
     /// What went wrong; StatusCode::ok on success.
     StatusCode code = StatusCode::ok;
     /// For capacity codes: the exact count that would have fit (bytes, particles, cells, pairs or elements).

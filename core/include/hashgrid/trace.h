@@ -10,16 +10,16 @@
 ///     hashgrid::MemoryRequirements req = hashgrid::Trace::memory_requirements(8192); // events
 ///     void* memory = hashgrid::aligned_alloc_bytes(req.bytes, req.alignment);         // or your own
 ///     hashgrid::Trace trace;
-///     trace.init(8192, memory, req.bytes);           // or trace.init_allocate(8192)
+///     hashgrid::Status s = trace.init(8192, memory, req.bytes); // or trace.init_allocate(8192)
 ///     grid.set_trace(&trace);                        // off again: grid.set_trace(nullptr)
 ///     ...
 ///     trace.clear();                                 // keep one frame only
 ///     trace.begin_frame();
-///     grid.rebuild(spans, backend);
-///     grid.find_pairs(pairs, capacity, backend);
+///     s = grid.rebuild(spans, backend);
+///     hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
 ///     trace.end_frame();
 ///     std::FILE* f = std::fopen("frame.json", "wb");
-///     hashgrid::write_chrome_trace(trace, f);        // open it in ui.perfetto.dev
+///     hashgrid::TraceExport e = hashgrid::write_chrome_trace(trace, f); // open it in ui.perfetto.dev
 ///     std::fclose(f);
 ///
 /// What is recorded. A span per phase of each traced call on the calling
@@ -153,14 +153,14 @@ public:
 
     /// Bytes and alignment of a ring of `capacity` events (40 bytes each).
     /// invalid_config unless 1 <= capacity < 2^31.
-    static MemoryRequirements memory_requirements(uint32_t capacity);
+    [[nodiscard]] static MemoryRequirements memory_requirements(uint32_t capacity);
 
     /// Lays the ring out in caller memory (not owned) and clears it; the hooks
     /// are kept. invalid_config, memory_too_small, memory_misaligned leave the
     /// trace as it was. Not while a traced call runs.
-    Status init(uint32_t capacity, void* memory, size_t bytes);
+    [[nodiscard]] Status init(uint32_t capacity, void* memory, size_t bytes);
     /// Same, allocating the block once (freed by the destructor or a later init).
-    Status init_allocate(uint32_t capacity);
+    [[nodiscard]] Status init_allocate(uint32_t capacity);
 
     /// Sets the hooks (all null: none). Not while a traced call runs.
     void set_hooks(const TraceHooks& hooks) { hooks_ = hooks; }
@@ -211,7 +211,7 @@ private:
 using TraceWriteFn = bool (*)(void* context, const char* data, size_t size);
 
 /// Outcome of an export.
-struct TraceExport {
+struct [[nodiscard]] TraceExport {
     /// ok, or output_too_small with needed = the full size in bytes (a buffer
     /// that is too small, or a writer that returned false; what was written
     /// is a prefix of the full text).
@@ -232,10 +232,10 @@ struct TraceExport {
 /// chunks, one track per worker (tid = worker index), with the chunk's items
 /// in "args". "otherData" gives recorded, dropped and capacity. Allocates
 /// nothing: the text is produced in small pieces. Not while a traced call runs.
-TraceExport write_chrome_trace(const Trace& trace, TraceWriteFn write, void* context);
+[[nodiscard]] TraceExport write_chrome_trace(const Trace& trace, TraceWriteFn write, void* context);
 /// Into a caller buffer of `capacity` bytes (not NUL-terminated).
-TraceExport write_chrome_trace(const Trace& trace, char* buffer, size_t capacity);
+[[nodiscard]] TraceExport write_chrome_trace(const Trace& trace, char* buffer, size_t capacity);
 /// Into a stdio stream (fwrite; a short write is output_too_small).
-TraceExport write_chrome_trace(const Trace& trace, std::FILE* file);
+[[nodiscard]] TraceExport write_chrome_trace(const Trace& trace, std::FILE* file);
 
 } // namespace hashgrid

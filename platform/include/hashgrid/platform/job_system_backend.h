@@ -46,8 +46,8 @@
 ///     jc.user_context = &jobs;
 ///     hashgrid::platform::JobSystemBackend adapter(jc);  // holds no heap memory
 ///     // 3. Every frame, as with any backend:
-///     grid.rebuild(spans, adapter.backend());
-///     grid.find_pairs(pairs, capacity, adapter.backend());
+///     hashgrid::Status s = grid.rebuild(spans, adapter.backend());
+///     hashgrid::PairResult p = grid.find_pairs(pairs, capacity, adapter.backend());
 ///
 /// Contract (what the game guarantees):
 /// - Copies. enqueue(task, copies, task_context, user_context) asks for up to
@@ -126,7 +126,7 @@ class JobSystemBackend {
 public:
     /// invalid_argument (message names the field) unless enqueue and finish
     /// are set and worker_count >= 1.
-    static Status validate(const JobSystemConfig& config);
+    [[nodiscard]] static Status validate(const JobSystemConfig& config);
 
     /// Keeps the config. An invalid one (see validate()) also fails a
     /// HASHGRID_ASSERT where asserts are compiled in; in every build status()
