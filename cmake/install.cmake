@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Install rules (HASHGRID_INSTALL): public headers, the libraries, the CMake
 # package (hashgridConfig.cmake, hashgridConfigVersion.cmake and the exported
-# hashgridTargets.cmake, namespace hashgrid::) and the pkg-config files
-# hashgrid.pc and, with the oneTBB backend, hashgrid-tbb.pc. Included from the
+# hashgridTargets.cmake, namespace hashgrid::), the pkg-config files
+# hashgrid.pc and, with the oneTBB backend, hashgrid-tbb.pc, and the licence
+# (share/doc/hashgrid/LICENSE). Included from the
 # top-level CMakeLists.txt after the library targets exist.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -36,7 +37,8 @@ install(
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/hashgridConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/package/hashgridConfig.cmake
-                              INSTALL_DESTINATION ${HASHGRID_INSTALL_CMAKEDIR})
+                              INSTALL_DESTINATION ${HASHGRID_INSTALL_CMAKEDIR}
+                              PATH_VARS CMAKE_INSTALL_DOCDIR)
 # SameMajorVersion: find_package(hashgrid X.Y) accepts X.Z for any Z >= Y.
 # Before 1.0 a minor version may break the API, so ask for a range there:
 # find_package(hashgrid 0.1...<0.2).
@@ -47,17 +49,18 @@ install(FILES ${PROJECT_BINARY_DIR}/package/hashgridConfig.cmake
         DESTINATION ${HASHGRID_INSTALL_CMAKEDIR}
         COMPONENT hashgrid_development)
 
-# pkg-config files, relocatable: paths are relative to the .pc file's own
-# directory (${pcfiledir}, known to pkg-config and pkgconf), so an install
-# with `cmake --install <build> --prefix <elsewhere>` stays usable.
+# The licence, beside the other documentation files of the prefix
+# (share/doc/hashgrid/LICENSE).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT hashgrid_development)
+
+# pkg-config files. Their prefix is the install prefix, written when
+# `cmake --install` runs (so `--prefix <elsewhere>` is honoured), normalised:
+# `pkg-config --cflags hashgrid` prints -I<prefix>/include, which pkgconf can
+# recognise as a system directory. A moved install is found with
+# `pkg-config --define-prefix` (the default on Windows), which takes the prefix
+# from where the .pc file lies. (A ${pcfiledir}/../.. prefix would be
+# relocatable without it, but pkg-config and pkgconf print such paths verbatim.)
 set(_hashgrid_pkgconfigdir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
-if(IS_ABSOLUTE "${_hashgrid_pkgconfigdir}")
-  set(HASHGRID_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
-else()
-  file(RELATIVE_PATH _hashgrid_up "/hashgrid-prefix/${_hashgrid_pkgconfigdir}" "/hashgrid-prefix")
-  string(REGEX REPLACE "/$" "" _hashgrid_up "${_hashgrid_up}")
-  set(HASHGRID_PC_PREFIX "\${pcfiledir}/${_hashgrid_up}")
-endif()
 foreach(_dir LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${_dir}}")
     set(HASHGRID_PC_${_dir} "${CMAKE_INSTALL_${_dir}}")
@@ -65,14 +68,39 @@ foreach(_dir LIBDIR INCLUDEDIR)
     set(HASHGRID_PC_${_dir} "\${prefix}/${CMAKE_INSTALL_${_dir}}")
   endif()
 endforeach()
-# The libraries are static: what they link goes on the Libs line (the thread
-# library, where this platform's C library does not hold it).
+# The libraries are static: what they link goes on the Libs line (a static
+# library's dependencies are not Libs.private, which only `--static` prints).
+# hashgrid::platform runs std::threads: -pthread with POSIX threads (also where
+# the C library holds them, as glibc >= 2.34 does and CMake then links nothing).
 find_package(Threads REQUIRED)
-string(STRIP "-L\${libdir} -lhashgrid_platform -lhashgrid ${CMAKE_THREAD_LIBS_INIT}" HASHGRID_PC_LIBS)
-configure_file(${CMAKE_CURRENT_LIST_DIR}/hashgrid.pc.in ${PROJECT_BINARY_DIR}/package/hashgrid.pc @ONLY)
-set(_hashgrid_pc_files ${PROJECT_BINARY_DIR}/package/hashgrid.pc)
-if(HASHGRID_INSTALLED_TBB)
-  configure_file(${CMAKE_CURRENT_LIST_DIR}/hashgrid-tbb.pc.in ${PROJECT_BINARY_DIR}/package/hashgrid-tbb.pc @ONLY)
-  list(APPEND _hashgrid_pc_files ${PROJECT_BINARY_DIR}/package/hashgrid-tbb.pc)
+if(CMAKE_USE_PTHREADS_INIT)
+  set(HASHGRID_PC_THREAD_LIBS "-pthread")
+else()
+  set(HASHGRID_PC_THREAD_LIBS "${CMAKE_THREAD_LIBS_INIT}")
 endif()
+string(STRIP "-L\${libdir} -lhashgrid_platform -lhashgrid ${HASHGRID_PC_THREAD_LIBS}" HASHGRID_PC_LIBS)
+# Configured twice: now with every value but the prefix, and at install time
+# with the prefix (@HASHGRID_PC_PREFIX@ survives the first pass).
+set(HASHGRID_PC_PREFIX "@HASHGRID_PC_PREFIX@")
+set(_hashgrid_pc_names hashgrid)
+if(HASHGRID_INSTALLED_TBB)
+  list(APPEND _hashgrid_pc_names hashgrid-tbb)
+endif()
+set(_hashgrid_pc_files)
+foreach(_name IN LISTS _hashgrid_pc_names)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/${_name}.pc.in ${PROJECT_BINARY_DIR}/package/${_name}.pc.prefix @ONLY)
+  list(APPEND _hashgrid_pc_files ${PROJECT_BINARY_DIR}/package/installed/${_name}.pc)
+endforeach()
+install(CODE "set(_hashgrid_pc_names \"${_hashgrid_pc_names}\")
+set(_hashgrid_pc_dir \"${PROJECT_BINARY_DIR}/package\")"
+        COMPONENT hashgrid_development)
+install(
+  CODE [[
+cmake_path(NORMAL_PATH CMAKE_INSTALL_PREFIX OUTPUT_VARIABLE HASHGRID_PC_PREFIX)
+string(REGEX REPLACE "(.)/$" "\\1" HASHGRID_PC_PREFIX "${HASHGRID_PC_PREFIX}")
+foreach(_name IN LISTS _hashgrid_pc_names)
+  configure_file("${_hashgrid_pc_dir}/${_name}.pc.prefix" "${_hashgrid_pc_dir}/installed/${_name}.pc" @ONLY)
+endforeach()
+]]
+  COMPONENT hashgrid_development)
 install(FILES ${_hashgrid_pc_files} DESTINATION ${_hashgrid_pkgconfigdir} COMPONENT hashgrid_development)

@@ -110,7 +110,11 @@ struct ObjectHandle {
     uint32_t generation = 0;      ///< Never 0 when issued.
 
     /// Equal when both the slot and the generation are.
-    friend constexpr bool operator==(const ObjectHandle&, const ObjectHandle&) = default;
+    friend constexpr bool operator==(const ObjectHandle& l, const ObjectHandle& r) {
+        return l.index == r.index && l.generation == r.generation;
+    }
+    /// Not equal when the slot or the generation differs.
+    friend constexpr bool operator!=(const ObjectHandle& l, const ObjectHandle& r) { return !(l == r); }
 };
 static_assert(sizeof(ObjectHandle) == 8, "ObjectHandle is two 32-bit values");
 

@@ -40,7 +40,7 @@ template <typename Body>
 void parallel_chunks(const ThreadBackend& backend, uint32_t count, uint32_t grain, Body&& body) {
     using BodyType = std::remove_reference_t<Body>;
     if (count == 0) return;
-    if (backend.parallel_for == nullptr) [[unlikely]] {
+    if (backend.parallel_for == nullptr) {
         const uint32_t step = grain == 0 ? count : grain; // core never passes 0; never loop forever
         for (uint32_t begin = 0; begin < count; begin += step)
             body(begin, count - begin < step ? count : begin + step, 0u);

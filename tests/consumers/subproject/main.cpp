@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-static_assert(__cplusplus >= 202002L, "linking hashgrid::hashgrid raises the target to C++20");
+static_assert(__cplusplus == 201703L, "linking hashgrid::hashgrid raised the consumer's C++17 target");
 #if defined(HASHGRID_ENABLE_ASSERTS)
 #error "HASHGRID_ENABLE_ASSERTS reached the consumer's own code"
 #endif
