@@ -18,20 +18,41 @@ namespace hashgrid::detail {
 inline constexpr uint32_t kAlignment = 64;
 
 /// Lays out every array of a block. With base == nullptr it only measures.
+/// Positions are byte offsets from the base, kept as integers: measuring
+/// never forms a pointer (arithmetic on a null base is undefined behaviour,
+/// even when the result is never used), and a part of an array (a region
+/// read as several arrays) is an offset into it, turned into a pointer by
+/// at(), which is null when measuring.
 class Layout {
 public:
     explicit Layout(unsigned char* base) : base_(base) {}
 
+    /// Room for `count` T at the next kAlignment boundary: its offset.
+    template <typename T>
+    uint64_t reserve(uint64_t count) {
+        offset_ = align_up(offset_);
+        const uint64_t start = offset_;
+        offset_ += count * sizeof(T);
+        return start;
+    }
+    /// The T at byte `offset` of the block, or null when measuring.
+    template <typename T>
+    T* at(uint64_t offset) const {
+        return base_ != nullptr ? reinterpret_cast<T*>(base_ + offset) : nullptr;
+    }
+    /// reserve() and at() in one: the array of `count` T (null when measuring).
     template <typename T>
     T* take(uint64_t count) {
-        offset_ = (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1};
-        T* p = base_ != nullptr ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
-        offset_ += count * sizeof(T);
-        return p;
+        return at<T>(reserve<T>(count));
     }
-    [[nodiscard]] uint64_t bytes() const { return (offset_ + kAlignment - 1) & ~uint64_t{kAlignment - 1}; }
+    /// The block's size so far, a multiple of kAlignment.
+    [[nodiscard]] uint64_t bytes() const { return align_up(offset_); }
 
 private:
+    static constexpr uint64_t align_up(uint64_t offset) {
+        return (offset + kAlignment - 1) & ~uint64_t{kAlignment - 1};
+    }
+
     unsigned char* base_;
     uint64_t offset_ = 0;
 };

@@ -82,15 +82,15 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, GridS
     // One region: the counting sort's scatter writes it as records of
     // (cell, index, position, radius) words, the merge as the arrays below.
     const uint64_t stage_words = uint64_t{s.particles} * (3 + c.dimensions);
-    a.stage = l.take<uint32_t>(stage_words);
+    // Its parts are offsets into it (Layout: no pointer arithmetic while measuring).
+    const uint64_t stage = l.reserve<uint32_t>(stage_words);
+    const uint64_t column = uint64_t{s.particles} * sizeof(uint32_t);
+    a.stage = l.at<uint32_t>(stage);
     a.stage_cell = a.stage;
-    a.stage_index = a.stage + s.particles;
+    a.stage_index = l.at<uint32_t>(stage + column);
     for (uint32_t d = 0; d < 3; ++d)
-        a.stage_pos[d] = d < c.dimensions && a.stage != nullptr
-                             ? reinterpret_cast<float*>(a.stage + uint64_t{s.particles} * (2 + d))
-                             : nullptr;
-    a.stage_radius =
-        a.stage != nullptr ? reinterpret_cast<float*>(a.stage + uint64_t{s.particles} * (2 + c.dimensions)) : nullptr;
+        a.stage_pos[d] = d < c.dimensions ? l.at<float>(stage + column * (2 + d)) : nullptr;
+    a.stage_radius = l.at<float>(stage + column * (2 + c.dimensions));
     a.dense_start = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr;
     a.dense_count = hashed ? l.take<uint32_t>(uint64_t{s.dense} + 1) : nullptr;
     a.chunk_box = l.take<int32_t>(uint64_t{s.chunk_slots} * 6);
