@@ -30,18 +30,20 @@ inline uint64_t walk_total(const Status& s, uint64_t count) {
 
 /// A batch traced as `phase` whose queries share one cell index, set up once:
 /// one(cells, q, out, room) answers query q into out[0, room) and returns what
-/// the batch records for it (batch_total or walk_total).
+/// the batch records for it (batch_total or walk_total). `rerun`, when not
+/// null, is set once the write pass starts (detail::BatchStats::rerun).
 template <typename Query, typename Hit, typename One>
 QueryResult cells_batch(const BoxQueryGrid& grid, TracePhase phase, const Query* queries, uint32_t count,
                         uint64_t* offsets, uint64_t offsets_capacity, Hit* out, uint64_t capacity,
-                        const ThreadBackend& backend, const One& one) {
+                        const ThreadBackend& backend, const One& one, bool* rerun = nullptr) {
     return stamped(grid, [&]() -> QueryResult {
         HASHGRID_REQUIRE_BATCH(grid, queries, count);
         detail::PhaseTrace trace(grid.view.trace, backend);
         trace.begin(phase);
         const Cells cells(grid);
-        return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
-                                       [&](uint32_t q, Hit* o, uint64_t room) { return one(cells, q, o, room); });
+        return detail::run_query_batch(
+            count, offsets, offsets_capacity, out, capacity, trace.backend(),
+            [&](uint32_t q, Hit* o, uint64_t room) { return one(cells, q, o, room); }, rerun);
     }());
 }
 

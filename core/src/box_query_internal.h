@@ -632,9 +632,11 @@ inline void entry_or_object_box(const Cells& c, uint32_t object, uint32_t entry,
 
 /// Every small object once (from its minimum cell) that passes the layer
 /// mask: O(entries), the fallback of the ray and nearest traversals.
-template <typename Hit>
-void scan_all_small(const Cells& c, uint32_t layer_mask, Hit&& hit) {
+/// on_cell() is called for each cell read (QueryStats).
+template <typename Hit, typename OnCell = NoCellNote>
+void scan_all_small(const Cells& c, uint32_t layer_mask, Hit&& hit, OnCell on_cell = {}) {
     for (uint32_t cell = 0; cell < c.cell_count; ++cell) {
+        on_cell();
         int32_t at[3] = {0, 0, 0};
         c.coordinates(cell, at[0], at[1], at[2]);
         for (uint32_t e = c.begin(cell); e < c.end(cell); ++e) {

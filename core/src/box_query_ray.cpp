@@ -5,10 +5,26 @@
 // Amanatides & Woo step from cell boundary to cell boundary along the ray.
 // Here the steps cut the t range into pieces, and each piece scans the cells
 // within eps of its part of the ray (usually one or two cells per axis). Why
-// the widening: hits are decided by a float slab test, which can accept a box
-// that the exact ray misses by a rounding error (a ray through a cell corner
-// or along a cell edge); such a box lies within eps of the ray, so a cell of
-// it is scanned. Piece cell ranges only grow along the ray (monotone in t on
+// the widening: hits are decided by the slab test (ray_box_hit, in double),
+// which can accept a box that the exact ray misses by a rounding error (a ray
+// through a cell corner or along a cell edge). How far: at the accepted t,
+// each axis' computed t1 <= t <= t2 with t1 = fl(fl(min - o) / dir), within
+// 2 ulp (relative) of the exact (min - o) / dir, so the exact point o + t dir
+// lies within about 2^-52 (|o| + |min|) of the box on every axis; the
+// traversal's own positions o + t dir and cell bounds add a few ulp of the
+// same size. eps = 2^-46 (|o| + magnitude) covers all of it 16 times over:
+// from an origin 1e10 away, 1.5e-4, a small part of any cell. (A margin
+// relative to the origin's magnitude is unavoidable: from 1e20 away the slab
+// test itself cannot tell the world's boxes apart and accepts a band about
+// 2e4 wide.)
+//
+// Cost. Pieces as wide as several cells would each rescan what their
+// neighbours scanned; when the pieces times their widening would read more
+// than about two scans of the occupied cells (a ray from very far away, a
+// long ray through a sparse extent), the query scans the occupied cells once
+// instead (scan_all_small): the same hits, found in another order and ranked
+// by (t, index) either way. So no ray costs more than a few scans of the
+// frame's cells, whatever its origin and direction. Piece cell ranges only grow along the ray (monotone in t on
 // every axis), so an object whose cell range meets two pieces also meets
 // every piece between them: an object is reported from a piece only when its
 // range misses the previous piece (the "previous cell of the path" rule of a
@@ -35,6 +51,21 @@ namespace {
 
 using namespace box_query;
 
+/// Margin of the traversal against the slab test's rounding, relative to the
+/// magnitudes involved (see the file comment).
+constexpr double kRaySlack = 0x1p-46;
+
+/// Work counts of one ray search (QueryStats::cells and ::tested; null: none).
+struct RayWork {
+    QueryStats* stats = nullptr;
+    void cell() const {
+        if (stats != nullptr) ++stats->cells;
+    }
+    void test() const {
+        if (stats != nullptr) ++stats->tested;
+    }
+};
+
 /// The ray in double, its rounding margin per axis, and the t range left
 /// after clipping it to the union of the small objects' boxes.
 struct RaySpan {
@@ -58,7 +89,7 @@ bool clip_ray(const Cells& c, const Ray& ray, RaySpan& r) {
     for (uint32_t d = 0; d < r.dims; ++d) {
         r.o[d] = static_cast<double>(ray.origin[d]);
         r.dir[d] = static_cast<double>(ray.direction[d]);
-        r.eps[d] = kRelativeSlack * (std::fabs(r.o[d]) + static_cast<double>(g.magnitude[d])) + kAbsoluteSlack;
+        r.eps[d] = kRaySlack * (std::fabs(r.o[d]) + static_cast<double>(g.magnitude[d])) + kAbsoluteSlack;
         const double lo = static_cast<double>(g.box_lo[d]) - 2.0 * r.eps[d];
         const double hi = static_cast<double>(g.box_hi[d]) + 2.0 * r.eps[d];
         if (r.dir[d] == 0.0) {
@@ -74,17 +105,23 @@ bool clip_ray(const Cells& c, const Ray& ray, RaySpan& r) {
     return r.t0 <= r.t1;
 }
 
-/// About how many pieces the traversal of [t0, t1] makes (up to a few for rounding).
+/// About how many pieces the traversal of [t0, t1] makes (up to a few for
+/// rounding), times how many cells wide the eps margin makes each piece
+/// beyond its own (1 while eps is under half a cell): the cells the
+/// traversal reads, in units of a narrow piece's.
 double piece_estimate(const Cells& c, const RaySpan& r) {
     const BoxQueryGrid& g = c.grid;
     double crossings = 1.0;
+    double widening = 1.0;
     for (uint32_t d = 0; d < r.dims; ++d) {
+        const double extent = static_cast<double>(int64_t{g.cell_hi[d]} - g.cell_lo[d] + 1);
+        widening *= std::min(extent, 1.0 + std::floor(2.0 * r.eps[d] * c.lat.scale));
         if (r.dir[d] == 0.0) continue;
         const int32_t a = std::clamp(c.cell(d, r.position(d, r.t0)), g.cell_lo[d], g.cell_hi[d]);
         const int32_t b = std::clamp(c.cell(d, r.position(d, r.t1)), g.cell_lo[d], g.cell_hi[d]);
         crossings += std::fabs(static_cast<double>(a) - static_cast<double>(b));
     }
-    return crossings;
+    return crossings * widening;
 }
 
 /// Next boundary to cross per axis from t0 (interior boundaries of the extent
@@ -115,9 +152,10 @@ void first_boundaries(const Cells& c, const RaySpan& r, int64_t next[3], double 
 /// null, t_end) in order along the ray until visit returns false. The ray is
 /// clipped to the union of the small objects' boxes first, so a ray far
 /// longer than the world costs the cells it crosses inside it. Returns false,
-/// having visited nothing, when the pieces would outnumber the occupied cells
-/// (a long ray through a sparse extent): the caller then scans the occupied
-/// cells instead (scan_all_small), which gives the same hits. With t_from > 0
+/// having visited nothing, when the pieces (weighted by their widening:
+/// piece_estimate) would outnumber the occupied cells (a long ray through a
+/// sparse extent, a ray from very far away): the caller then scans the
+/// occupied cells instead (scan_all_small), which gives the same hits. With t_from > 0
 /// the pieces start at t_from: they then meet every small object that the
 /// slab test hits with t_exit >= t_from.
 template <typename Visit>
@@ -170,8 +208,10 @@ bool traverse_ray(const Cells& c, const Ray& ray, Visit&& visit, double t_from =
 /// Small objects of a piece, once along the whole ray: calls hit(object) for
 /// each object reported from this piece that passes the layer mask.
 template <typename Hit>
-void scan_piece(const Cells& c, const CellBox& piece, const CellBox* previous, uint32_t layer_mask, Hit&& hit) {
+void scan_piece(const Cells& c, const CellBox& piece, const CellBox* previous, uint32_t layer_mask, RayWork work,
+                Hit&& hit) {
     c.walk(piece, every_row, [&](uint32_t cell, int32_t x, int32_t y, int32_t z) {
+        work.cell();
         const int32_t at[3] = {x, y, z};
         const uint32_t end = c.end(cell);
         for (uint32_t e = c.begin(cell); e < end; ++e) {
@@ -197,8 +237,9 @@ bool hit_less(const RayHit& a, const RayHit& b) { return hit_before(a, b); }
 /// The first list.limit hits of the ray in (t, index) order (only those after
 /// list.after, when set) into the list. Large objects first, then the pieces
 /// along the ray until no unseen object can come before the list's last.
-void first_hits(const Cells& c, const Ray& ray, uint32_t layer_mask, SortedHits<RayHit>& list) {
+void first_hits(const Cells& c, const Ray& ray, uint32_t layer_mask, SortedHits<RayHit>& list, RayWork work) {
     auto consider = [&](uint32_t object) {
+        work.test();
         float lo[3], hi[3];
         c.object_box(object, lo, hi);
         float t = 0.0f;
@@ -214,13 +255,13 @@ void first_hits(const Cells& c, const Ray& ray, uint32_t layer_mask, SortedHits<
     if (!traverse_ray(
             c, ray,
             [&](const CellBox& piece, const CellBox* previous, double t_end) {
-                scan_piece(c, piece, previous, layer_mask, consider);
+                scan_piece(c, piece, previous, layer_mask, work, consider);
                 // An unseen object's slab t exceeds t_end up to rounding (float t: 2^-24 relative).
                 return !list.full() ||
                        !(static_cast<double>(list.out[list.limit - 1].t) < t_end * (1.0 - kRelativeSlack));
             },
             t_from))
-        scan_all_small(c, layer_mask, consider);
+        scan_all_small(c, layer_mask, consider, [&] { work.cell(); });
 }
 
 } // namespace
@@ -262,7 +303,8 @@ namespace {
 
 /// The query on a checked grid's cell index (copied: the stores into `out`
 /// could otherwise alias it, and every hit would reload it).
-QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity) {
+QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, RayHit* out, uint64_t capacity,
+                     RayWork work = {}) {
     const Cells c = cells;
     if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray: NaN/infinite ray or negative max_t");
     // The best `capacity` hits by (t, index) in a max-heap in the caller's
@@ -271,6 +313,7 @@ QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, Ra
     uint64_t count = 0;
     uint64_t size = 0;
     auto consider = [&](uint32_t object) {
+        work.test();
         float lo[3], hi[3];
         c.object_box(object, lo, hi);
         float t = 0.0f;
@@ -288,10 +331,10 @@ QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, Ra
     };
     // Hits are ranked by (t, index) whatever the order they are found in.
     if (!traverse_ray(c, ray, [&](const CellBox& piece, const CellBox* previous, double) {
-            scan_piece(c, piece, previous, layer_mask, consider);
+            scan_piece(c, piece, previous, layer_mask, work, consider);
             return true;
         }))
-        scan_all_small(c, layer_mask, consider);
+        scan_all_small(c, layer_mask, consider, [&] { work.cell(); });
     for (uint32_t j = 0; j < c.view.large_count; ++j)
         if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
     std::sort_heap(out, out + size, hit_less);
@@ -308,11 +351,11 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
 namespace {
 
 /// The first hit on a checked grid's cell index.
-QueryResult ray_first_hit(const Cells& c, const Ray& ray, uint32_t layer_mask, RayHit* hit) {
+QueryResult ray_first_hit(const Cells& c, const Ray& ray, uint32_t layer_mask, RayHit* hit, RayWork work = {}) {
     if (!valid_ray(ray, c.lat.dims)) return invalid("query_ray_first: NaN/infinite ray or negative max_t");
     RayHit best{kNoIndex, 0.0f};
     SortedHits<RayHit> list{&best, 1};
-    first_hits(c, ray, layer_mask, list);
+    first_hits(c, ray, layer_mask, list, work);
     *hit = best; // index kNoIndex when nothing is hit
     return finish(list.size, 1);
 }
@@ -327,7 +370,7 @@ QueryResult visit_ray_in_frame(const BoxQueryGrid& grid, const Ray& ray, uint32_
     QueryResult r;
     r.total = detail::visit_in_runs<RayHit>(visitor, ~uint64_t{0}, [&](const RayHit* after, RayHit* run, uint32_t m) {
         SortedHits<RayHit> list{run, m, after};
-        first_hits(c, ray, layer_mask, list);
+        first_hits(c, ray, layer_mask, list, {});
         return list.size;
     });
     return r;
@@ -349,18 +392,27 @@ QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_m
 
 QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
                             uint64_t* offsets, uint64_t offsets_capacity, RayHit* out, uint64_t capacity,
-                            const ThreadBackend& backend) {
-    return cells_batch(grid, TracePhase::query_ray_batch, rays, count, offsets, offsets_capacity, out, capacity,
-                       backend, [&](const Cells& c, uint32_t q, RayHit* o, uint64_t room) {
-                           return batch_total(ray_hits(c, rays[q], layer_mask, o, room));
-                       });
+                            const ThreadBackend& backend, QueryStats* stats) {
+    detail::BatchStats counts;
+    const QueryResult r = cells_batch(
+        grid, TracePhase::query_ray_batch, rays, count, offsets, offsets_capacity, out, capacity, backend,
+        [&](const Cells& c, uint32_t q, RayHit* o, uint64_t room) {
+            if (stats == nullptr) return batch_total(ray_hits(c, rays[q], layer_mask, o, room));
+            QueryStats work{};
+            const uint64_t total = batch_total(ray_hits(c, rays[q], layer_mask, o, room, RayWork{&work}));
+            counts.add(work, total);
+            return total;
+        },
+        &counts.rerun);
+    counts.add_to(stats);
+    return r;
 }
 
 namespace {
 
 /// The batch without its layout stamp.
 QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
-                                     RayHit* hits, const ThreadBackend& backend) {
+                                     RayHit* hits, const ThreadBackend& backend, QueryStats* stats) {
     HASHGRID_REQUIRE_BATCH(grid, rays, count);
     HASHGRID_REQUIRE_ARGUMENT(hits != nullptr || count == 0, "query_ray_first_batch: null hits");
     // Validate first so that nothing is written for an invalid batch.
@@ -380,11 +432,20 @@ QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, 
     const uint32_t grain = detail::query_batch_grain(count);
     detail::PhaseTrace trace(grid.view.trace, backend);
     trace.begin(TracePhase::query_ray_batch);
+    detail::BatchStats counts;
     parallel_chunks(trace.backend(), count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         // Every ray was validated above, so each result is ok with the hit in hits[q]; the batch counts the hits.
-        for (uint32_t q = begin; q < end; ++q)
-            (void)ray_first_hit(c, rays[q], layer_mask, hits + q);
+        for (uint32_t q = begin; q < end; ++q) {
+            if (stats == nullptr) {
+                (void)ray_first_hit(c, rays[q], layer_mask, hits + q);
+                continue;
+            }
+            QueryStats work{};
+            const QueryResult one = ray_first_hit(c, rays[q], layer_mask, hits + q, RayWork{&work});
+            counts.add(work, one.total);
+        }
     });
+    counts.add_to(stats);
     for (uint32_t q = 0; q < count; ++q)
         result.total += hits[q].index != kNoIndex ? 1u : 0u;
     result.written = count;
@@ -394,8 +455,8 @@ QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, 
 } // namespace
 
 QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count, uint32_t layer_mask,
-                                  RayHit* hits, const ThreadBackend& backend) {
-    return stamped(grid, ray_first_batch_in_frame(grid, rays, count, layer_mask, hits, backend));
+                                  RayHit* hits, const ThreadBackend& backend, QueryStats* stats) {
+    return stamped(grid, ray_first_batch_in_frame(grid, rays, count, layer_mask, hits, backend, stats));
 }
 
 } // namespace hashgrid

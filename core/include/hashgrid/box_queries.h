@@ -162,7 +162,12 @@ Ray segment_ray(const float start[3], const float end[3]);
 bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3], uint32_t dimensions, float& t);
 
 /// Every object the ray hits (ray_box_hit), ordered by the reported (float)
-/// t, ties by object index.
+/// t, ties by object index. Cost: the cells along the ray within the
+/// occupied cells' extent (each piece of the ray between two cell
+/// boundaries reads its cells, widened by a rounding margin of 2^-46 of the
+/// origin's magnitude), or one scan of the occupied cells when that would
+/// read more (a long ray through a sparse extent, an origin so far away that
+/// the margin spans several cells): at most a few scans, whatever the ray.
 [[nodiscard]] QueryResult query_ray(const BoxQueryGrid& grid, const Ray& ray, uint32_t layer_mask, RayHit* out,
                                     uint64_t capacity);
 /// Visitor form: visit(context, hit) for the same hits in the same order
@@ -253,18 +258,23 @@ bool ray_box_hit(const Ray& ray, const float box_min[3], const float box_max[3],
 [[nodiscard]] QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count,
                                               uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
                                               uint32_t* out, uint64_t capacity, const ThreadBackend& backend);
-/// query_ray() for each of rays[0, count), in parallel.
+/// query_ray() for each of rays[0, count), in parallel. QueryStats: cells =
+/// occupied cells the traversal (or its fallback scan) read, tested = slab
+/// tests (ray_box_hit) run.
 [[nodiscard]] QueryResult query_ray_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count,
                                           uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
-                                          RayHit* out, uint64_t capacity, const ThreadBackend& backend);
+                                          RayHit* out, uint64_t capacity, const ThreadBackend& backend,
+                                          QueryStats* stats = nullptr);
 /// query_nearest() for each of queries[0, count), in parallel.
 [[nodiscard]] QueryResult query_nearest_batch(const BoxQueryGrid& grid, const QueryNearest* queries, uint32_t count,
                                               uint32_t layer_mask, uint64_t* offsets, uint64_t offsets_capacity,
                                               NearestHit* out, uint64_t capacity, const ThreadBackend& backend);
 /// First hit per ray: hits[q] (index kNoIndex when nothing is hit); total =
 /// rays that hit something, written = count. hits holds count entries.
+/// QueryStats as query_ray_batch's (results: the rays that hit something).
 [[nodiscard]] QueryResult query_ray_first_batch(const BoxQueryGrid& grid, const Ray* rays, uint32_t count,
-                                                uint32_t layer_mask, RayHit* hits, const ThreadBackend& backend);
+                                                uint32_t layer_mask, RayHit* hits, const ThreadBackend& backend,
+                                                QueryStats* stats = nullptr);
 /// @}
 
 } // namespace hashgrid
