@@ -238,6 +238,17 @@ void particle_queries(Input& in) {
                 if (inside) found.push_back(i);
             }
             check_output(r, in_sorted_order(s, found), out, capacity, "query_frustum differs from brute force");
+            // Cost bound: no more cell boxes culled than a walk over the
+            // occupied cells (bounded: one per particle at most, or rows up to
+            // the switch to that walk), and no more cells read than culled.
+            hashgrid::QueryStats stats;
+            uint64_t offsets[2] = {0, 0};
+            const hashgrid::QueryResult rb =
+                hashgrid::query_frustum_batch(g, &f, 1, offsets, 2, out.data(), capacity, serial(), &stats);
+            FUZZ_CHECK(rb.total == r.total, "query_frustum_batch: total differs from the single query");
+            const uint64_t occupied = std::max<uint64_t>(uint64_t{s.n}, 1);
+            FUZZ_CHECK(stats.cull_tests <= 2 * occupied * 40 + 64 && stats.cells <= stats.cull_tests + 1,
+                       "query_frustum: more work than a walk over the occupied cells");
         } else if (kind == 4) { // nearest
             const uint32_t k = in.below(6) == 0 ? 0u : 1 + in.below(20);
             const float md = in.flag() ? inf() : query_radius_value(in, c.cell_size);
@@ -585,6 +596,21 @@ void box_queries(Input& in) {
             });
             check_query(r, want, hits, capacity, true, "query_ray differs from brute force");
             FUZZ_CHECK(r1.total == (want.empty() ? 0u : 1u), "query_ray_first: count");
+            // Cost bound: whatever the ray, a search reads at most a few
+            // scans' worth of the occupied cells (box_queries.h, query_ray).
+            {
+                const uint64_t bound = 16 * uint64_t{qg[0].view.cell_count} + 64;
+                hashgrid::QueryStats all, one;
+                uint64_t offsets[2] = {0, 0};
+                const hashgrid::QueryResult rb =
+                    hashgrid::query_ray_batch(qg[0], &rq, 1, layers, offsets, 2, hits.data(), capacity, serial(), &all);
+                hashgrid::RayHit first_b{kSentinel, 0.0f};
+                const hashgrid::QueryResult rf =
+                    hashgrid::query_ray_first_batch(qg[0], &rq, 1, layers, &first_b, serial(), &one);
+                FUZZ_CHECK(rb.total == r.total && rf.total == r1.total, "ray batches: totals differ");
+                FUZZ_CHECK(all.cells <= bound && one.cells <= bound,
+                           "query_ray: more cells read than a few scans of the occupied cells");
+            }
             if (want.empty()) FUZZ_CHECK(first.index == hashgrid::kNoIndex, "query_ray_first: a miss is not kNoIndex");
             if (!want.empty())
                 FUZZ_CHECK(first.index == want[0].index && std::memcmp(&first.t, &want[0].t, sizeof(float)) == 0,

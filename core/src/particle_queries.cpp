@@ -109,42 +109,107 @@ bool test_cell_frustum(const View& v, const Frustum& f, uint32_t b, uint32_t e, 
     return true;
 }
 
-/// Every occupied cell, culled by its box against each plane.
+/// Every occupied cell, culled by its box against each plane (cells outside
+/// the cell box [lo, hi], which holds every cell the culling keeps, are
+/// skipped first).
 template <typename Sink>
-void frustum_visit_occupied(const View& v, const Frustum& f, Sink& sink) {
+void frustum_visit_occupied(const View& v, const Frustum& f, const int64_t lo[3], const int64_t hi[3], Sink& sink) {
     for_each_occupied(v, [&](const int64_t k[3], uint32_t c) {
-        double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, magnitude[3] = {0.0, 0.0, 0.0};
+        note_cull(sink);
+        for (uint32_t d = 0; d < 3; ++d)
+            if (k[d] < lo[d] || k[d] > hi[d]) return true;
+        double clo[3] = {0.0, 0.0, 0.0}, chi[3] = {0.0, 0.0, 0.0}, magnitude[3] = {0.0, 0.0, 0.0};
         for (uint32_t d = 0; d < v.lat.dims; ++d) {
-            cell_extent(v, d, k[d], lo[d], hi[d]);
-            magnitude[d] = std::fabs(lo[d]) > std::fabs(hi[d]) ? std::fabs(lo[d]) : std::fabs(hi[d]);
+            cell_extent(v, d, k[d], clo[d], chi[d]);
+            magnitude[d] = std::fabs(clo[d]) > std::fabs(chi[d]) ? std::fabs(clo[d]) : std::fabs(chi[d]);
         }
         bool culled = false;
         for (uint32_t i = 0; i < f.plane_count; ++i)
-            culled = culled || plane_max(v, f.planes[i], lo, hi) < -plane_slack(v, f.planes[i], magnitude);
+            culled = culled || plane_max(v, f.planes[i], clo, chi) < -plane_slack(v, f.planes[i], magnitude);
         return culled || test_cell_frustum(v, f, v.start[c], v.start[c + 1], sink);
     });
 }
 
-/// Bounded: the world's box row by row; each row's cells are clipped to every
-/// plane by binary search (a plane's value at a cell's positive vertex is
-/// monotone along the row), then the remaining run is tested.
-template <typename Sink>
-void frustum_visit_bounded(const View& v, const Frustum& f, Sink& sink) {
-    // One slack per plane for the whole world (monotone culling along rows).
-    // Clamped particles outside the box lie on the far side of their border
-    // cell, where every plane value is monotone too: the box's magnitude suffices.
+/// Bounded: one slack per plane for the whole world (monotone culling along
+/// rows). Clamped particles outside the box lie on the far side of their
+/// border cell, where every plane value is monotone too: the box's magnitude
+/// suffices.
+void bounded_slack(const View& v, const Frustum& f, double slack[kMaxFrustumPlanes]) {
     double magnitude[3] = {0.0, 0.0, 0.0};
     for (uint32_t d = 0; d < v.lat.dims; ++d) {
         const double a = std::fabs(v.lat.origin[d]);
         const double b = std::fabs(v.lat.origin[d] + static_cast<double>(v.lat.n[d]) * v.lat.edge);
         magnitude[d] = (a > b ? a : b) + v.lat.edge;
     }
-    double slack[kMaxFrustumPlanes];
     for (uint32_t i = 0; i < f.plane_count; ++i)
         slack[i] = plane_slack(v, f.planes[i], magnitude);
-    const int64_t nx = v.lat.n[0];
-    for (int64_t z = 0; z <= v.lat.hi[2]; ++z)
-        for (int64_t y = 0; y <= v.lat.hi[1]; ++y) {
+}
+
+/// Bounded: narrows the cell box [lo, hi] (the world's, at first) to one that
+/// still holds every cell whose box passes every plane's culling test; false
+/// when none can. A plane's value at a box's positive vertex is monotone along
+/// each axis, so on axis d the cells c whose slab (c on d, [lo, hi] on the
+/// other axes) passes a plane are a prefix or a suffix of [lo d, hi d], found
+/// by binary search; a cell that passes every plane lies in every such slab.
+/// Two rounds over the planes and axes (the second uses the first's narrower
+/// slabs) cost O(planes * dims * log(cells per axis)); for planes normal to
+/// the axes (the box of a frustum made of them) the first round already gives
+/// the exact cells of the box.
+bool frustum_cell_bounds(const View& v, const Frustum& f, const double slack[], int64_t lo[3], int64_t hi[3]) {
+    for (uint32_t round = 0; round < 2; ++round)
+        for (uint32_t i = 0; i < f.plane_count; ++i)
+            for (uint32_t d = 0; d < v.lat.dims; ++d) {
+                const float n = f.planes[i].normal[d];
+                auto passes = [&](int64_t c) {
+                    int64_t a[3] = {lo[0], lo[1], lo[2]}, b[3] = {hi[0], hi[1], hi[2]};
+                    a[d] = c;
+                    b[d] = c;
+                    double x[3] = {0.0, 0.0, 0.0}, y[3] = {0.0, 0.0, 0.0}, unused = 0.0;
+                    for (uint32_t e = 0; e < v.lat.dims; ++e) {
+                        cell_extent(v, e, a[e], x[e], unused);
+                        cell_extent(v, e, b[e], unused, y[e]);
+                    }
+                    return !(plane_max(v, f.planes[i], x, y) < -slack[i]);
+                };
+                if (n == 0.0f) {
+                    if (!passes(lo[d])) return false;
+                    continue;
+                }
+                int64_t a = lo[d], b = hi[d] + 1;
+                if (n > 0.0f) { // passing cells are a suffix: the first one
+                    while (a < b) {
+                        const int64_t mid = a + (b - a) / 2;
+                        if (passes(mid))
+                            b = mid;
+                        else
+                            a = mid + 1;
+                    }
+                    lo[d] = a;
+                } else { // a prefix: one past the last one
+                    while (a < b) {
+                        const int64_t mid = a + (b - a) / 2;
+                        if (passes(mid))
+                            a = mid + 1;
+                        else
+                            b = mid;
+                    }
+                    hi[d] = a - 1;
+                }
+                if (lo[d] > hi[d]) return false;
+            }
+    return true;
+}
+
+/// Bounded: the rows of the cell box [lo, hi] (frustum_cell_bounds); each
+/// row's cells are clipped to every plane by binary search (a plane's value at
+/// a cell's positive vertex is monotone along the row), then the remaining
+/// run is tested.
+template <typename Sink>
+void frustum_visit_bounded(const View& v, const Frustum& f, const double slack[], const int64_t box_lo[3],
+                           const int64_t box_hi[3], Sink& sink) {
+    for (int64_t z = box_lo[2]; z <= box_hi[2]; ++z)
+        for (int64_t y = box_lo[1]; y <= box_hi[1]; ++y) {
+            note_cull(sink);
             double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
             cell_extent(v, 1, y, lo[1], hi[1]);
             if (v.lat.dims == 3) cell_extent(v, 2, z, lo[2], hi[2]);
@@ -153,7 +218,7 @@ void frustum_visit_bounded(const View& v, const Frustum& f, Sink& sink) {
                 cell_extent(v, 0, x, l[0], h[0]);
                 return !(plane_max(v, f.planes[plane], l, h) < -slack[plane]);
             };
-            int64_t first = 0, last = nx - 1;
+            int64_t first = box_lo[0], last = box_hi[0];
             for (uint32_t i = 0; i < f.plane_count && first <= last; ++i) {
                 const float n = f.planes[i].normal[0];
                 if (n == 0.0f) {
@@ -269,14 +334,29 @@ uint64_t run_face(const View& v, const QueryFace& q, Sink& sink) {
 template <typename Sink>
 uint64_t run_frustum(const View& v, const Frustum& f, Sink& sink) {
     if (!valid_frustum(f)) return kInvalidQuery;
-    // Bounded: rows of the world, or the occupied cells when there are far fewer.
-    const double rows = static_cast<double>(v.lat.n[1]) * static_cast<double>(v.lat.n[2]);
-    if (v.wrapped) // a cell's extent is only known modulo the period: no culling
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    if (v.wrapped) { // a cell's extent is only known modulo the period: no culling
         test_cell_frustum(v, f, 0, v.count, sink);
-    else if (v.lat.bounded && rows <= 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0)
-        frustum_visit_bounded(v, f, sink);
+        return sink.total;
+    }
+    if (!v.lat.bounded) { // the distinct cells, each culled
+        constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+        const int64_t all_lo[3] = {kMin, kMin, kMin}, all_hi[3] = {kMax, kMax, kMax};
+        frustum_visit_occupied(v, f, all_lo, all_hi, sink);
+        return sink.total;
+    }
+    // Bounded: the rows of the frustum's cell box, or the occupied cells when
+    // there are far fewer (like a box query's cells).
+    double slack[kMaxFrustumPlanes];
+    bounded_slack(v, f, slack);
+    for (uint32_t d = 0; d < v.lat.dims; ++d)
+        hi[d] = v.lat.hi[d];
+    if (!frustum_cell_bounds(v, f, slack, lo, hi)) return sink.total;
+    const double rows = static_cast<double>(hi[1] - lo[1] + 1) * static_cast<double>(hi[2] - lo[2] + 1);
+    if (rows <= 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0)
+        frustum_visit_bounded(v, f, slack, lo, hi, sink);
     else
-        frustum_visit_occupied(v, f, sink);
+        frustum_visit_occupied(v, f, lo, hi, sink);
     return sink.total;
 }
 

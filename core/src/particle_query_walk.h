@@ -362,6 +362,12 @@ inline void note_range(Sink& sink, uint32_t b, uint32_t e, uint32_t cells = 1) {
     (void)cells;
 }
 
+/// A walk tested one cell box (a row, a cell) against a frustum's planes.
+template <typename Sink>
+inline void note_cull(Sink& sink) {
+    if constexpr (requires { sink.stats; }) ++sink.stats.cull_tests;
+}
+
 /// Sinks that write original indices to a buffer (IndexSink and its counting
 /// form) take a query's runs from a run kernel, many runs per call.
 template <typename Sink>

@@ -156,6 +156,7 @@ struct BatchStats {
     std::atomic<uint64_t> cells{0};
     std::atomic<uint64_t> tested{0};
     std::atomic<uint64_t> results{0};
+    std::atomic<uint64_t> cull_tests{0};
     /// run_query_batch's write pass has started: its queries were counted already.
     bool rerun = false;
 
@@ -166,6 +167,7 @@ struct BatchStats {
         cells.fetch_add(s.cells, std::memory_order_relaxed);
         tested.fetch_add(s.tested, std::memory_order_relaxed);
         results.fetch_add(total, std::memory_order_relaxed);
+        cull_tests.fetch_add(s.cull_tests, std::memory_order_relaxed);
     }
     /// Adds the batch's counts to the caller's (after the batch returned).
     void add_to(QueryStats* out) const {
@@ -174,6 +176,7 @@ struct BatchStats {
         out->cells += cells.load(std::memory_order_relaxed);
         out->tested += tested.load(std::memory_order_relaxed);
         out->results += results.load(std::memory_order_relaxed);
+        out->cull_tests += cull_tests.load(std::memory_order_relaxed);
     }
 };
 

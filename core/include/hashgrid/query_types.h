@@ -92,7 +92,8 @@ struct [[nodiscard]] QueryResult {
 
 /// Work counters of a query batch, like a tree's traversal statistics: pass
 /// a QueryStats* to a batch form that takes one (particle grids: point,
-/// radius, box and frustum batches; box grids: point, box and radius batches)
+/// radius, box, face and frustum batches; box grids: point, box, radius, ray
+/// and first-hit ray batches)
 /// and the batch adds its counts to it. Null (the default) counts nothing
 /// and costs nothing: the batch then runs the same code as before. With a
 /// pointer, the batch runs a counting copy of its query walk (a few adds per
@@ -116,6 +117,12 @@ struct QueryStats {
     uint64_t tested = 0;
     /// Results found (the batch's total, also beyond the buffer's capacity).
     uint64_t results = 0;
+    /// Particle frustum queries: cell boxes tested against the planes before
+    /// any entry is read, the walk's steps beyond `cells`: one per row of a
+    /// bounded world's walk (its cells clipped to the planes by binary
+    /// search), or one per occupied cell of the occupied-cell walk. Other
+    /// queries: 0.
+    uint64_t cull_tests = 0;
 };
 
 /// find_pairs() answers with the same result type as every query.
