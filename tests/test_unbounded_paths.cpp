@@ -7,6 +7,8 @@
 
 #include "test_support.h"
 
+#include "hashgrid/trace.h"
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -308,4 +310,113 @@ TEST_CASE("frames over the same dense box as the last two: the key pass's guess 
                     scene = next;
                 }
             }
+}
+
+namespace {
+
+/// The sub-phases of RebuildTimings::table, in declaration order.
+std::vector<uint64_t> table_parts(const hashgrid::RebuildTimings& t) {
+    return {t.table_clear, t.table_insert, t.table_sort, t.table_lookup, t.dense_cells, t.dense_compact};
+}
+
+/// Which sub-phases a frame of this path must fill: the hashed path's four
+/// or the dense path's two (bounded: none).
+std::string check_timings(const hashgrid::RebuildTimings& t, bool unbounded, bool hashed) {
+    const std::vector<uint64_t> parts = table_parts(t);
+    uint64_t sum = 0;
+    for (const uint64_t p : parts)
+        sum += p;
+    if (t.table != sum) return "table " + std::to_string(t.table) + " != sum of sub-phases " + std::to_string(sum);
+    if (t.table > t.total) return "table longer than the rebuild";
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const bool filled = unbounded && (hashed ? i < 4 : i >= 4);
+        if ((parts[i] > 0) != filled)
+            return "sub-phase " + std::to_string(i) + " is " + std::to_string(parts[i]) + " ns, expected " +
+                   (filled ? "> 0" : "0");
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("rebuild timings: the table's sub-phases per path, summing to table; a bounded world has none") {
+    // Sparse clusters take the hashed path, a compact cube the dense box; the
+    // frame's cell table (CellTableView: slots or a box map) says which one
+    // ran. Frames alternate, so no frame repeats last frame's box (whose
+    // dense work the key pass would do) and none is in cell order.
+    constexpr uint32_t n = 20000;
+    ParallelBackend tbb(3);
+    Rng rng(2718);
+    const Scene sparse = spread_clusters(rng, 3, n, 40, 200.0f);
+    const Scene compact = uniform_scene(rng, 3, n, 0.0f, 20.0f);
+    const GridConfig config = unbounded_config(3, 1.0f, 1.0f, n, uint64_t{n} * 64);
+    for (const hashgrid::ThreadBackend& backend : {hashgrid::serial_backend(), tbb.backend()}) {
+        auto grid = make_grid(config);
+        REQUIRE(grid->init_status.ok());
+        for (uint32_t frame = 0; frame < 6; ++frame) {
+            const bool want_hashed = frame % 2 == 0;
+            const Scene& s = want_hashed ? sparse : compact;
+            INFO("frame " << frame);
+            REQUIRE((**grid).rebuild(s.spans(), backend).ok());
+            const hashgrid::CellTableView view = (**grid).cells();
+            const bool hashed = view.slot_count > 0 && view.map_cell == nullptr;
+            REQUIRE(hashed == want_hashed);
+            CHECK(check_timings((**grid).last_rebuild_timings(), true, hashed) == "");
+        }
+        const GridConfig bounded = bounded_config(compact, config, 1);
+        auto box = make_grid(bounded);
+        REQUIRE(box->init_status.ok());
+        for (uint32_t frame = 0; frame < 2; ++frame) {
+            REQUIRE((**box).rebuild(compact.spans(), backend).ok());
+            const hashgrid::RebuildTimings& t = (**box).last_rebuild_timings();
+            CHECK(t.total > 0);
+            CHECK(t.table == 0);
+            CHECK(check_timings(t, false, false) == "");
+        }
+    }
+}
+
+TEST_CASE("trace: a hashed frame's rebuild.cells holds its four sub-phases in order, back to back") {
+    constexpr uint32_t n = 20000;
+    Rng rng(3141);
+    const Scene sparse = spread_clusters(rng, 3, n, 40, 200.0f);
+    const Scene compact = uniform_scene(rng, 3, n, 0.0f, 20.0f);
+    const GridConfig config = unbounded_config(3, 1.0f, 1.0f, n, uint64_t{n} * 64);
+    auto grid = make_grid(config);
+    REQUIRE(grid->init_status.ok());
+    hashgrid::Trace trace;
+    REQUIRE(trace.init_allocate(1u << 12).ok());
+    (**grid).set_trace(&trace);
+    using hashgrid::TracePhase;
+    const TracePhase subs[4] = {TracePhase::rebuild_table_clear, TracePhase::rebuild_table_insert,
+                                TracePhase::rebuild_table_sort, TracePhase::rebuild_table_lookup};
+    for (const bool hashed : {true, false}) {
+        INFO((hashed ? "hashed" : "dense"));
+        trace.clear();
+        REQUIRE((**grid).rebuild((hashed ? sparse : compact).spans(), hashgrid::serial_backend()).ok());
+        std::vector<hashgrid::TraceEvent> cells, found;
+        for (uint32_t i = 0; i < trace.size(); ++i) {
+            hashgrid::TraceEvent e;
+            REQUIRE(trace.event(i, e));
+            if (e.kind != hashgrid::TraceKind::phase) continue;
+            if (e.phase == TracePhase::rebuild_cells) cells.push_back(e);
+            for (const TracePhase p : subs)
+                if (e.phase == p) found.push_back(e);
+        }
+        REQUIRE(cells.size() == 1);
+        if (!hashed) {
+            CHECK(found.empty());
+            continue;
+        }
+        // Events are recorded when they end: in order, each begins where the last ended.
+        REQUIRE(found.size() == 4);
+        for (size_t k = 0; k < 4; ++k) {
+            CHECK(found[k].phase == subs[k]);
+            CHECK(cells[0].begin_ns <= found[k].begin_ns);
+            CHECK(found[k].end_ns <= cells[0].end_ns);
+            if (k > 0) CHECK(found[k].begin_ns == found[k - 1].end_ns);
+        }
+        CHECK(std::string(hashgrid::trace_phase_name(TracePhase::rebuild_table_insert)) == "rebuild.cells.insert");
+    }
+    (**grid).set_trace(nullptr);
 }

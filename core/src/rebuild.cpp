@@ -91,21 +91,41 @@ RebuildFrame frame_for(const GridConfig& c, const GridState& s, const ParticleSp
 }
 
 /// Step 2: each particle's cell index and the bucket counts, through the
-/// dense box or the table. Both give the same cells and order.
-Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b) {
+/// dense box or the table. Both give the same cells and order. Each
+/// sub-phase's time goes into its RebuildTimings field (lap); the hashed
+/// path's sub-phases are traced inside rebuild_cells.
+template <typename Lap>
+Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, RebuildTimings& timing, Lap& lap,
+                       PhaseTrace& trace) {
     if (f.n > 0) find_dense_box(s, f);
     // A rejected frame keeps the previous one. The dense path writes scratch
     // only before cell_capacity is known; the table path writes the table
     // (and puts the previous frame's back on failure). Everything else of the
     // frame (sorted order, positions, cell starts and keys, the box map) is
     // written after it.
-    if (f.dense) return dense_cells(s, f, b);
+    if (f.dense) {
+        const Status cells = dense_cells(s, f, b);
+        lap(timing.dense_cells);
+        return cells;
+    }
     const PreviousFrame previous{s.count, s.cell_count, s.built, s.mapped};
+    trace.begin(TracePhase::rebuild_table_clear);
     clear_table(s, b);
+    lap(timing.table_clear);
+    trace.next(TracePhase::rebuild_table_insert);
     const Status inserted = insert_keys(s, f, previous, b);
-    if (!inserted.ok()) return inserted;
+    lap(timing.table_insert);
+    if (!inserted.ok()) {
+        trace.end();
+        return inserted;
+    }
+    trace.next(TracePhase::rebuild_table_sort);
     sort_distinct_cells(s, f, b);
+    lap(timing.table_sort);
+    trace.next(TracePhase::rebuild_table_lookup);
     lookup_cells(s, f, b);
+    lap(timing.table_lookup);
+    trace.end();
     return {};
 }
 
@@ -117,9 +137,8 @@ Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, Re
                        PhaseTrace& trace) {
     if (!f.bounded) {
         trace.next(TracePhase::rebuild_cells);
-        const Status cells = unbounded_cells(s, f, b);
+        const Status cells = unbounded_cells(s, f, b, timing, lap, trace);
         if (!cells.ok()) return cells;
-        lap(timing.table);
     }
     bool merged = false;
     if (merge_possible(s, f)) {
@@ -144,7 +163,7 @@ Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, Re
         f.box_sorted = true;
         trace.next(TracePhase::rebuild_compact);
         compact_dense_cells(s, f, b);
-        lap(timing.table);
+        lap(timing.dense_compact);
     }
     return {};
 }
@@ -192,6 +211,8 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
         if (!sorted.ok()) return sorted; // previous frame restored
     }
 
+    timing.table = timing.table_clear + timing.table_insert + timing.table_sort + timing.table_lookup +
+                   timing.dense_cells + timing.dense_compact;
     timing.total = t_mark - t_begin;
     s.rebuild_timings = timing;
     s.count = f.n;

@@ -67,6 +67,10 @@ constexpr const char* kPhaseNames[kTracePhaseCount] = {
     "box.rebuild.update",
     "rebuild.merge",
     "box.rebuild.listed",
+    "rebuild.cells.clear",
+    "rebuild.cells.insert",
+    "rebuild.cells.sort",
+    "rebuild.cells.lookup",
 };
 
 /// Next trace slot for a thread that records its first phase.

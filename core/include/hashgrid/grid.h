@@ -75,13 +75,29 @@ struct ParticleSpans {
 /// which few particles changed cell also skips it: scan and scatter are 0,
 /// and finalize holds the merge of those few (a try that finds too many
 /// movers counts in keys, with the cell-order check, and the sort runs).
+///
+/// Unbounded worlds find each particle's cell in one of two ways
+/// (CellTableView): through a dense box when the occupied cells fit one of at
+/// most 2 * max_particles + 64 cells, otherwise through the hashed table.
+/// `table` is the time of either, split into sub-phases: table_clear,
+/// table_insert, table_sort and table_lookup on the hashed path, dense_cells
+/// and dense_compact on the dense path (the others are 0), and `table` is
+/// exactly their sum. Bounded worlds, and frames already in cell order (whose
+/// cells are read off the input, in finalize), have all of them 0.
 struct RebuildTimings {
     uint64_t keys = 0;     ///< Validation, cell coordinates (bounded: and counts), the cell-order check.
-    uint64_t table = 0;    ///< Unbounded: table insert, distinct-cell sort, per-particle lookup and count.
+    uint64_t table = 0;    ///< Unbounded: each particle's cell; the sum of the six sub-phases below.
     uint64_t scan = 0;     ///< Exclusive scan of the cell counts.
     uint64_t scatter = 0;  ///< Particle indices into their cells.
     uint64_t finalize = 0; ///< Per-cell index order and the sorted SoA gather.
     uint64_t total = 0;    ///< The whole rebuild().
+    // The sub-phases of `table` (after `total`: code that lists the fields above in order still compiles).
+    uint64_t table_clear = 0;   ///< Hashed path: emptying last frame's slots.
+    uint64_t table_insert = 0;  ///< Hashed path: every particle's cell key into the table.
+    uint64_t table_sort = 0;    ///< Hashed path: distinct cells compacted and radix-sorted (table re-sized if asked).
+    uint64_t table_lookup = 0;  ///< Hashed path: each particle's cell index and the bucket counts.
+    uint64_t dense_cells = 0;   ///< Dense path: the box, each particle's cell in it and the bucket counts.
+    uint64_t dense_compact = 0; ///< Dense path, after the sort: the box's occupied cells into the frame's cells.
 };
 
 /// Wall time of each phase of the last find_pairs(), in nanoseconds.

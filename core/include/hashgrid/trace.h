@@ -95,10 +95,16 @@ enum class TracePhase : uint16_t {
     /// objects the store's change log lists (followed by box_rebuild_validate
     /// when they are too many to take alone).
     box_rebuild_listed,
+    // Nested in rebuild_cells, for frames that go through the hashed table
+    // (RebuildTimings::table_clear .. table_lookup).
+    rebuild_table_clear,  ///< Emptying last frame's table slots.
+    rebuild_table_insert, ///< Every particle's cell key into the table.
+    rebuild_table_sort,   ///< The distinct cells compacted and sorted.
+    rebuild_table_lookup, ///< Each particle's cell index and the bucket counts.
 };
 
 /// Number of TracePhase values.
-inline constexpr uint32_t kTracePhaseCount = static_cast<uint32_t>(TracePhase::box_rebuild_listed) + 1;
+inline constexpr uint32_t kTracePhaseCount = static_cast<uint32_t>(TracePhase::rebuild_table_lookup) + 1;
 
 /// Stable name of a phase, e.g. "rebuild.keys" (a static string; "unknown" when out of range).
 const char* trace_phase_name(TracePhase phase);
