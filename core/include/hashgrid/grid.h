@@ -92,11 +92,13 @@ struct RebuildTimings {
     uint64_t finalize = 0; ///< Per-cell index order and the sorted SoA gather.
     uint64_t total = 0;    ///< The whole rebuild().
     // The sub-phases of `table` (after `total`: code that lists the fields above in order still compiles).
-    uint64_t table_clear = 0;   ///< Hashed path: emptying last frame's slots.
-    uint64_t table_insert = 0;  ///< Hashed path: every particle's cell key into the table.
-    uint64_t table_sort = 0;    ///< Hashed path: distinct cells compacted and radix-sorted (table re-sized if asked).
-    uint64_t table_lookup = 0;  ///< Hashed path: each particle's cell index and the bucket counts.
-    uint64_t dense_cells = 0;   ///< Dense path: the box, each particle's cell in it and the bucket counts.
+    uint64_t table_clear = 0;  ///< Hashed path: emptying last frame's slots.
+    uint64_t table_insert = 0; ///< Hashed path: every particle's cell key into the table.
+    uint64_t table_sort = 0;   ///< Hashed path: distinct cells compacted and radix-sorted (table re-sized if asked).
+    uint64_t table_lookup = 0; ///< Hashed path: each particle's cell index and the bucket counts.
+    /// Dense path: the box, each particle's cell in it and the bucket counts (when the
+    /// frame's box is last frame's, the key pass does this work, in keys).
+    uint64_t dense_cells = 0;
     uint64_t dense_compact = 0; ///< Dense path, after the sort: the box's occupied cells into the frame's cells.
 };
 
