@@ -13,6 +13,12 @@
 // loop using the documented distance test (grid.h); it prints PASS or FAIL and
 // the program returns nonzero on FAIL.
 //
+// Every tenth frame's line is followed by the rebuild's phases
+// (Grid::last_rebuild_timings): keys, the unbounded cell step `table` with
+// its sub-phases (clear, insert, sort, lookup on the hashed table; dense and
+// compact on the dense box), scan, scatter and finalize. --unbounded 1 runs
+// both scenes in an unbounded world instead of the bounded box.
+//
 // --spin-us: how long idle workers poll for the next phase before sleeping
 // (hashgrid/platform/worker_spin.h); 0 shows what waking them costs.
 //
@@ -31,8 +37,8 @@
 // (every pair i < j with the documented distance test), the picture against
 // one drawn from the brute-force counts, and at least three colours in it.
 //
-//   particles_demo [--frames N] [--particles N] [--threads N] [--spin-us N] [--trace FILE]
-//                  [--png DIR] [--png-every N] [--png-size PIXELS]
+//   particles_demo [--frames N] [--particles N] [--threads N] [--spin-us N] [--unbounded 0|1]
+//                  [--trace FILE] [--png DIR] [--png-every N] [--png-size PIXELS]
 
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
@@ -96,6 +102,7 @@ struct Options {
     std::string png_dir;              ///< --png DIR: pictures go there (empty: none).
     uint32_t png_every = 10;
     uint32_t png_size = 512;
+    uint32_t unbounded = 0; ///< --unbounded 1: both scenes in an unbounded world.
 };
 
 /// Pictures are checked against brute force up to this many particles.
@@ -120,8 +127,8 @@ bool parse_options(int argc, char** argv, Options& options) {
             }
         } else {
             std::fprintf(stderr,
-                         "usage: %s [--frames N] [--particles N] [--threads N] [--spin-us N] [--trace FILE]\n"
-                         "          [--png DIR] [--png-every N] [--png-size PIXELS]\n",
+                         "usage: %s [--frames N] [--particles N] [--threads N] [--spin-us N] [--unbounded 0|1]\n"
+                         "          [--trace FILE] [--png DIR] [--png-every N] [--png-size PIXELS]\n",
                          argv[0]);
             return false;
         }
@@ -132,8 +139,13 @@ bool parse_options(int argc, char** argv, Options& options) {
                                                 {"--threads", &options.threads},
                                                 {"--spin-us", &options.spin_us},
                                                 {"--png-every", &options.png_every},
-                                                {"--png-size", &options.png_size}}))
+                                                {"--png-size", &options.png_size},
+                                                {"--unbounded", &options.unbounded}}))
         return false;
+    if (options.unbounded > 1) {
+        std::fprintf(stderr, "need --unbounded 0 or 1\n");
+        return false;
+    }
     if (options.frames == 0 || options.particles < 2) {
         std::fprintf(stderr, "need --frames >= 1 and --particles >= 2\n");
         return false;
@@ -199,7 +211,8 @@ public:
     struct FrameTimes {
         double rebuild_ms = 0.0;
         double pairs_ms = 0.0;
-        double physics_ms = 0.0; ///< The demo's own serial repulsion, reorder and motion.
+        double physics_ms = 0.0;                   ///< The demo's own serial repulsion, reorder and motion.
+        hashgrid::RebuildTimings rebuild_phases{}; ///< The rebuild's own phase times.
         uint64_t pair_count = 0;
     };
 
@@ -231,6 +244,7 @@ public:
         uint64_t start = now_ns();
         const Status status = grid_->rebuild(spans, backend);
         times.rebuild_ms = elapsed_ms(start);
+        times.rebuild_phases = grid_->last_rebuild_timings();
         if (!status.ok()) {
             std::printf("rebuild failed: %s (%s)\n", code_name(status.code), status.message);
             return false;
@@ -463,13 +477,28 @@ bool write_picture(const Simulation& sim, double mean, const Options& options, u
     return true;
 }
 
+/// One line of the rebuild's phases, in ms; the unbounded cell step's
+/// sub-phases when it ran.
+void print_rebuild_phases(const hashgrid::RebuildTimings& t) {
+    const auto ms = [](uint64_t ns) { return static_cast<double>(ns) * 1e-6; };
+    std::printf("              rebuild phases ms: keys %.3f  table %.3f", ms(t.keys), ms(t.table));
+    if (t.table_clear + t.table_insert + t.table_sort + t.table_lookup > 0)
+        std::printf(" (clear %.3f insert %.3f sort %.3f lookup %.3f)", ms(t.table_clear), ms(t.table_insert),
+                    ms(t.table_sort), ms(t.table_lookup));
+    if (t.dense_cells + t.dense_compact > 0)
+        std::printf(" (dense %.3f compact %.3f)", ms(t.dense_cells), ms(t.dense_compact));
+    std::printf("  scan %.3f  scatter %.3f  finalize %.3f\n", ms(t.scan), ms(t.scatter), ms(t.finalize));
+}
+
 /// The demo proper: one scene for `frames` frames, a line every 10 frames and a summary.
 bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend& backend) {
     Simulation sim(dimensions, options.particles, 0x5eed0000u + dimensions);
-    if (!sim.init(hashgrid::World::bounded)) return false;
-    std::printf("\n%uD: %u particles in the unit %s, r = %.6g (cell = r, ~%.0f neighbours), grid memory %.1f MiB\n",
-                dimensions, sim.count(), dimensions == 2 ? "square" : "cube", static_cast<double>(sim.r()),
-                dimensions == 2 ? kNeighbours2 : kNeighbours3,
+    const bool unbounded = options.unbounded != 0;
+    if (!sim.init(unbounded ? hashgrid::World::unbounded : hashgrid::World::bounded)) return false;
+    std::printf("\n%uD: %u particles in the unit %s (%s world), r = %.6g (cell = r, ~%.0f neighbours), grid memory "
+                "%.1f MiB\n",
+                dimensions, sim.count(), dimensions == 2 ? "square" : "cube", unbounded ? "unbounded" : "bounded",
+                static_cast<double>(sim.r()), dimensions == 2 ? kNeighbours2 : kNeighbours3,
                 static_cast<double>(sim.memory_bytes()) / (1024.0 * 1024.0));
     // --trace: the last 3D frame's rebuild and find_pairs go into a trace
     // ring, allocated here, before the frames (nothing is allocated per frame).
@@ -511,6 +540,7 @@ bool run_scene(uint32_t dimensions, const Options& options, const ThreadBackend&
             std::printf("  frame %4u  rebuild %7.3f ms  pairs %7.3f ms  (physics %6.3f ms)  %10llu pairs\n", frame,
                         times.rebuild_ms, times.pairs_ms, times.physics_ms,
                         static_cast<unsigned long long>(times.pair_count));
+            print_rebuild_phases(times.rebuild_phases);
         }
     }
     const Spread rebuild = spread(rebuild_ms);
