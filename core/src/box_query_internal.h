@@ -469,6 +469,13 @@ inline bool finite3(const float v[3], uint32_t dims) {
     return true;
 }
 
+/// A ray the ray queries accept: origin and direction finite, max_t >= 0
+/// (+inf allowed). The store-fed ray batches (store_queries.cpp) check every
+/// ray with it before writing anything, as query_ray_first_batch does.
+inline bool valid_ray(const Ray& ray, uint32_t dims) {
+    return finite3(ray.origin, dims) && finite3(ray.direction, dims) && !std::isnan(ray.max_t) && ray.max_t >= 0.0f;
+}
+
 inline bool boxes_overlap(const float alo[3], const float ahi[3], const float blo[3], const float bhi[3],
                           uint32_t dims) {
     for (uint32_t d = 0; d < dims; ++d)

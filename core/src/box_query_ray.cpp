@@ -228,10 +228,6 @@ void scan_piece(const Cells& c, const CellBox& piece, const CellBox* previous, u
     });
 }
 
-bool valid_ray(const Ray& ray, uint32_t dims) {
-    return finite3(ray.origin, dims) && finite3(ray.direction, dims) && !std::isnan(ray.max_t) && ray.max_t >= 0.0f;
-}
-
 bool hit_less(const RayHit& a, const RayHit& b) { return hit_before(a, b); }
 
 /// The first list.limit hits of the ray in (t, index) order (only those after
