@@ -22,31 +22,8 @@
 #include <cstdint>
 #include <vector>
 
+using namespace hashgrid; // the names of the box queries and the store, both forms
 using namespace hashgrid_test;
-using hashgrid::BoxGrid;
-using hashgrid::BoxGridView;
-using hashgrid::BoxQueryGrid;
-using hashgrid::Frustum;
-using hashgrid::HandleVisitor;
-using hashgrid::NearestHit;
-using hashgrid::ObjectBox;
-using hashgrid::ObjectHandle;
-using hashgrid::ObjectNearestHit;
-using hashgrid::ObjectNearestVisitor;
-using hashgrid::ObjectRayHit;
-using hashgrid::ObjectRayVisitor;
-using hashgrid::ObjectStore;
-using hashgrid::ObjectStoreConfig;
-using hashgrid::QueryBox;
-using hashgrid::QueryNearest;
-using hashgrid::QueryPoint;
-using hashgrid::QueryResult;
-using hashgrid::QuerySphere;
-using hashgrid::QueryVisitor;
-using hashgrid::Ray;
-using hashgrid::RayHit;
-using hashgrid::StatusCode;
-using hashgrid::ThreadBackend;
 
 namespace {
 
@@ -371,30 +348,22 @@ TEST_CASE("store queries: every kind and form is the index form mapped through h
             const BoxQueryGrid& q = s.q;
             const ObjectStore& st = s.store;
             for (uint32_t k = 0; k < 6; ++k) {
+// The four forms of one set query, `args` being what follows the store and grid.
+#define CHECK_SET_QUERY(name, ...)                                                                                     \
+    check_set_query(                                                                                                   \
+        s, [&](uint32_t* o, uint64_t c) { return name(q, __VA_ARGS__, o, c); },                                        \
+        [&](ObjectHandle* o, uint64_t c) { return name(st, q, __VA_ARGS__, o, c); },                                   \
+        [&](uint64_t* o, uint64_t c) { return name(st, q, __VA_ARGS__, o, c); },                                       \
+        [&](HandleVisitor v) { return name(st, q, __VA_ARGS__, v); })
                 const QueryPoint p = s.point();
-                check_set_query(
-                    s, [&](uint32_t* o, uint64_t c) { return query_point(q, p, mask, o, c); },
-                    [&](ObjectHandle* o, uint64_t c) { return query_point(st, q, p, mask, o, c); },
-                    [&](uint64_t* o, uint64_t c) { return query_point(st, q, p, mask, o, c); },
-                    [&](HandleVisitor v) { return query_point(st, q, p, mask, v); });
+                CHECK_SET_QUERY(query_point, p, mask);
                 const QueryBox b = s.box();
-                check_set_query(
-                    s, [&](uint32_t* o, uint64_t c) { return query_box(q, b, mask, o, c); },
-                    [&](ObjectHandle* o, uint64_t c) { return query_box(st, q, b, mask, o, c); },
-                    [&](uint64_t* o, uint64_t c) { return query_box(st, q, b, mask, o, c); },
-                    [&](HandleVisitor v) { return query_box(st, q, b, mask, v); });
+                CHECK_SET_QUERY(query_box, b, mask);
                 const QuerySphere sp = s.sphere();
-                check_set_query(
-                    s, [&](uint32_t* o, uint64_t c) { return query_radius(q, sp, mask, o, c); },
-                    [&](ObjectHandle* o, uint64_t c) { return query_radius(st, q, sp, mask, o, c); },
-                    [&](uint64_t* o, uint64_t c) { return query_radius(st, q, sp, mask, o, c); },
-                    [&](HandleVisitor v) { return query_radius(st, q, sp, mask, v); });
+                CHECK_SET_QUERY(query_radius, sp, mask);
                 const Frustum f = s.frustum();
-                check_set_query(
-                    s, [&](uint32_t* o, uint64_t c) { return query_frustum(q, f, mask, o, c); },
-                    [&](ObjectHandle* o, uint64_t c) { return query_frustum(st, q, f, mask, o, c); },
-                    [&](uint64_t* o, uint64_t c) { return query_frustum(st, q, f, mask, o, c); },
-                    [&](HandleVisitor v) { return query_frustum(st, q, f, mask, v); });
+                CHECK_SET_QUERY(query_frustum, f, mask);
+#undef CHECK_SET_QUERY
                 const ObjectHandle h = s.random_live();
                 const uint32_t dense = st.dense_index(h);
                 check_set_query(
@@ -464,42 +433,22 @@ TEST_CASE("store query batches: offsets, statuses and outputs are the index batc
             const uint64_t oc = count + 1;
             auto id = [](uint32_t i) { return i; };
             auto hit_index = [](const auto& h) { return h.index; };
-            check_batch<uint32_t, ObjectHandle>(
-                s, count,
-                [&](uint64_t* off, uint32_t* o, uint64_t c) {
-                    return query_point_batch(q, points.data(), count, mask, off, oc, o, c, backend);
-                },
-                [&](uint64_t* off, ObjectHandle* o, uint64_t c) {
-                    return query_point_batch(st, q, points.data(), count, mask, off, oc, o, c, backend);
-                },
-                id);
-            check_batch<uint32_t, ObjectHandle>(
-                s, count,
-                [&](uint64_t* off, uint32_t* o, uint64_t c) {
-                    return query_box_batch(q, boxes.data(), count, mask, off, oc, o, c, backend);
-                },
-                [&](uint64_t* off, ObjectHandle* o, uint64_t c) {
-                    return query_box_batch(st, q, boxes.data(), count, mask, off, oc, o, c, backend);
-                },
-                id);
-            check_batch<uint32_t, ObjectHandle>(
-                s, count,
-                [&](uint64_t* off, uint32_t* o, uint64_t c) {
-                    return query_radius_batch(q, spheres.data(), count, mask, off, oc, o, c, backend);
-                },
-                [&](uint64_t* off, ObjectHandle* o, uint64_t c) {
-                    return query_radius_batch(st, q, spheres.data(), count, mask, off, oc, o, c, backend);
-                },
-                id);
-            check_batch<uint32_t, ObjectHandle>(
-                s, count,
-                [&](uint64_t* off, uint32_t* o, uint64_t c) {
-                    return query_frustum_batch(q, frusta.data(), count, mask, off, oc, o, c, backend);
-                },
-                [&](uint64_t* off, ObjectHandle* o, uint64_t c) {
-                    return query_frustum_batch(st, q, frusta.data(), count, mask, off, oc, o, c, backend);
-                },
-                id);
+// One set-query batch against the index batch.
+#define CHECK_SET_BATCH(name, queries)                                                                                 \
+    check_batch<uint32_t, ObjectHandle>(                                                                               \
+        s, count,                                                                                                      \
+        [&](uint64_t* off, uint32_t* o, uint64_t c) {                                                                  \
+            return name(q, queries.data(), count, mask, off, oc, o, c, backend);                                       \
+        },                                                                                                             \
+        [&](uint64_t* off, ObjectHandle* o, uint64_t c) {                                                              \
+            return name(st, q, queries.data(), count, mask, off, oc, o, c, backend);                                   \
+        },                                                                                                             \
+        id)
+            CHECK_SET_BATCH(query_point_batch, points);
+            CHECK_SET_BATCH(query_box_batch, boxes);
+            CHECK_SET_BATCH(query_radius_batch, spheres);
+            CHECK_SET_BATCH(query_frustum_batch, frusta);
+#undef CHECK_SET_BATCH
             check_batch<RayHit, ObjectRayHit>(
                 s, count,
                 [&](uint64_t* off, RayHit* o, uint64_t c) {
