@@ -41,6 +41,7 @@
 #include "hashgrid/platform/job_system_backend.h"
 #include "hashgrid/platform/tbb_backend.h"
 #include "hashgrid/proximity_index.h"
+#include "hashgrid/store_queries.h"
 #include "hashgrid/trace.h"
 #include "hashgrid_support/box_scene.h"
 #include "odd_job_system.h"
@@ -1226,6 +1227,12 @@ struct StoreChurn {
     const char* name = "ObjectStore + BoxGrid, 3D unbounded";
     hashgrid::ObjectStore store;
     BoxGrid grid;
+    BoxGrid store_grid; ///< Rebuilt from the store: the store-fed queries (store_queries.h).
+    std::vector<ObjectHandle> handles = std::vector<ObjectHandle>(8192);
+    std::vector<uint64_t> user_values = std::vector<uint64_t>(8192);
+    std::vector<hashgrid::ObjectRayHit> ray_hits = std::vector<hashgrid::ObjectRayHit>(8192);
+    std::vector<hashgrid::ObjectNearestHit> nearest_hits = std::vector<hashgrid::ObjectNearestHit>(8192);
+    std::vector<uint64_t> offsets = std::vector<uint64_t>(kSingles + 1);
     hashgrid::Status init_status;
     std::vector<Pair> pairs;
     std::vector<float> velocity[3]; ///< Per slot.
@@ -1243,6 +1250,7 @@ struct StoreChurn {
         gc.max_cell_entries = 16 * kCapacity;
         gc.max_pairs = pairs.size();
         if (init_status.ok()) init_status = grid.init_allocate(gc);
+        if (init_status.ok()) init_status = store_grid.init_allocate(gc);
         for (auto& v : velocity)
             v.assign(kCapacity, 0.0f);
         for (uint32_t i = 0; i < kLive && init_status.ok(); ++i)
@@ -1319,6 +1327,83 @@ struct StoreChurn {
             }
             return r.written;
         });
+        log.measure(name, "BoxGrid::rebuild(store)", [&](Part& part) {
+            part.note(store_grid.rebuild(store, backend));
+            return uint64_t{store_grid.entry_count()};
+        });
+        log.measure(name, "store queries (store_queries.h)",
+                    [&](Part& part) { return store_queries(part, backend, hash); });
+    }
+
+    /// Every store-fed query form once per frame (singles, visitors and batches).
+    uint64_t store_queries(Part& part, const hashgrid::ThreadBackend& backend, Fnv1a& hash) {
+        using namespace hashgrid;
+        const BoxQueryGrid q = prepare_box_queries(store_grid.view(), backend);
+        QueryBox boxes[kSingles];
+        Ray rays[kSingles];
+        QueryNearest nearest[kSingles];
+        for (uint32_t k = 0; k < kSingles; ++k) {
+            for (uint32_t d = 0; d < 3; ++d) {
+                boxes[k].min[d] = rng.uniform(0.0f, kWorld - 3.0f);
+                boxes[k].max[d] = boxes[k].min[d] + 3.0f;
+                rays[k].origin[d] = rng.uniform(0.0f, kWorld);
+                rays[k].direction[d] = rng.uniform(-1.0f, 1.0f);
+                nearest[k].center[d] = rng.uniform(0.0f, kWorld);
+            }
+            rays[k].max_t = kWorld;
+            nearest[k].k = k % 2 == 0 ? 4 : 100; // 100: past the stack run (kStoreQueryRun)
+        }
+        uint64_t results = 0;
+        auto feed_handles = [&](const QueryResult& r, const ObjectHandle* out) {
+            part.note(r.status);
+            hash.u64(r.total);
+            for (uint64_t i = 0; i < r.written; ++i)
+                hash.u64((uint64_t{out[i].index} << 32) | out[i].generation);
+            results += r.written;
+        };
+        uint64_t visited = 0;
+        const HandleVisitor count_handles{[](void* c, ObjectHandle) { return ++*static_cast<uint64_t*>(c) != 0; },
+                                          &visited};
+        const ObjectRayVisitor count_rays{
+            [](void* c, const ObjectRayHit&) { return ++*static_cast<uint64_t*>(c) != 0; }, &visited};
+        const ObjectNearestVisitor count_nearest{
+            [](void* c, const ObjectNearestHit&) { return ++*static_cast<uint64_t*>(c) != 0; }, &visited};
+        for (uint32_t k = 0; k < kSingles; ++k) {
+            feed_handles(query_box(store, q, boxes[k], kAllLayers, handles.data(), handles.size()), handles.data());
+            const QueryResult v = query_box(store, q, boxes[k], kAllLayers, user_values.data(), user_values.size());
+            part.note(v.status);
+            for (uint64_t i = 0; i < v.written; ++i)
+                hash.u64(user_values[i]);
+            part.note(query_box(store, q, boxes[k], kAllLayers, count_handles).status);
+            const ObjectHandle object = store.handle_at(k);
+            feed_handles(query_potential_collisions(store, q, object, handles.data(), handles.size()), handles.data());
+            const QueryResult r = query_ray(store, q, rays[k], kAllLayers, ray_hits.data(), ray_hits.size());
+            part.note(r.status);
+            results += r.written;
+            for (uint64_t i = 0; i < r.written; ++i)
+                hash.f32(ray_hits[i].t);
+            part.note(query_ray(store, q, rays[k], kAllLayers, count_rays).status);
+            part.note(query_ray_first(store, q, rays[k], kAllLayers, ray_hits.data()).status);
+            const QueryResult n =
+                query_nearest(store, q, nearest[k], kAllLayers, nearest_hits.data(), nearest_hits.size());
+            part.note(n.status);
+            results += n.written;
+            for (uint64_t i = 0; i < n.written; ++i)
+                hash.f32(nearest_hits[i].distance_squared);
+            part.note(query_nearest(store, q, nearest[k], kAllLayers, count_nearest).status);
+        }
+        feed_handles(query_box_batch(store, q, boxes, kSingles, kAllLayers, offsets.data(), offsets.size(),
+                                     handles.data(), handles.size(), backend),
+                     handles.data());
+        part.note(query_ray_batch(store, q, rays, kSingles, kAllLayers, offsets.data(), offsets.size(), ray_hits.data(),
+                                  ray_hits.size(), backend)
+                      .status);
+        part.note(query_nearest_batch(store, q, nearest, kSingles, kAllLayers, offsets.data(), offsets.size(),
+                                      nearest_hits.data(), nearest_hits.size(), backend)
+                      .status);
+        part.note(query_ray_first_batch(store, q, rays, kSingles, kAllLayers, ray_hits.data(), backend).status);
+        hash.u64(visited);
+        return results;
     }
 };
 
