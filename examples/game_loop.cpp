@@ -20,7 +20,9 @@
 //      (handles_at): projectile hits and collected pickups;
 //   4. queries from the player: a ray cast along its aim (query_ray_first
 //      and query_ray, everything the shot would pierce), a view frustum
-//      (query_frustum) and its 8 nearest actors or pickups (query_nearest).
+//      (query_frustum) and its 8 nearest actors or pickups (query_nearest);
+//      the ray and nearest queries in their store-fed forms (store_queries.h),
+//      whose hits carry handles.
 // Everything Hashgrid runs in parallel goes through JobSystemBackend
 // (platform/job_system_backend.h) on the WorkerPool below: a few fixed
 // threads that run copies of one task function at a time.
@@ -42,6 +44,7 @@
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
+#include "hashgrid/store_queries.h"
 #include "hashgrid/thread_backend.h"
 #include "hashgrid_support/args.h"
 #include "hashgrid_support/random.h"
@@ -59,7 +62,6 @@
 
 namespace {
 
-using hashgrid::NearestHit;
 using hashgrid::ObjectHandle;
 using hashgrid::Pair;
 using hashgrid::QueryResult;
@@ -594,15 +596,16 @@ private:
             stats.first_layer = store_.categories()[first_hit_.index];
         }
         ray_hits_.resize(64);
-        r = hashgrid::query_ray(q, ray_, kShotMask, ray_hits_.data(), ray_hits_.size());
+        // The store-fed form (store_queries.h): hits carry handles, no mapping.
+        r = hashgrid::query_ray(store_, q, ray_, kShotMask, ray_hits_.data(), ray_hits_.size());
         if (r.status.code == hashgrid::StatusCode::output_too_small) {
             ray_hits_.resize(static_cast<size_t>(r.total));
-            r = hashgrid::query_ray(q, ray_, kShotMask, ray_hits_.data(), ray_hits_.size());
+            r = hashgrid::query_ray(store_, q, ray_, kShotMask, ray_hits_.data(), ray_hits_.size());
         }
         if (!report("query_ray", r.status)) return false;
         ray_hits_.resize(static_cast<size_t>(r.written));
         stats.pierced = static_cast<uint32_t>(r.total);
-        if (!map_indices(q, r, ray_hits_, ray_keys_)) return false;
+        keys_of(ray_hits_, ray_keys_);
 
         // The camera: 90 degrees wide, 60 high, from 0.5 to 120 ahead.
         const float right[3] = {f[1], -f[0], 0.0f};
@@ -642,27 +645,20 @@ private:
         // The 8 nearest actors or pickups within 40.
         nearest_query_ = hashgrid::QueryNearest{{eye[0], eye[1], eye[2]}, kNearestK, kNearestRange};
         nearest_.resize(kNearestK);
-        r = hashgrid::query_nearest(q, nearest_query_, kNearestMask, nearest_.data(), nearest_.size());
+        r = hashgrid::query_nearest(store_, q, nearest_query_, kNearestMask, nearest_.data(), nearest_.size());
         if (!report("query_nearest", r.status)) return false;
         nearest_.resize(static_cast<size_t>(r.written));
-        if (!map_indices(q, r, nearest_, nearest_keys_)) return false;
+        keys_of(nearest_, nearest_keys_);
         stats.nearest = nearest_.empty() ? -1.0f : std::sqrt(nearest_[0].distance_squared);
         return true;
     }
 
-    /// Handle keys of the objects in hits[k].index (ray or nearest hits).
+    /// Handle keys of the objects of ray or nearest hits.
     template <typename HitType>
-    bool map_indices(const hashgrid::BoxQueryGrid& q, const QueryResult& r, const std::vector<HitType>& hits,
-                     std::vector<uint64_t>& keys) {
-        indices_.resize(hits.size());
-        handles_.resize(hits.size());
-        for (size_t k = 0; k < hits.size(); ++k)
-            indices_[k] = hits[k].index;
-        if (!report("handles_at", store_.handles_at(q.view, r, indices_.data(), handles_.data()))) return false;
+    static void keys_of(const std::vector<HitType>& hits, std::vector<uint64_t>& keys) {
         keys.resize(hits.size());
         for (size_t k = 0; k < hits.size(); ++k)
-            keys[k] = key(handles_[k]);
-        return true;
+            keys[k] = key(hits[k].handle);
     }
 
     // The documented tests, written out independently for the check.
@@ -729,15 +725,14 @@ private:
     hashgrid::Ray ray_;
     RayHit first_hit_;
     uint64_t first_key_ = 0;
-    std::vector<RayHit> ray_hits_;
+    std::vector<hashgrid::ObjectRayHit> ray_hits_;
     std::vector<uint64_t> ray_keys_;
     hashgrid::Frustum frustum_;
     std::vector<uint32_t> frustum_hits_;
     std::vector<uint64_t> frustum_keys_;
     hashgrid::QueryNearest nearest_query_;
-    std::vector<NearestHit> nearest_;
+    std::vector<hashgrid::ObjectNearestHit> nearest_;
     std::vector<uint64_t> nearest_keys_;
-    std::vector<uint32_t> indices_;
     std::vector<ObjectHandle> handles_;
 };
 

@@ -66,6 +66,8 @@
 /// and map it with the result (the same written). A result that names
 /// another layout (of a frame rebuilt before an add or remove, of another
 /// store's, of one rebuilt from BoxSpans) is stale_view.
+/// store_queries.h has every query here in a form that takes the store and
+/// writes handles (ObjectRayHit, ObjectNearestHit) directly.
 #pragma once
 
 #include "hashgrid/box_grid.h"
