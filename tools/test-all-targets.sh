@@ -8,6 +8,10 @@
 #
 #   sh tools/setup-cross.sh && bash tools/test-all-targets.sh            # all six
 #   bash tools/test-all-targets.sh aarch64 mingw                          # a subset
+#   bash tools/test-all-targets.sh clang-asan-ubsan asan-ubsan tsan       # sanitizers
+#
+# Any workflow preset can be named (clang-asan-ubsan needs tools/setup-fuzz.sh
+# for clang 14; asan-ubsan and tsan build with the native GCC).
 #
 # Prints one line per target (CTest's summary and the wall time), then a last
 # line in CTest's format that totals all targets. Exits non-zero if any
