@@ -5,12 +5,20 @@
 # `build/<preset>/{examples,profiling,fuzz}/NAME`) is created by a CMakeLists.txt
 # of the tree, and every script (`tools/...sh`, `profiling/...sh`, ...) exists.
 # Run by CTest as doc_commands:  cmake -DROOT=<source dir> -P check-doc-commands.cmake
+# Policies of this CMake version: GLOB_RECURSE must not follow symbolic links
+# (CMP0009), or a wine prefix's `z:` link to / under build/ walks the whole
+# file system.
+cmake_minimum_required(VERSION 3.25)
 file(READ "${ROOT}/CMakePresets.json" presets)
-set(lists)
-file(GLOB_RECURSE found "${ROOT}/*/CMakeLists.txt")
-foreach(f IN LISTS found)
-  if(NOT f MATCHES "^${ROOT}/build/")
-    list(APPEND lists "${f}")
+# The source tree's lists only: build trees (build/, a wine prefix, fetched
+# dependencies) are never searched.
+set(lists "${ROOT}/CMakeLists.txt")
+file(GLOB top LIST_DIRECTORIES true "${ROOT}/*")
+foreach(dir IN LISTS top)
+  get_filename_component(name "${dir}" NAME)
+  if(IS_DIRECTORY "${dir}" AND NOT IS_SYMLINK "${dir}" AND NOT name MATCHES "^(build.*|\\..*)$")
+    file(GLOB_RECURSE found "${dir}/CMakeLists.txt")
+    list(APPEND lists ${found})
   endif()
 endforeach()
 set(cmake_text "")
