@@ -676,7 +676,9 @@ TEST_CASE("result layout: every box query, visitor form, batch and pair search c
     const hashgrid::BoxQueryGrid q = hashgrid::prepare_box_queries(scene.grid.view(), serial);
     const auto from_store = every_box_result(q, scene.grid, serial);
     CHECK(from_store.size() == 24);
-    for (const auto& [name, r] : from_store) {
+    for (const auto& named : from_store) {
+        const std::string& name = named.first; // INFO captures it: clang 14 cannot capture a binding
+        const auto& r = named.second;
         INFO(name);
         CHECK(r.status.ok());
         CHECK(r.layout == layout);
@@ -690,7 +692,9 @@ TEST_CASE("result layout: every box query, visitor form, batch and pair search c
     CHECK(bad.layout == layout);
     REQUIRE(scene.store.move(scene.handles[0], box3(5, 5, 5, 6, 6, 6)).ok());
     REQUIRE(scene.grid.rebuild(scene.store, serial).ok());
-    for (const auto& [name, r] : every_box_result(q, scene.grid, serial)) {
+    for (const auto& named : every_box_result(q, scene.grid, serial)) {
+        const std::string& name = named.first; // INFO captures it: clang 14 cannot capture a binding
+        const auto& r = named.second;
         INFO(name);
         if (name.rfind("find_pairs", 0) != 0) CHECK(r.status.code == StatusCode::stale_view);
         CHECK(r.layout == layout);
@@ -699,7 +703,9 @@ TEST_CASE("result layout: every box query, visitor form, batch and pair search c
     // A frame rebuilt from BoxSpans names no store layout: 0.
     REQUIRE(scene.grid.rebuild(scene.store.spans(), serial).ok());
     const hashgrid::BoxQueryGrid qs = hashgrid::prepare_box_queries(scene.grid.view(), serial);
-    for (const auto& [name, r] : every_box_result(qs, scene.grid, serial)) {
+    for (const auto& named : every_box_result(qs, scene.grid, serial)) {
+        const std::string& name = named.first; // INFO captures it: clang 14 cannot capture a binding
+        const auto& r = named.second;
         INFO(name);
         CHECK(r.status.ok());
         CHECK(r.layout == 0);
