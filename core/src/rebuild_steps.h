@@ -12,9 +12,9 @@
 //                      scatter_to_buckets, sort_buckets
 //   rebuild_presorted.cpp  input already in cell order: steps 2 and 3 in one
 //                      copy (input_in_cell_order, rebuild_presorted)
-//   rebuild_merge.cpp  bounded input in last frame's order after small moves:
-//                      only the particles that changed cells are sorted
-//                      (rebuild_merged)
+//   rebuild_merge.cpp  input in last frame's order after small moves (bounded,
+//                      or unbounded over last frame's dense box): only the
+//                      particles that changed cells are sorted (rebuild_merged)
 #pragma once
 
 #include "grid_impl.h"
@@ -162,12 +162,14 @@ Status rebuild_presorted(GridState& s, RebuildFrame& f, const ThreadBackend& b);
 
 // rebuild_merge.cpp
 
-/// Bounded, after the key pass, for input not in cell order: when it is
-/// last frame's sorted order with few particles in another cell than last
-/// frame (at most about one in eight per 4096 particles), writes the frame
-/// (cell starts, order, sorted copy) by merging those few into the cells
-/// of the others and returns true: the counting sort's frame, byte for
-/// byte. Otherwise returns false having written only scratch.
+/// After the key pass, for input not in cell order, where merge_possible
+/// (bounded worlds, and unbounded frames sorted over last frame's dense box):
+/// when the input is last frame's sorted order with few particles in another
+/// cell than last frame (at most about one in eight per 4096 particles),
+/// writes the frame (cell starts, over the dense box when unbounded; order;
+/// sorted copy) by merging those few into the cells of the others and
+/// returns true: the counting sort's frame, byte for byte. Otherwise returns
+/// false having written only scratch.
 bool rebuild_merged(GridState& s, const RebuildFrame& f, const ThreadBackend& b);
 /// Whether rebuild_merged may run: the frame has at least 4096 particles and
 /// the grid holds a frame whose cell starts cover this frame's cells (bounded:

@@ -71,10 +71,12 @@ struct ParticleSpans {
 /// Input already in cell order (kept in sorted_to_original() order, and no
 /// particle changed cell) skips the sort: scan and scatter are 0, and
 /// finalize holds the cells read off the input (with the unbounded table)
-/// and the straight copy. In a bounded world, input in last frame's order in
-/// which few particles changed cell also skips it: scan and scatter are 0,
-/// and finalize holds the merge of those few (a try that finds too many
-/// movers counts in keys, with the cell-order check, and the sort runs).
+/// and the straight copy. Input in last frame's order in which few particles
+/// changed cell also skips it, in a bounded world and in an unbounded one
+/// whose frame is sorted over the same dense box as last frame's: scan and
+/// scatter are 0, and finalize holds the merge of those few (a try that finds
+/// too many movers counts in keys, with the cell-order check, and the sort
+/// runs).
 ///
 /// Unbounded worlds find each particle's cell in one of two ways
 /// (CellTableView): through a dense box when the occupied cells fit one of at

@@ -90,7 +90,9 @@ enum class TracePhase : uint16_t {
     rebuild_order,        ///< The check whether the input is already in cell order.
     query_face_batch,     ///< query_face_batch.
     box_rebuild_update,   ///< Instead of box_rebuild_entries: few objects changed cells, merged into the last frame.
-    rebuild_merge, ///< Bounded input in last frame's order: the particles that changed cells merged into the others.
+    /// Input in last frame's order (bounded, or unbounded over last frame's
+    /// dense box): the particles that changed cells merged into the others.
+    rebuild_merge,
     /// Instead of box_rebuild_validate, in BoxGrid::rebuild(store): only the
     /// objects the store's change log lists (followed by box_rebuild_validate
     /// when they are too many to take alone).

@@ -5,7 +5,7 @@
 //
 //   start[c] .. start[c + 1]   the entries of cell c (cell_count + 1 starts)
 //
-// and one of three ways to find a cell:
+// and one of four ways to find a cell:
 //
 //   dense   bounded particle grids: every cell of the box is a cell index,
 //           numbered linearly (Lattice::linear), so a cell is found by
