@@ -476,6 +476,23 @@ inline bool valid_ray(const Ray& ray, uint32_t dims) {
     return finite3(ray.origin, dims) && finite3(ray.direction, dims) && !std::isnan(ray.max_t) && ray.max_t >= 0.0f;
 }
 
+/// query_ray_first_batch's check of its rays before it writes anything (the
+/// index and the store-fed forms): invalid_query with the first invalid ray's
+/// index and how many are invalid, or ok.
+inline Status check_ray_batch(const Ray* rays, uint32_t count, uint32_t dims) {
+    Status status;
+    uint32_t bad = 0;
+    for (uint32_t q = 0; q < count; ++q) {
+        if (valid_ray(rays[q], dims)) continue;
+        if (bad++ == 0) status.index = q;
+    }
+    if (bad == 0) return {};
+    status.code = StatusCode::invalid_query;
+    status.count = bad;
+    status.message = "query batch: a ray is invalid (NaN/infinite or negative max_t)";
+    return status;
+}
+
 inline bool boxes_overlap(const float alo[3], const float ahi[3], const float blo[3], const float bhi[3],
                           uint32_t dims) {
     for (uint32_t d = 0; d < dims; ++d)

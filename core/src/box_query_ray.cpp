@@ -414,17 +414,8 @@ QueryResult ray_first_batch_in_frame(const BoxQueryGrid& grid, const Ray* rays, 
     // Validate first so that nothing is written for an invalid batch.
     QueryResult result;
     const Cells c(grid);
-    uint32_t bad = 0;
-    for (uint32_t q = 0; q < count; ++q) {
-        if (valid_ray(rays[q], c.lat.dims)) continue;
-        if (bad++ == 0) result.status.index = q;
-    }
-    if (bad != 0) {
-        result.status.code = StatusCode::invalid_query;
-        result.status.count = bad;
-        result.status.message = "query batch: a ray is invalid (NaN/infinite or negative max_t)";
-        return result;
-    }
+    result.status = check_ray_batch(rays, count, c.lat.dims);
+    if (!result.status.ok()) return result;
     const uint32_t grain = detail::query_batch_grain(count);
     detail::PhaseTrace trace(grid.view.trace, backend);
     trace.begin(TracePhase::query_ray_batch);

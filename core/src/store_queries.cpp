@@ -287,18 +287,8 @@ QueryResult ray_first_batch(const ObjectStore& store, const BoxQueryGrid& grid, 
     HASHGRID_REQUIRE_BATCH(grid, rays, count);
     HASHGRID_REQUIRE_ARGUMENT(hits != nullptr || count == 0, "query_ray_first_batch: null hits");
     QueryResult result;
-    const uint32_t dims = grid.view.config->dimensions;
-    uint32_t bad = 0;
-    for (uint32_t q = 0; q < count; ++q) {
-        if (box_query::valid_ray(rays[q], dims)) continue;
-        if (bad++ == 0) result.status.index = q;
-    }
-    if (bad != 0) {
-        result.status.code = StatusCode::invalid_query;
-        result.status.count = bad;
-        result.status.message = "query batch: a ray is invalid (NaN/infinite or negative max_t)";
-        return result;
-    }
+    result.status = box_query::check_ray_batch(rays, count, grid.view.config->dimensions);
+    if (!result.status.ok()) return result;
     parallel_chunks(backend, count, detail::query_batch_grain(count), [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t q = begin; q < end; ++q) {
             RayHit hit;
