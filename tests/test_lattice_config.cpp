@@ -199,6 +199,8 @@ TEST_CASE("every lattice rule gives the same invalid_config from the lattice and
         const hashgrid::MemoryRequirements gr = hashgrid::memory_requirements(g);
         check_same(gr.status, expected);
         CHECK(gr.bytes == 0);
+        check_same(Grid::validate(g), expected); // the form every other type has
+        check_same(Grid::memory_requirements(g).status, expected);
         Grid grid;
         check_same(grid.init_allocate(g), expected);
         CHECK(!grid.initialized());
@@ -234,7 +236,15 @@ TEST_CASE("every lattice rule gives the same invalid_config from the lattice and
         for (uint32_t a = 0; a < good[i].dimensions; ++a)
             cells *= good[i].world == World::bounded ? good[i].cell_counts[a] : 1u;
         const bool huge = cells > (1u << 20);
-        if (!huge || sizeof(size_t) == 8) CHECK(hashgrid::memory_requirements(grid_config(good[i])).status.ok());
+        if (!huge || sizeof(size_t) == 8) {
+            const hashgrid::MemoryRequirements free_form = hashgrid::memory_requirements(grid_config(good[i]));
+            const hashgrid::MemoryRequirements member = Grid::memory_requirements(grid_config(good[i]));
+            CHECK(free_form.status.ok());
+            CHECK(member.status.ok());
+            CHECK(member.bytes == free_form.bytes);
+            CHECK(member.alignment == free_form.alignment);
+        }
+        CHECK(Grid::validate(grid_config(good[i])).ok());
         CHECK(BoxGrid::validate(box_config(good[i])).ok());
         CHECK(BoxGrid::memory_requirements(box_config(good[i])).status.ok());
         CHECK(ProximityIndex::validate(index_config(good[i])).ok());

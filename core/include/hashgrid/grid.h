@@ -157,6 +157,16 @@ public:
     Grid(const Grid&) = delete;
     Grid& operator=(const Grid&) = delete;
 
+    /// Exact bytes and alignment init() needs for a config (invalid_config
+    /// when rejected), as BoxGrid, ObjectStore, ProximityIndex and Trace
+    /// spell it. The free function memory_requirements(config) is the same.
+    [[nodiscard]] static MemoryRequirements memory_requirements(const GridConfig& config) {
+        return hashgrid::memory_requirements(config);
+    }
+    /// The rules init() checks, without computing memory; the free function
+    /// validate(config) is the same.
+    [[nodiscard]] static Status validate(const GridConfig& config) { return hashgrid::validate(config); }
+
     /// Validates the config and lays the grid out in caller memory (at least
     /// memory_requirements(config).bytes, aligned as it says). The grid does not
     /// own the memory. Nothing allocates, here or later.
