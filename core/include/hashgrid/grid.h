@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /// @file
-/// The grid: a per-frame counting-sort rebuild over SoA positions and exact,
-/// deterministic pair finding.
+/// The particle grid: a per-frame counting-sort rebuild over SoA positions and
+/// exact, deterministic pair finding. Memory is one block laid out at init()
+/// (yours, or allocated once by init_allocate()); no call after init allocates.
 ///
 /// Recipe (one frame):
 ///
@@ -10,35 +11,23 @@
 ///     hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
 ///     if (p.status.code == hashgrid::StatusCode::output_too_small) { ... p.total is exact ... }
 ///
-/// Cells. Cell coordinates are floor((p - origin) * inv) with
-/// inv = 1 / (cell_size * (1 + 2^-18)), computed in double precision (see
-/// cell_key.h for why): two particles that pass the float distance test are
-/// never more than one cell apart, whatever the origin and scale. Because of
-/// the 2^-18 guard, a point exactly on a nominal edge origin + k * cell_size
-/// (k > 0) belongs to cell k - 1; cells are half-open in the guarded lattice.
-///
-/// Unbounded worlds take any finite coordinate: beyond 2^20 cells from the
-/// origin per axis in 3D (2^30 in 2D) cell coordinates are kept modulo 2^21
-/// (2^31), and beyond 2^31 cells they come from an exact formula of the same
-/// floor (docs/design.md). Pairs stay exact either way.
-///
-/// Sorted order. After rebuild, particles are grouped by cell, cells in
-/// lexicographic (z, y, x) order of their integer coordinates (unbounded: of
-/// the wrapped coordinates, i.e. of the keys), and within a cell by ascending
-/// original index. This "sorted position" order is the same for bounded and
-/// unbounded worlds with the same origin and cell size (when the unbounded
-/// frame does not wrap), and for any thread count.
-///
-/// Pairs. A pair {a, b} (original indices, a < b) is reported when
+/// Pairs. A pair {a, b} (original indices, a < b) is reported once, when
 ///
 ///     uniform:    d2 < r * r                      (r = interaction_distance)
 ///     radii:      d2 < (ra + rb) * (ra + rb)
 ///
-/// with d2 = (dx * dx + dy * dy) + dz * dz in float, evaluated in exactly that
-/// order without fused multiply-add (dz term absent in 2D). A distance of
-/// exactly r is therefore outside. Each pair is reported once. Order: by the
-/// sorted position of the earlier of the two particles, then by the sorted
-/// position of the later one (lexicographic in sorted positions).
+/// with d2 = (dx * dx + dy * dy) + dz * dz in float, in exactly that order,
+/// without fused multiply-add (no dz term in 2D): a distance of exactly r is
+/// outside. Pairs are ordered by the sorted position of the earlier of the two
+/// particles, then by that of the later one.
+///
+/// Sorted order. After rebuild, particles are grouped by cell, cells in
+/// (z, y, x) order of their integer coordinates (unbounded: of their keys),
+/// and by ascending original index within a cell: the same for any thread
+/// count, and for bounded and unbounded worlds with the same origin and cell
+/// size when the frame does not wrap. Which cell a point falls in (the 2^-18
+/// guard on the cell edge, unbounded wrap): docs/user-guide.md, "Choosing a
+/// world, a cell size and capacities".
 #pragma once
 
 #include "hashgrid/config.h"

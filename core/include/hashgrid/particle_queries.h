@@ -2,10 +2,10 @@
 /// @file
 /// Queries over a built particle Grid: point, radius ("find nearby"), box,
 /// box face, frustum and k nearest neighbours, one at a time or in batches
-/// (pairs between an external point set and the grid: Grid::find_pairs_with). Free
-/// functions that read a `const Grid&` after a successful
-/// rebuild(); they allocate nothing and never change the grid, so any number of
-/// queries may run concurrently between two rebuilds.
+/// (pairs between an external point set and the grid: Grid::find_pairs_with).
+/// Free functions that read a `const Grid&` after a successful rebuild(); they
+/// allocate nothing and never change the grid, so any number of queries may
+/// run concurrently between two rebuilds.
 ///
 /// Recipe:
 ///
@@ -15,35 +15,24 @@
 ///     if (q.status.code == hashgrid::StatusCode::output_too_small) { ... q.total is exact ... }
 ///     for (uint64_t i = 0; i < q.written; ++i) use(hits[i]);   // original particle indices
 ///
-/// The vocabulary (QueryPoint, QuerySphere, QueryBox, Frustum, QueryNearest,
-/// QueryResult, QueryVisitor, NearestVisitor, the output, batch and visitor
-/// contracts) is query_types.h's, shared with box_queries.h: the same call on
-/// a box grid adds a layer mask.
+/// Shapes, results, visitors and the output, batch and visitor contracts are
+/// query_types.h's, shared with box_queries.h (whose calls add a layer mask).
 ///
-/// Distance convention: strict, the pair test's. A particle p is within
-/// distance r of a point c when
-///
-///     d2 < r * r,  d2 = (dx * dx + dy * dy) + dz * dz,  dx = p.x - c.x, ...
-///
-/// in float, in exactly that order, without fused multiply-add (dz term absent
-/// in 2D): the same test as Grid::find_pairs(), so a distance of exactly r is
-/// outside, and query_nearest's max_distance is strict the same way. Squares
-/// that overflow float are +inf (and +inf < +inf is false). Per-particle radii
-/// of the grid (ParticleSpans::radius) are ignored here: queries see
-/// particles as points.
-///
-/// Result order (every query but query_nearest): the grid's sorted order, i.e.
-/// by cell in lexicographic (z, y, x) order of the integer cell coordinates,
-/// and within a cell by ascending original index. This is the same for
-/// bounded and unbounded grids with the same origin and cell size, and for
-/// any thread count. Results are original particle indices.
+/// Distance: strict, the pair test of Grid::find_pairs(): p is within r of c
+/// when d2 < r * r, d2 = (dx * dx + dy * dy) + dz * dz in float, in that
+/// order, without fused multiply-add; a distance of exactly r is outside, and
+/// query_nearest's max_distance is strict too. Particles are points here
+/// (per-particle radii are ignored). Results are original particle indices in
+/// the grid's sorted order (by cell in (z, y, x) order, then ascending index),
+/// except query_nearest's (distance, then index). docs/user-guide.md,
+/// "Queries", has the float rules at the extremes.
 ///
 /// Status, every query: ok; output_too_small (needed = total, the prefix is
 /// valid); invalid_query (a NaN or infinite centre, a negative or NaN radius,
 /// k == 0, a box with min > max, a face index >= 2 * dimensions, ...; nothing
-/// written); not_built (the grid
-/// has no successful rebuild; nothing written); invalid_argument (a null
-/// buffer with a nonzero capacity, a null visit function).
+/// written); not_built (no successful rebuild; nothing written);
+/// invalid_argument (a null buffer with a nonzero capacity, a null visit
+/// function).
 #pragma once
 
 #include "hashgrid/grid.h"

@@ -4,51 +4,35 @@
 /// grids (box_queries.h): what a query asks (a point, a sphere, a box, a
 /// frustum, k nearest), what it answers (QueryResult, Pair, NearestHit,
 /// RayHit), and the callback hooks (QueryVisitor, NearestVisitor and
-/// RayVisitor for queries, PairFilter for pair finding). A call on one grid
-/// kind reads the same as on the other:
+/// RayVisitor for queries, PairFilter for pair finding). A call reads the
+/// same on both grid kinds (docs/user-guide.md, "Queries", has the table):
 ///
 ///     QueryResult r = query_radius(particle_grid, sphere, out, capacity);
 ///     QueryResult b = query_radius(box_query_grid, sphere, layer_mask, out, capacity);
 ///
-/// Names are verb first everywhere: `query_<shape>` for one query,
-/// `query_<shape>_batch` for many, find_pairs / find_pairs_with for pairs.
-///
-/// Output contract, every buffer form: the caller passes a buffer and its
-/// capacity in elements (the buffer may be null when the capacity is 0, e.g.
-/// to count). `total` is always the exact number of results; the first
-/// `written` = min(total, capacity) results of the documented order are
-/// written (a valid prefix), and the status is output_too_small with needed =
-/// total when they did not all fit.
+/// Output contract, every buffer form: the buffer may be null when the
+/// capacity (in elements) is 0, e.g. to count. `total` is always exact; the
+/// first `written` = min(total, capacity) results of the documented order are
+/// written, and the status is output_too_small with needed = total when they
+/// did not all fit.
 ///
 /// Batch contract, every query_*_batch: queries[0 .. count) run in parallel
-/// through a ThreadBackend in fixed chunks (the chunking depends on the count
-/// only). offsets needs count + 1 entries: the results of query q are
-/// out[offsets[q] .. offsets[q + 1]), in the single query's order, so the
-/// output equals the concatenation of the single queries' outputs for any
-/// thread count. With a too-small `out`, offsets are still complete and exact
-/// and out holds the first `capacity` results of the concatenation
-/// (output_too_small, needed = total). Cost: each chunk writes into an equal
-/// share of `out` while it counts, and only the queries whose results did not
-/// fit their chunk's share run a second time, at their final offsets; a
-/// buffer with headroom over the expected total (last frame's plus a margin)
-/// keeps most batches to one pass. An invalid query makes the whole batch
-/// invalid_query (Status::index = lowest offending query, count = how many);
-/// out and offsets then hold unspecified partial results.
+/// through a ThreadBackend, in chunks that depend on the count only. offsets
+/// needs count + 1 entries; query q's results are out[offsets[q] ..
+/// offsets[q + 1]) in the single query's order, so the output is the
+/// concatenation of the single queries' for any thread count. With a
+/// too-small `out`, offsets are still exact and out holds the first
+/// `capacity` results (output_too_small, needed = total). An invalid query
+/// makes the whole batch invalid_query (index = lowest offending query,
+/// count = how many); out and offsets then hold unspecified partial results.
 ///
-/// Visitor form, every set query (point, radius, box, box face, frustum,
-/// potential collisions) and the ordered queries (k nearest, ray): instead of
-/// a buffer, a plain function pointer and a context are called once per
-/// result, in the documented result order, on the calling thread. Returning
-/// false stops the
-/// query at once. The result's total is the number of calls made (written is
-/// 0); status is ok, also after an early stop. The checks and their statuses
-/// are the buffer form's (not_built, stale_view, invalid_query), and a null
-/// visit function is invalid_argument. Set queries visit (QueryVisitor) the
-/// indices; nearest (NearestVisitor) and ray (RayVisitor) queries visit the
-/// NearestHit / RayHit the buffer form would write, bit for bit. The ordered
-/// visitor forms need no buffer: they find their results in short runs, each
-/// by a search for the results that follow the last one visited (the cost is
-/// stated with each query), so stopping early saves the search for the rest.
+/// Visitor form, every set query and the ordered ones (k nearest, ray): a
+/// plain function and a context are called once per result instead of a
+/// buffer, in the documented order, on the calling thread; returning false
+/// stops the query at once. total = the calls made, written = 0, status ok
+/// (also after an early stop); the checks are the buffer form's, and a null
+/// visit function is invalid_argument. Nearest and ray visitors get the hits
+/// the buffer form would write, bit for bit, and need no buffer.
 #pragma once
 
 #include "hashgrid/status.h"
