@@ -11,63 +11,30 @@
 ///     hashgrid::QueryResult r = hashgrid::query_box(g, box, hashgrid::kAllLayers, out, capacity);
 ///     // r.total is exact; out[0, r.written) is a prefix of the full answer.
 ///
-/// The vocabulary (QueryBox, QuerySphere, Frustum, QueryNearest, QueryResult,
-/// QueryVisitor, NearestVisitor, RayVisitor, the output, batch and visitor
-/// contracts) is query_types.h's, shared with particle_queries.h: the same
-/// call on a particle grid omits the layer mask. Nothing allocates; no query
-/// keeps state between calls.
-///
-/// Order of set queries (point, box, radius, frustum, potential collisions):
-/// objects kept in cells first, by the cell that reports them in ascending
-/// packed key ((z, y, x) order), within a cell by ascending object index; then
-/// large objects (BoxGridView::large_object) by ascending index. The same for
-/// any thread count, platform and SIMD width.
-///
-/// One report per object, no set: an object covering several scanned cells is
-/// reported only from one of them (the min-corner rule of box_grid.h: the cell
-/// of max(query.min, object.min) per axis, cells clamped into the world or the
-/// key range). The queries without a min corner:
-/// - query_radius takes query.min = centre - (radius * (1 + 2^-20) + 2^-70)
-///   per axis, in double: the low corner of the slightly widened box it scans
-///   (-inf, so every object's own minimum cell, when radius * radius
-///   overflows float);
-/// - query_frustum reports every object from its own minimum cell,
-///   cell(object.min), wherever the frustum lies.
-/// tests/test_query_order.cpp checks both against brute force.
+/// Shapes, results, visitors and the output, batch and visitor contracts are
+/// query_types.h's, shared with particle_queries.h. Nothing allocates; no
+/// query keeps state between calls.
 ///
 /// Layers. Every query takes a layer_mask right after what it asks; an object
 /// is reported when (category[object] & layer_mask) != 0 (null categories:
 /// every bit set). A batch takes one mask for all its queries.
 /// query_potential_collisions() uses the pair rule of box_grid.h instead.
 ///
-/// Distance convention: closed. A box object is within distance r of a point
-/// when point_box_distance2 <= r * r (touching counts, as touching boxes
-/// overlap), and max_distance of query_nearest is closed the same way.
-///
-/// Floating point. Every accept/reject decision is a float (ray: double)
-/// computation written out below, in that operation order, without FMA (the build uses
-/// -ffp-contract=off); a brute-force loop doing the same arithmetic over all
-/// objects gives the same answer. Cell ranges are computed in double and
-/// widened where rounding could otherwise hide a cell (see the comments of
-/// core/src/box_query_internal.h and box_query_ray.cpp).
+/// Distances are closed: an object is within r of a point when
+/// point_box_distance2 <= r * r, and query_nearest's max_distance is closed
+/// too. Each accept/reject test is written out below; docs/user-guide.md,
+/// "Queries", has the float rules and the exact order of set queries (each
+/// object once; objects kept in cells first, by reporting cell in (z, y, x)
+/// order, then index; large objects last, by index; the same on every thread
+/// count, platform and SIMD width).
 ///
 /// Results are object indices of the grid's frame: for a grid rebuilt from an
 /// ObjectStore, dense indices valid until the store's next add, remove, clear
-/// or init. Every QueryResult here, batches and visitor forms included,
-/// carries the frame's layout (QueryResult::layout = view.source_layout,
-/// whatever the status). Map them with the result, checked (objects.h):
-///
-///     s = store.handles_at(g.view, r, out, handles);                // out[0, r.written)
-///     s = store.handles_at(g.view, r, out, offsets[q], offsets[q + 1] - offsets[q],
-///                          handles);                                // query q of a batch
-///     s = store.handle_at(g.view, index, handle);                   // inside a visitor
-///
-/// Ray and nearest hits carry their index in .index: copy those into an array
-/// and map it with the result (the same written). A result that names
-/// another layout (of a frame rebuilt before an add or remove, of another
-/// store's, of one rebuilt from BoxSpans) is stale_view.
-/// store_queries.h has every query here in a form that takes the store and
-/// writes handles (ObjectRayHit, ObjectNearestHit) directly.
+/// or init. Every QueryResult here carries the frame's layout
+/// (QueryResult::layout = view.source_layout, whatever the status); map it
+/// with store.handles_at(g.view, r, out, handles) (objects.h), which answers
+/// stale_view for a result of another layout. store_queries.h has every query
+/// here in a form that takes the store and writes handles directly.
 #pragma once
 
 #include "hashgrid/box_grid.h"

@@ -3,7 +3,7 @@
 /// Box queries that answer with handles: every query of box_queries.h on a
 /// grid rebuilt from an ObjectStore (BoxGrid::rebuild(store, backend)), with
 /// the store in front, writing ObjectHandles (or user values) instead of
-/// dense indices. Box2D's and Jolt's queries hand back their ids the same way.
+/// dense indices.
 ///
 ///     hashgrid::BoxQueryGrid g = hashgrid::prepare_box_queries(grid.view(), backend);
 ///     hashgrid::ObjectHandle near[64];
@@ -11,58 +11,29 @@
 ///     hashgrid::ObjectRayHit hit;
 ///     r = hashgrid::query_ray_first(store, g, ray, hashgrid::kAllLayers, &hit);   // hit.handle, hit.t
 ///
-/// Same vocabulary, same answers. Every call here is the index query of
-/// box_queries.h (same shapes, layer mask, buffer, visitor and batch forms,
-/// output and batch contracts of query_types.h) with each dense index i
-/// replaced by store.handle_at(i) (or store.user_values()[i]) as it is
-/// written: the same results in the same order, the same total, written,
-/// offsets and status (code, needed, index, count) as the index form on the
-/// same frame, and QueryResult::layout is the frame's as there. Hit types
-/// carry the handle in place of the index: ObjectRayHit {handle, t},
-/// ObjectNearestHit {handle, distance_squared}, with the index form's t and
-/// distance_squared bit for bit, ordered by the index form's (t, index) and
-/// (distance_squared, index).
+/// Same answers: each call is the index query of box_queries.h (shapes, layer
+/// mask, buffer, visitor and batch forms, query_types.h's contracts) with each
+/// dense index i written as store.handle_at(i) (or store.user_values()[i]):
+/// the same order, total, written, offsets, status and layout as the index
+/// form on the same frame. ObjectRayHit {handle, t} and ObjectNearestHit
+/// {handle, distance_squared} carry the index form's t and distance_squared
+/// bit for bit, in its (t, index) and (distance_squared, index) order.
 ///
-/// Checked once per call, in this order, before anything is read or written
-/// (in every build; outputs are untouched on failure):
-///
-///     invalid_argument  the store was never initialised;
-///     not_built         the view holds no frame;
-///     invalid_argument  the frame was not rebuilt from this store
-///                       (grid.view.source_store != &store: from BoxSpans,
-///                       another store's, a BoxQueryGrid not prepared);
-///     stale_view        store.layout_generation() != grid.view.source_layout:
-///                       an add, remove, clear or init since the rebuild.
-///                       Rebuild, prepare and query again;
-///
-/// then the index form's own checks, with its statuses: a BoxQueryGrid
-/// prepared before the grid's last rebuild is stale_view, a null buffer with
-/// capacity > 0, a null visit function or null query array invalid_argument,
-/// a bad shape invalid_query (batches: index and count as the index batch's).
-/// move(), set_layers() and set_user_value() keep the layout: the frame is
-/// still current for these calls (results describe the boxes of the rebuild).
-/// User values are the current ones.
-///
-/// Visitor forms: the visit function gets the handle (or hit) of each result,
-/// on the calling thread, while the query runs: it must not add or remove
-/// objects (that changes what the remaining dense indices name). Set queries
-/// visit with HandleVisitor, rays with ObjectRayVisitor, nearest with
-/// ObjectNearestVisitor; cost and early stop are the index visitor form's.
-///
-/// Cost. A set query (point, box, radius, frustum, potential collisions) runs
-/// the index form's walk into a writer that looks up each result's slot and
-/// generation: about the index visitor form's cost plus two loads per result.
-/// The index buffer forms of box and radius queries may test cell entries
-/// with SIMD kernels, which this path does not; for very large result sets
-/// the index form followed by ObjectStore::handles_at() can be faster. Ray and
-/// nearest buffer forms with capacity <= kStoreQueryRun run the index
-/// query once into a stack buffer and map its hits; larger capacities run the
-/// index visitor form (runs of up to 64 hits, about log2(m) + m / 64
-/// searches for m hits) and, when the buffer fills before the results end,
-/// one more index query with capacity 0 for the exact total.
-///
-/// Nothing allocates. The order and every output are the same on every thread
-/// count and platform, as the index forms'.
+/// Checked once per call, in every build, before anything is read or written
+/// (outputs untouched on failure), in this order: invalid_argument when the
+/// store was never initialised; not_built when the view holds no frame;
+/// invalid_argument when the frame was not rebuilt from this store
+/// (view.source_store != &store: from BoxSpans, another store's, a
+/// BoxQueryGrid not prepared); stale_view when store.layout_generation() !=
+/// view.source_layout (an add, remove, clear or init since the rebuild:
+/// rebuild, prepare and query again); then the index form's own checks and
+/// statuses. move(), set_layers() and set_user_value() keep the layout
+/// (results describe the boxes of the rebuild; user values are the current
+/// ones). A visit function (HandleVisitor, ObjectRayVisitor,
+/// ObjectNearestVisitor) runs on the calling thread while the query runs and
+/// must not add or remove objects. Nothing allocates; outputs are the same on
+/// every thread count and platform. Cost: docs/user-guide.md, "Objects,
+/// handles and dense indices".
 #pragma once
 
 #include "hashgrid/box_queries.h"
