@@ -2,96 +2,42 @@
 /// @file
 /// Persistent objects with handles: a fixed-capacity store of boxes that users
 /// keep across frames (add / move / remove), laid out as the dense SoA arrays a
-/// BoxGrid rebuild reads.
+/// BoxGrid rebuild reads. docs/user-guide.md, "Objects, handles and dense
+/// indices", has the whole frame with a grid.
 ///
 /// Recipe:
 ///
 ///     hashgrid::ObjectStoreConfig config;          // 3D by default
 ///     config.max_objects = 100000;
-///     hashgrid::ObjectStore store;
 ///     hashgrid::Status s = store.init_allocate(config);   // or init(config, memory, bytes)
-///     hashgrid::BoxGridConfig grid_config = hashgrid::box_grid_config_for(config);
-///     grid_config.cell_size = 2.0f;                       // and the grid's own capacities
-///     grid_config.max_cell_entries = 8 * config.max_objects;
-///     grid_config.max_pairs = 1000000;
-///     s = grid.init_allocate(grid_config);
 ///     hashgrid::ObjectAddResult a = store.add(box, category, mask, user_value);
 ///     s = store.move(a.handle, new_box);
-///     s = grid.rebuild(store, backend);                   // every frame (box_grid.h)
+///     s = grid.rebuild(store, backend);    // grid config from box_grid_config_for(config)
 ///     hashgrid::PairResult p = grid.find_pairs(pairs, capacity, backend);
 ///     s = store.handles_at(grid.view(), p, pairs, handle_pairs);   // dense indices -> handles
 ///
-/// Handles. A handle is {slot, generation}. Every slot carries a generation; a
-/// handle is valid while its slot holds a live object issued with that
-/// generation. Removing an object (or clear()) advances its slot's generation,
-/// so every copy of the old handle becomes stale and is answered with
-/// StatusCode::invalid_handle, never applied to whichever object later reuses
-/// the slot. Generation 0 is never issued: a default-constructed ObjectHandle
-/// is always invalid. Freed slots are reused first in, first out, so
-/// generations advance evenly over all slots and a stale handle stays
-/// detectable for as long as possible.
+/// Handles. A handle is {slot, generation}; removing the object (or clear())
+/// makes every copy of it stale: invalid_handle, never applied to a later
+/// object in the slot. A default ObjectHandle is never valid. A slot whose
+/// 32-bit generation would wrap is retired (retired_count()). Stores with
+/// different ObjectStoreConfig::handle_salt reject each other's handles.
 ///
-/// Generation wrap. Generations are 32 bits. A slot whose generation would
-/// come back to its first value (after 2^32 - 1 reuses of that one slot) is
-/// retired instead: it is never issued again, so no stale handle can ever
-/// alias a live object. Each retirement lowers the usable capacity by one
-/// (retired_count()); with FIFO reuse that takes 2^32 - 1 removals per slot.
+/// Dense indices. Live objects are compact in [0, size()): add() appends,
+/// remove() moves the last object into the hole. BoxGrid pairs and box queries
+/// name objects by dense index, valid until the next successful add(),
+/// remove(), clear() or init(), which advance layout_generation(); move(),
+/// set_layers() and set_user_value() keep it. Map results with handles_at() /
+/// user_values_at(), passing the result and the current frame's view: they
+/// answer stale_view, never a wrong object, for a result of another layout.
+/// handle_at(frame, index) maps one index inside a visitor; handle_at(index)
+/// without a view is not checked at all. Failed operations change nothing.
 ///
-/// Foreign handles. Handles of another store are rejected when their slot is
-/// out of range or their generation does not match. Stores with different
-/// ObjectStoreConfig::handle_salt start every slot at a different (hashed)
-/// generation, so a handle from another store is also caught when its slot is
-/// in range, except for a 2^-32-ish coincidence.
-///
-/// Dense order. Live objects are kept compact in dense arrays [0, size()):
-/// add() appends, remove() moves the last object into the hole (swap-remove).
-/// The dense order (and every handle value) is a pure function of the
-/// sequence of successful operations and the config: no timing, no pointer
-/// values, no hashing of addresses. Failed operations change nothing.
-///
-/// Frames. The store is the source of truth; a BoxGrid rebuilt from it sees
-/// the store as it was at that rebuild. The cost of reflecting changes is one
-/// BoxGrid rebuild, i.e. at most a full rebuild.
-///
-/// Dense indices in results. BoxGrid pairs (find_pairs, find_pairs_with's
-/// b) and every box query (box_queries.h) report objects by dense index, and
-/// a dense index names the same object only until the store's layout changes:
-/// every successful add(), remove(), clear() and init() advances
-/// layout_generation(). move(), set_layers() and set_user_value() keep the
-/// layout (the results describe the boxes and layers of the rebuild, but still
-/// name the right objects). Every such result carries the layout its indices
-/// name (QueryResult::layout, query_types.h): the store's layout_generation()
-/// at the rebuild the query read. So turn results into handles or user values
-/// with the checked calls below, passing the result and the view of the
-/// grid's current frame (grid.view(), or the BoxQueryGrid's view): they answer
-/// stale_view when the store's layout has changed since that frame was
-/// rebuilt from it (BoxGrid::rebuild(store, backend)), and also when the
-/// result names another layout (it came from a frame rebuilt before an add or
-/// remove, from another store's frame, or from one rebuilt from BoxSpans),
-/// never a wrong object. Rebuild and query again. A result of an earlier frame
-/// of the same layout (only moves, layers or user values changed since) still
-/// maps: its indices name the same objects.
-///
-/// Layout numbers. They are unique in the process: stores draw them from one
-/// shared sequence, so no two stores (and no two inits of one store) ever use
-/// the same number, and 0 is never a store's layout. They say which layout a
-/// result names; they are not part of the deterministic output (they depend on
-/// the other stores of the process).
-///
-/// Change log. Every successful move() and set_layers() appends the object's
-/// dense index to a ring of max_objects records and advances change_clock();
-/// changes_since(clock) lists the objects changed since change_clock() had
-/// that value (an object once per change, in the order of the changes), and
-/// says whether the list is complete: it is not when more than max_objects
-/// changes were made since, or when the layout changed since (add, remove,
-/// clear and init advance the clock too, and end every earlier list).
-/// BoxGrid::rebuild(store, backend) reads it to look only at the objects
-/// that changed since the store's previous frame (box_grid.h); a job of your
-/// own that mirrors the store can do the same.
-///
-/// handle_at(frame, index) maps one index without a result: use it inside a
-/// visitor (QueryVisitor), while the frame it is called on is current.
-/// handle_at(dense_index) without a view is not checked at all.
+/// Change log. Every successful move() and set_layers() is logged (a ring of
+/// max_objects records): changes_since(clock) lists the dense indices changed
+/// since change_clock() had that value, in change order, and says whether the
+/// list is complete (not after more than max_objects changes, nor across a
+/// layout change). BoxGrid::rebuild(store, backend) reads it to look only at
+/// the objects that changed.
 #pragma once
 
 #include "hashgrid/box_grid.h"
@@ -135,7 +81,7 @@ struct ObjectStoreConfig {
     /// of a grid rebuilt from the store (box_grid_config_for()).
     uint32_t max_objects = 0;
     /// Give stores that must not accept each other's handles different salts
-    /// (see "Foreign handles" above). 0: every slot starts at generation 1.
+    /// (see "Handles" above). 0: every slot starts at generation 1.
     uint32_t handle_salt = 0;
 };
 
@@ -247,7 +193,7 @@ public:
 
     /// @name Checked mapping of grid results
     /// Dense indices of grid results mapped to handles and user values (see
-    /// "Dense indices in results" in objects.h). `frame` is the view of the grid's current frame, `result` what the
+    /// "Dense indices" in objects.h). `frame` is the view of the grid's current frame, `result` what the
     /// query, batch or pair search answered. Checked in this order, in every
     /// build, before anything is written (outputs are untouched on failure):
     ///
@@ -322,7 +268,7 @@ public:
     /// Advanced by every successful add(), remove(), clear() and init(): the
     /// operations that change the dense layout (which objects the dense
     /// indices [0, size()) name). 0 before the first successful init, then a
-    /// number no other store of the process ever has (see "Layout numbers");
+    /// number no other store of the process ever has (docs/user-guide.md);
     /// it only grows, never reset.
     [[nodiscard]] uint64_t layout_generation() const { return layout_; }
 
@@ -380,7 +326,7 @@ private:
     [[nodiscard]] Status write_user_values(const uint32_t* in, uint64_t first, uint64_t count, uint64_t* out) const;
     [[nodiscard]] Status write_handles(const Pair* in, uint64_t first, uint64_t count, ObjectHandlePair* out) const;
     [[nodiscard]] Status write_user_values(const Pair* in, uint64_t first, uint64_t count, UserValuePair* out) const;
-    /// Advances layout_ (one shared sequence: see "Layout numbers") and ends
+    /// Advances layout_ (one shared sequence: see layout_generation()) and ends
     /// the change log's lists (see "Change log").
     void advance_layout();
     /// Appends a change of the object at `dense` to the change log.
