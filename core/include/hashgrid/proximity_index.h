@@ -11,57 +11,30 @@
 ///     config.grid.dimensions = 2;
 ///     config.grid.cell_size = 4.0f;                  // about the typical client size
 ///     config.grid.max_objects = 100000;              // most clients at once
-///     config.grid.max_cell_entries = 400000;         // sum of cells covered (<= 4 per client
-///                                                    //   in 2D when its size <= cell_size)
+///     config.grid.max_cell_entries = 400000;         // sum of the cells the clients cover
 ///     config.grid.max_pairs = 1000000;               // only for find_pairs()
-///     hashgrid::ProximityIndex index;
 ///     hashgrid::Status s = index.init_allocate(config);
 ///     hashgrid::ObjectAddResult c = index.create_client({x, y}, {w, h});
 ///     s = index.update_client(c.handle, {x2, y2}, {w, h});
 ///     s = index.update_index(backend);               // once per frame, in parallel
-///     hashgrid::ObjectHandle around[64];
 ///     hashgrid::QueryResult r = index.find_near({x, y}, {qw, qh}, hashgrid::kAllLayers, around, 64);
-///     s = index.remove_client(c.handle);
 ///
-/// A client is a box centred at its position: [position - dimensions / 2,
-/// position + dimensions / 2] per axis (dimensions * 0.5f is exact, then one
-/// float subtraction and one addition). In 2D, z is ignored (pass {x, y}).
+/// A client is the box [position - dimensions / 2, position + dimensions / 2]
+/// per axis (in 2D pass {x, y}; z is ignored).
 ///
-/// When changes become visible. Changes (create, update, remove, layers,
-/// clear) go to the store at once and mark the index dirty. The grid is
-/// rebuilt from the whole store, never patched: update_index(backend) rebuilds
-/// when dirty (O(clients + cell entries), parallel through the backend) and is
-/// a no-op otherwise. Queries and find_pairs() never see stale positions: if
-/// the index is dirty they rebuild first (queries with the query backend,
-/// set_query_backend(), serial by default). So the cost model is one full
-/// rebuild per batch of changes: call update_index() once per frame after
-/// moving everything (as the tutorial's "move every client, then query"
-/// scenario does); interleaving single updates and queries pays a full
-/// rebuild per query.
+/// When changes become visible. Changes go to the store at once and mark the
+/// index dirty; update_index(backend) rebuilds the whole grid when dirty (a
+/// no-op otherwise). Queries and find_pairs() rebuild a dirty index first, so
+/// they never see stale positions: move every client, then query (the cost
+/// model: docs/user-guide.md, "Objects, handles and dense indices").
 ///
-/// Nothing lost, nothing half-done. Every change is checked before it is
-/// applied: NaN/inf (invalid_position), negative dimensions (invalid_box),
-/// a box outside the bounded world in reject mode (position_out_of_range;
-/// unbounded worlds take every finite coordinate, box_grid.h), too many clients (object_capacity) and too many
-/// cell entries in total (entry_capacity, needed = the exact total) leave the
-/// index as it was. So a rebuild from the store does not fail for capacity or
-/// range (were it to, update_index() returns the grid's status, index = dense
-/// index of the offender, and the index stays dirty).
-///
-/// Programmer errors. Before a successful init every call that returns a
-/// status answers invalid_argument (handle_at() gives ObjectHandle{},
-/// contains() false, counts 0); a null output with a nonzero capacity is
-/// invalid_argument too, checked before a dirty index is rebuilt. Both hold in
-/// every build and change nothing.
-///
-/// Results are handles. Each object is reported once, in the order of the box
-/// queries (box_queries.h: by reporting cell, then dense index; large objects
-/// last). Queries use the index's scratch: one query at a time (they are not
-/// const). For parallel batches, call update_index() and run the batch
-/// functions of box_queries.h on query_grid(); map their dense indices with
-/// objects().handles_at(query_grid().view, result, out, handles) (objects.h),
-/// which answers stale_view once a client has been created or removed (or
-/// clear()) since, or when the result came from an earlier rebuild.
+/// Checks. Every change is checked before it is applied; a failure leaves the
+/// index as it was: invalid_position (NaN/inf), invalid_box (dimensions < 0),
+/// position_out_of_range (outside a bounded world in reject mode),
+/// object_capacity, entry_capacity (needed = the exact total). Before a
+/// successful init, and for a null output with a nonzero capacity, calls
+/// answer invalid_argument, in every build. Results are handles, each client
+/// once, in box-query order. One call at a time (queries use scratch).
 #pragma once
 
 #include "hashgrid/box_grid.h"
