@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /// @file
 /// The box grid: the broad phase for objects with their own axis-aligned boxes.
+/// Memory is one block laid out at init() (yours, or init_allocate()'s); no
+/// call after init allocates.
 ///
 /// Recipe (one frame):
 ///
@@ -10,111 +12,29 @@
 ///
 /// or, for objects kept in an ObjectStore (objects.h), s = boxes.rebuild(store, backend).
 ///
-/// Cells. An object covers the cells cell(min) .. cell(max) on every axis, where
-/// cell(p) = floor((p - origin) * inv) is the guarded key of cell_key.h (clamped
-/// to the border cells in a bounded world with OutOfBounds::clamp). cell() is
-/// monotone, so every point of a box lies in a cell the box covers.
+/// Pairs. Boxes are closed: a and b overlap when, on every axis, a.min <= b.max
+/// and b.min <= a.max (touching counts). Each object has a category bitmask
+/// and a collision mask (null spans: all bits); a pair needs
+/// (cat_a & mask_b) != 0 and (cat_b & mask_a) != 0. Each pair is reported
+/// once, as object indices a < b, in an order that is the same for every
+/// thread count and SIMD width: small-small pairs first, by cell in sorted
+/// (z, y, x) order, then lexicographically by the positions of the two entries
+/// in the cell (entries ascend by object index); then the pairs of large
+/// objects, by large object (ascending index), then by the other object.
 ///
-/// Overlap. Boxes are closed: a and b overlap when, on every axis,
-/// a.min <= b.max and b.min <= a.max. Touching faces, edges or corners overlap.
+/// Large objects, those covering more than BoxGridConfig::large_object_cells
+/// cells (and, in an unbounded world, those reaching past the cell key range,
+/// cell_key.h), are kept in a list, not in cells: exact, at the cost of what
+/// their area holds (docs/user-guide.md, "Pairs of a box grid").
 ///
-/// Layers. Each object has a category bitmask and a collision mask (null spans:
-/// all bits). A pair is reported only when (cat_a & mask_b) != 0 and
-/// (cat_b & mask_a) != 0.
-///
-/// One report per pair, no set, no dedup pass. Two small objects are reported
-/// only from the cell that holds the minimum corner of their intersection,
-/// m = max(a.min, b.min) per axis: m lies in both boxes, so cell(m) is covered
-/// by both, and it is one cell.
-///
-/// Large objects. An object covering more than BoxGridConfig::large_object_cells
-/// cells is not put into cells at all: it goes to a separate list. Its pairs
-/// are found by scanning the occupied cells its box covers (like a box query)
-/// and testing the other large objects, so it costs what its area holds, not
-/// one entry per cell it covers nor a test per object (a world-spanning
-/// terrain box reads every entry once). When the large objects' cells add
-/// up to more than the frame has objects (many buildings over small props),
-/// find_pairs instead bins every object once, by its minimum corner, into
-/// coarse grids whose cells are about half a large object wide (about one
-/// for the grid of the large objects themselves), and each
-/// large object tests the objects of the coarse cells near its box: same
-/// pairs, same order, at about the cost of the objects around each large one.
-///
-/// Far objects (unbounded worlds). Cells are keyed within +-kKeyLimit3 cells
-/// per axis of the origin in 3D (about +-10 km at 1 cm cells), +-kKeyLimit2 in
-/// 2D (cell_key.h). An object reaching beyond is accepted as a large object:
-/// pairs and queries stay exact at every finite coordinate, at O(N) per far
-/// object. An outlier costs little; a scene mostly out there should move
-/// `origin` to itself (or use larger cells).
-///
-/// Order (same for every thread count and SIMD width):
-///
-///     1. small-small pairs by cell in sorted (z, y, x) order, then by the
-///        position of the two entries in the cell (entries of a cell ascend by
-///        object index): pair (e_i, e_j) with i < j before (e_i, e_k) when j < k;
-///     2. large-small and large-large pairs: by large object (ascending index),
-///        then by the other object's index.
-///
-/// Each Pair holds original object indices with a < b.
-///
-/// Object indices. Every result (pairs here, box queries in box_queries.h)
-/// names objects by their index in the BoxSpans of the rebuild: the dense
-/// index of an ObjectStore when the grid was rebuilt from one. They name the
-/// same objects only as long as the input's order does. For a store, that is
-/// until its next add, remove, clear or init. Every result carries the layout
-/// it names (QueryResult::layout: the frame's source_layout below; 0 for a
-/// frame rebuilt from BoxSpans): turn results into handles or user values with
-/// ObjectStore::handles_at() / user_values_at() (objects.h), passing the
-/// result and the current view, e.g.
-///
-///     s = store.handles_at(boxes.view(), p, pairs, handle_pairs);
-///
-/// They answer stale_view once the store's layout has changed, or when the
-/// result names another layout, never a wrong object.
-///
-/// Frames where little moved. When rebuild() gets as many objects as the
-/// last frame did (the same objects in the same order: a store without adds
-/// or removes, or your own stable arrays), it compares each box with the
-/// last frame's. Objects whose boxes are bit-identical keep their cells
-/// without any arithmetic; when the objects that changed cells own a small
-/// share of the entries (at most a quarter, less the more occupied cells
-/// the frame has per entry: with small boxes in small cells sorting costs
-/// less) and none became or stopped being large, their entries are merged
-/// into the last frame's cells instead of sorting all entries again. The
-/// result is the same arrays, pairs and query answers as the full build, for
-/// any thread count; a trace shows box.rebuild.update instead of
-/// box.rebuild.entries for such a frame. A rejected rebuild makes the next
-/// one a full build.
-///
-/// Frames from a store. rebuild(store, backend) on the store (and layout) of
-/// the last frame reads the store's change log (objects.h, "Change log"):
-/// when at most one object in eight was moved or given new layers since,
-/// only those are read and validated, instead of every object. Entries of
-/// objects that stayed in their cells get their new boxes in place (found by
-/// key, then by object); when some changed cells, only the cells they leave
-/// or enter are merged, and the cells between move as blocks (a memmove of
-/// the entries after the first cell whose entry count changed). The frame's
-/// bounds follow from the changed boxes and a count of the objects on each
-/// bound: every object is read again only when the last one on a bound moves
-/// off it. Same arrays, pairs and answers again; a trace shows
-/// box.rebuild.listed instead of box.rebuild.validate (then
-/// box.rebuild.validate as well, when the changed objects turn out to need
-/// the full build: one became or stopped being large, or they move more
-/// than a quarter of the entries).
-///
-/// Memory and cost (box_grid.cpp has the layout): per object about 140 B in
-/// 3D and 115 B in 2D, per cell entry (max_cell_entries) about 104 B in 3D
-/// (64 B of them the frame and sort scratch, 40 B the second half of the
-/// cell and entry arrays that a merge writes), per pair of max_pairs 8 B (a
-/// pool that keeps each chunk's pairs until they are published) plus up to
-/// 768 blocks of 2 KiB of slack (one per chunk that find_pairs can have with
-/// the config, at most 1.5 MiB).
-/// rebuild() is O(N + entries) with a radix sort over the bits of the
-/// occupied cells' box, or O(N + entries) copies plus the sort of the moved
-/// objects' entries when it merges; find_pairs() is O(entry pairs within
-/// cells + the entries in each large object's cells + large objects^2), or
-/// with coarse grids O(entry pairs within cells + N + the objects in each
-/// large object's coarse cells).
+/// Object indices. Results name objects by their index in the rebuild's
+/// BoxSpans, or for a store by its dense index, valid until the store's next
+/// add, remove, clear or init. Each result carries the layout it names
+/// (QueryResult::layout); map it with store.handles_at(boxes.view(), p, pairs,
+/// handle_pairs) (objects.h), which answers stale_view, never a wrong object.
+/// A frame with the same objects as the last one rebuilds only what moved,
+/// with the full build's result (docs/user-guide.md, "Objects, handles and
+/// dense indices").
 #pragma once
 
 #include "hashgrid/config.h"
