@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Result order of the box-grid set queries that have no `min` corner of their
-// own: query_radius and query_frustum (box_queries.h, "Order of set queries").
+// own: query_radius and query_frustum (docs/user-guide.md, "Order of
+// box-grid set queries").
 //
 // The oracle is brute force over every object with the documented inclusion
 // test, sorted by the documented key:

@@ -46,7 +46,8 @@
 namespace hashgrid {
 
 /// Ray and nearest buffer forms with at most this capacity run their index
-/// query once, into a stack buffer of this many hits (see "Cost").
+/// query once, into a stack buffer of this many hits (the cost:
+/// docs/user-guide.md, "Objects, handles and dense indices").
 inline constexpr uint64_t kStoreQueryRun = 64;
 
 /// One ray hit of a store-fed query: RayHit with the object's handle in place
