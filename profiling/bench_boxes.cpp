@@ -108,6 +108,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -626,10 +627,10 @@ struct BoxGridSlot {
 };
 
 /// --phases: the box grid's own phases, from a trace attached to the grid.
-/// Each call's phase spans (calling thread) are summed per phase, the
-/// rebuild's over the rebuilds after frame 0 (warm-up frames included) and
-/// the pair search's over the find_pairs calls after it; the counters
-/// (<phase>_ms, dots as underscores) are the means per call.
+/// Each call's spans on the calling thread (the phase and its steps) are
+/// summed per name, the rebuild's over the rebuilds after frame 0 (warm-up
+/// frames included) and the pair search's over the find_pairs calls after
+/// it; the counters (<name>_ms, dots as underscores) are the means per call.
 class GridPhases {
 public:
     bool init() { return trace_.init_allocate(1u << 16).ok(); }
@@ -647,15 +648,15 @@ public:
         for (uint32_t e = 0; e < trace_.size(); ++e) {
             hashgrid::TraceEvent ev;
             if (!trace_.event(e, ev) || ev.kind != hashgrid::TraceKind::phase) continue;
-            g.ms[static_cast<uint32_t>(ev.phase)] += static_cast<double>(ev.end_ns - ev.begin_ns) * 1e-6;
+            g.add(hashgrid::trace_event_name(ev), static_cast<double>(ev.end_ns - ev.begin_ns) * 1e-6);
         }
         trace_.clear();
     }
     void report(benchmark::State& state) const {
         for (const Group* g : {&rebuild_, &pairs_}) {
-            for (uint32_t p = 0; p < hashgrid::kTracePhaseCount && g->calls > 0; ++p) {
+            for (uint32_t p = 0; p < g->count && g->calls > 0; ++p) {
                 if (g->ms[p] == 0.0) continue;
-                std::string counter = hashgrid::trace_phase_name(static_cast<hashgrid::TracePhase>(p));
+                std::string counter = g->names[p];
                 std::replace(counter.begin(), counter.end(), '.', '_');
                 state.counters[counter + "_ms"] = g->ms[p] / g->calls;
             }
@@ -664,9 +665,21 @@ public:
     }
 
 private:
+    /// Milliseconds per span name (phases and steps; names are static strings).
     struct Group {
-        double ms[hashgrid::kTracePhaseCount] = {};
+        static constexpr uint32_t kNames = 64;
+        const char* names[kNames] = {};
+        double ms[kNames] = {};
+        uint32_t count = 0;
         uint32_t calls = 0;
+        void add(const char* name, double t) {
+            uint32_t i = 0;
+            while (i < count && std::strcmp(names[i], name) != 0)
+                ++i;
+            if (i == kNames) return; // more names than any call records
+            if (i == count) names[count++] = name;
+            ms[i] += t;
+        }
     };
     hashgrid::Trace trace_;
     Group rebuild_, pairs_;

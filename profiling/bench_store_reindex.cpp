@@ -39,6 +39,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 using hashgrid::platform::now_ns;
@@ -135,8 +136,9 @@ int main(int argc, char** argv) {
             hashgrid::TraceEvent ev;
             if (!trace.event(e, ev) || ev.kind != hashgrid::TraceKind::phase) continue;
             const double ms = static_cast<double>(ev.end_ns - ev.begin_ns) * 1e-6;
-            listed += ev.phase == hashgrid::TracePhase::box_rebuild_listed ? ms : 0.0;
-            update += ev.phase == hashgrid::TracePhase::box_rebuild_update ? ms : 0.0;
+            const char* name = hashgrid::trace_event_name(ev);
+            listed += std::strcmp(name, "box.rebuild.listed") == 0 ? ms : 0.0;
+            update += std::strcmp(name, "box.rebuild.update") == 0 ? ms : 0.0;
         }
         listed_ms.push_back(listed);
         update_ms.push_back(update);

@@ -207,15 +207,17 @@ void check_same_frame(BoxGrid& churned, BoxGrid& fresh, uint32_t dims, const has
     CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(hashgrid::Pair)) == 0);
 }
 
-/// Whether the last rebuild recorded into `trace` went through `phase`.
-bool took(const hashgrid::Trace& trace, TracePhase phase) {
+/// Whether the last rebuild recorded into `trace` went through the step named `step`.
+bool took(const hashgrid::Trace& trace, const char* step) {
     for (uint32_t e = 0; e < trace.size(); ++e) {
         hashgrid::TraceEvent ev;
-        if (trace.event(e, ev) && ev.kind == hashgrid::TraceKind::phase && ev.phase == phase) return true;
+        if (trace.event(e, ev) && ev.kind == hashgrid::TraceKind::phase && ev.phase == TracePhase::box_rebuild &&
+            std::strcmp(hashgrid::trace_event_name(ev), step) == 0)
+            return true;
     }
     return false;
 }
-bool took_update(const hashgrid::Trace& trace) { return took(trace, TracePhase::box_rebuild_update); }
+bool took_update(const hashgrid::Trace& trace) { return took(trace, "box.rebuild.update"); }
 
 enum class Churn { still, jitter, few_jump, many_jump, grow, out_of_keys, bad, resize };
 
@@ -370,7 +372,7 @@ TEST_CASE("box rebuild: small boxes alone in small cells are sorted, not merged,
                 if (rng.below(20) == 0) move_box(rng, spec, scene, i, false);
             trace.clear();
             REQUIRE(churned.rebuild(scene.spans(), backend).ok());
-            CHECK(took(trace, TracePhase::box_rebuild_entries));
+            CHECK(took(trace, "box.rebuild.entries"));
             CHECK_FALSE(took_update(trace));
             BoxGrid fresh;
             REQUIRE(fresh.init_allocate(config).ok());
@@ -594,8 +596,8 @@ TEST_CASE("box rebuild from a store: the logged changes alone give the full buil
                 }
                 REQUIRE(s.ok());
                 accepted = now;
-                const bool listed = took(trace, TracePhase::box_rebuild_listed);
-                const bool validated = took(trace, TracePhase::box_rebuild_validate);
+                const bool listed = took(trace, "box.rebuild.listed");
+                const bool validated = took(trace, "box.rebuild.validate");
                 const Path path = listed ? (validated ? Path::listed_then_full : Path::listed) : Path::full;
                 CHECK(static_cast<int>(path) == static_cast<int>(expected_path(plan[f])));
                 ++counts[static_cast<int>(path)];
@@ -652,7 +654,7 @@ TEST_CASE("box rebuild from a store: two grids on one store, a log that overflow
         const BoxScene now = scene_of(store, 2);
         REQUIRE(fresh.rebuild(now.spans(), backend).ok());
         check_same_frame(grid[k], fresh, 2, backend, fine.max_pairs);
-        return took(trace[k], TracePhase::box_rebuild_listed);
+        return took(trace[k], "box.rebuild.listed");
     };
     // Grid 0 every frame, grid 1 every other one: each reads the changes since its own frame.
     for (uint32_t f = 0; f < 6; ++f) {

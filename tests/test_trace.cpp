@@ -475,6 +475,29 @@ FrameOut particle_frame(Grid& g, const Scene& s, const ThreadBackend& backend, u
     return out;
 }
 
+/// Every kept event's phase is the user call it is inside: a step's name
+/// (and a chunk of a step's loop) is dotted under its phase's name, and the
+/// export names each span as trace_event_name() does. "" when all hold.
+std::string check_event_phases(const Trace& trace, const Exported& e) {
+    std::vector<std::string> names;
+    for (uint32_t i = 0; i < trace.size(); ++i) {
+        TraceEvent ev;
+        if (!trace.event(i, ev)) return "torn event " + std::to_string(i);
+        const std::string name = trace_event_name(ev);
+        names.push_back(name);
+        if (ev.step == 0) {
+            if (name != trace_phase_name(ev.phase)) return "phase span named " + name;
+            continue;
+        }
+        const std::string phase = std::string(trace_phase_name(ev.phase)) + ".";
+        if (name.rfind(phase, 0) != 0) return "step " + name + " inside phase " + trace_phase_name(ev.phase);
+    }
+    if (names.size() != e.spans.size()) return "export holds another number of spans";
+    for (size_t i = 0; i < names.size(); ++i)
+        if (names[i] != e.spans[i].name) return "exported " + e.spans[i].name + " for " + names[i];
+    return "";
+}
+
 /// The structure every traced particle frame must have.
 void check_particle_trace(const Exported& e, bool bounded, uint32_t n, uint32_t workers) {
     CHECK(e.dropped == 0);
@@ -585,6 +608,7 @@ TEST_CASE("trace: real frames export nested Chrome JSON, results unchanged (seri
             Exported e;
             read_export(*trace, e);
             check_particle_trace(e, bounded, n, k.workers);
+            CHECK(check_event_phases(*trace, e) == "");
         }
 }
 
@@ -650,6 +674,7 @@ TEST_CASE("trace: box grid frames (rebuild, pairs, prepare, batches) nest and ke
         CHECK(e.dropped == 0);
         CHECK(check_nesting(e.spans) == "");
         CHECK(check_chunks_in_phases(e.spans) == "");
+        CHECK(check_event_phases(*trace, e) == "");
         for (const char* name :
              {"frame", "box.rebuild", "box.rebuild.validate", "box.rebuild.entries", "box.find_pairs",
               "box.find_pairs.search", "box.find_pairs.publish", "box.prepare_queries", "query_box_batch"}) {
@@ -708,6 +733,7 @@ TEST_CASE("trace: the ring keeps the newest events and counts the dropped ones")
         const TraceEvent& a = all[all.size() - kSmall + i];
         const TraceEvent& b = kept[i];
         CHECK(a.phase == b.phase);
+        CHECK(a.step == b.step);
         CHECK(a.kind == b.kind);
         CHECK(a.thread == b.thread);
         CHECK(a.item_begin == b.item_begin);
@@ -716,6 +742,7 @@ TEST_CASE("trace: the ring keeps the newest events and counts the dropped ones")
     }
     // The newest event is the outermost call's end: the radius batch.
     CHECK(kept.back().phase == TracePhase::query_radius_batch);
+    CHECK(kept.back().step == 0);
     CHECK(kept.back().kind == TraceKind::phase);
     Exported e;
     read_export(*small_ring, e);
@@ -897,9 +924,62 @@ TEST_CASE("trace: memory requirements, init on caller memory, bad sizes") {
     REQUIRE(trace.init(100, aligned, static_cast<size_t>(req.bytes)).ok());
     CHECK(trace.capacity() == 100);
     CHECK(trace.recorded() == 0);
-    for (uint32_t p = 0; p < kTracePhaseCount; ++p)
-        CHECK(std::string(trace_phase_name(static_cast<TracePhase>(p))) != "unknown");
+}
+
+TEST_CASE("trace: phase numbers are stable, step names are dotted under their phase's") {
+    CHECK(sizeof(TraceEvent) == 32); // step lives in padding: the event did not grow
+    // The public numbering, fixed from 0.1 on (new phases only appended).
+    const std::pair<TracePhase, const char*> phases[] = {{TracePhase::frame, "frame"},
+                                                         {TracePhase::rebuild, "rebuild"},
+                                                         {TracePhase::find_pairs, "find_pairs"},
+                                                         {TracePhase::find_pairs_with, "find_pairs_with"},
+                                                         {TracePhase::neighbor_lists, "neighbor_lists"},
+                                                         {TracePhase::query_point_batch, "query_point_batch"},
+                                                         {TracePhase::query_radius_batch, "query_radius_batch"},
+                                                         {TracePhase::query_box_batch, "query_box_batch"},
+                                                         {TracePhase::query_frustum_batch, "query_frustum_batch"},
+                                                         {TracePhase::query_nearest_batch, "query_nearest_batch"},
+                                                         {TracePhase::query_ray_batch, "query_ray_batch"},
+                                                         {TracePhase::query_face_batch, "query_face_batch"},
+                                                         {TracePhase::box_rebuild, "box.rebuild"},
+                                                         {TracePhase::box_find_pairs, "box.find_pairs"},
+                                                         {TracePhase::box_find_pairs_with, "box.find_pairs_with"},
+                                                         {TracePhase::prepare_box_queries, "box.prepare_queries"}};
+    REQUIRE(std::size(phases) == kTracePhaseCount);
+    for (uint32_t p = 0; p < kTracePhaseCount; ++p) {
+        CHECK(static_cast<uint32_t>(phases[p].first) == p);
+        CHECK(std::string(trace_phase_name(phases[p].first)) == phases[p].second);
+    }
     CHECK(std::string(trace_phase_name(static_cast<TracePhase>(kTracePhaseCount))) == "unknown");
+    // Steps: 0 is the phase's own span; ids 1.. name the steps until "unknown".
+    CHECK(std::string(trace_step_name(0)) == "unknown");
+    CHECK(std::string(trace_step_name(1u << 20)) == "unknown");
+    std::vector<std::string> steps;
+    for (uint32_t id = 1; id < 256 && std::string(trace_step_name(id)) != "unknown"; ++id)
+        steps.emplace_back(trace_step_name(id));
+    for (uint32_t id = static_cast<uint32_t>(steps.size()) + 1; id < 256; ++id)
+        CHECK(std::string(trace_step_name(id)) == "unknown");
+    for (const char* name :
+         {"rebuild.keys",          "rebuild.order",        "rebuild.presorted",  "rebuild.cells",
+          "rebuild.cells.clear",   "rebuild.cells.insert", "rebuild.cells.sort", "rebuild.cells.lookup",
+          "rebuild.merge",         "rebuild.scan",         "rebuild.scatter",    "rebuild.sort",
+          "rebuild.compact",       "find_pairs.sweep",     "find_pairs.prefix",  "box.rebuild.listed",
+          "box.rebuild.validate",  "box.rebuild.entries",  "box.rebuild.update", "box.find_pairs.search",
+          "box.find_pairs.publish"}) {
+        INFO(std::string(name));
+        CHECK(std::count(steps.begin(), steps.end(), name) == 1);
+    }
+    for (const std::string& step : steps)
+        for (const auto& [phase, name] : phases)
+            CHECK(step != name);
+    // An event's name: its step's, or its phase's for step 0.
+    TraceEvent e;
+    e.phase = TracePhase::box_find_pairs;
+    CHECK(std::string(trace_event_name(e)) == "box.find_pairs");
+    e.step = 1;
+    CHECK(std::string(trace_event_name(e)) == steps[0]);
+    e.step = 255;
+    CHECK(std::string(trace_event_name(e)) == (steps.size() >= 255 ? steps[254] : std::string("unknown")));
 }
 
 // ---------------------------------------------------------------------------

@@ -345,7 +345,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
 
     // 3. The frame is accepted: write the changed objects, then their entries.
     applied = true;
-    trace.next(TracePhase::box_rebuild_update);
+    trace.next(TraceStep::box_rebuild_update);
     const uint32_t n = s.object_count;
     const uint32_t words = (n + 63) / 64;
     std::memset(s.change.moved, 0, words * sizeof(uint64_t)); // held the seen marks of step 1
@@ -421,7 +421,7 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
     if (!listed_path) return rebuild(g, in, caller_backend);
     PhaseTrace trace(g.trace_, caller_backend);
     trace.begin(TracePhase::box_rebuild);
-    trace.begin(TracePhase::box_rebuild_listed);
+    trace.begin(TraceStep::box_rebuild_listed);
 
     // 1. Each logged object once, by ascending index (the moved bits mark the
     // ones logged; walking them in order reads the per-object arrays forwards).
@@ -433,7 +433,7 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
         const uint32_t i = changes.ring[at];
         at = at + 1 == changes.ring_size ? 0 : at + 1;
         if (i >= n) { // not of this layout (a complete list has none): compare every object
-            trace.next(TracePhase::box_rebuild_validate);
+            trace.next(TraceStep::box_rebuild_validate);
             return rebuild_checked(g, in, trace);
         }
         s.change.moved[i >> 6] |= uint64_t{1} << (i & 63);
@@ -450,7 +450,7 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
                                   : apply_listed<2>(s, in, listed, count, large_cells, trace, applied);
     if (!st.ok()) return st;
     if (!applied) {
-        trace.next(TracePhase::box_rebuild_validate);
+        trace.next(TraceStep::box_rebuild_validate);
         return rebuild_checked(g, in, trace);
     }
     s.block_summaries_valid = false; // the listed objects changed without their blocks'

@@ -487,7 +487,7 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
                               uint64_t max_pairs, PairFilter filter, PhaseTrace& trace, const Search& search,
                               const Prepare& prepare) {
     const ThreadBackend& b = trace.backend();
-    trace.begin(TracePhase::box_pair_search);
+    trace.begin(TraceStep::box_pair_search);
     HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
     if (b.worker_count <= 1) {
         // One worker: the chunks run in order anyway, so each chunk's place is
@@ -504,7 +504,7 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
             total = sink.end();
         });
         const PairResult result = settle(total, max_pairs, capacity);
-        trace.next(TracePhase::box_pair_publish); // nothing to publish: the phase stays in the trace
+        trace.next(TraceStep::box_pair_publish); // nothing to publish: the step stays in the trace
         trace.end();
         return result;
     }
@@ -540,7 +540,7 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
     }
     const PairResult result = settle(total, max_pairs, capacity);
     const uint64_t limit = result.written;
-    trace.next(TracePhase::box_pair_publish);
+    trace.next(TraceStep::box_pair_publish);
     parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t ch = begin; ch < end; ++ch) {
             const PairChunk& chunk = s.pair_chunk[ch];

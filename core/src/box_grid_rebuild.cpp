@@ -352,7 +352,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
         return {StatusCode::invalid_argument, 0, 0, 0, "BoxSpans: min/max x, y (and z in 3D) must be set"};
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
     trace.begin(TracePhase::box_rebuild);
-    trace.begin(TracePhase::box_rebuild_validate);
+    trace.begin(TraceStep::box_rebuild_validate);
     return rebuild_checked(g, in, trace);
 }
 
@@ -411,7 +411,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     // gives the arrays of the full build below.
     const bool update =
         compare && large_changed == 0 && s.cell_count > 0 && merge_pays(added + removed, s.cell_count, s.entry_count);
-    trace.next(update ? TracePhase::box_rebuild_update : TracePhase::box_rebuild_entries);
+    trace.next(update ? TraceStep::box_rebuild_update : TraceStep::box_rebuild_entries);
     DenseBox box{};
     uint64_t volume = 1;
     for (uint32_t d = 0; d < 3; ++d) {

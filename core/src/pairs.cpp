@@ -136,7 +136,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
     const ThreadBackend& b = trace.backend();
     trace.begin(TracePhase::find_pairs);
-    trace.begin(TracePhase::pair_sweep);
+    trace.begin(TraceStep::pair_sweep);
     const GridConfig& c = g.config_;
     SweepData s{};
     const GridState& frame = *g.state_;
@@ -295,7 +295,7 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         // min(max_pairs, capacity) pairs, whatever was published so far.
         HASHGRID_ASSERT(total > max_pairs, "publishing stopped below max_pairs");
         const uint64_t target = max_pairs < capacity ? max_pairs : capacity;
-        trace.next(TracePhase::pair_prefix);
+        trace.next(TraceStep::pair_prefix);
         if (published < target) complete_prefix(published, target);
         result.written = target;
         result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};

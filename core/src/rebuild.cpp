@@ -109,20 +109,20 @@ Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, Re
         return cells;
     }
     const PreviousFrame previous{s.count, s.cell_count, s.built, s.mapped};
-    trace.begin(TracePhase::rebuild_table_clear);
+    trace.begin(TraceStep::rebuild_table_clear);
     clear_table(s, b);
     lap(timing.table_clear);
-    trace.next(TracePhase::rebuild_table_insert);
+    trace.next(TraceStep::rebuild_table_insert);
     const Status inserted = insert_keys(s, f, previous, b);
     lap(timing.table_insert);
     if (!inserted.ok()) {
         trace.end();
         return inserted;
     }
-    trace.next(TracePhase::rebuild_table_sort);
+    trace.next(TraceStep::rebuild_table_sort);
     sort_distinct_cells(s, f, b);
     lap(timing.table_sort);
-    trace.next(TracePhase::rebuild_table_lookup);
+    trace.next(TraceStep::rebuild_table_lookup);
     lookup_cells(s, f, b);
     lap(timing.table_lookup);
     trace.end();
@@ -136,32 +136,32 @@ template <typename Lap>
 Status sort_into_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, RebuildTimings& timing, Lap& lap,
                        PhaseTrace& trace) {
     if (!f.bounded) {
-        trace.next(TracePhase::rebuild_cells);
+        trace.next(TraceStep::rebuild_cells);
         const Status cells = unbounded_cells(s, f, b, timing, lap, trace);
         if (!cells.ok()) return cells;
     }
     bool merged = false;
     if (merge_possible(s, f)) {
-        trace.next(TracePhase::rebuild_merge);
+        trace.next(TraceStep::rebuild_merge);
         merged = rebuild_merged(s, f, b);
         lap(merged ? timing.finalize : timing.keys); // a try that found too many movers: part of the order check
     }
     if (!merged) {
         f.counting_sort = true;
-        trace.next(TracePhase::rebuild_scan);
+        trace.next(TraceStep::rebuild_scan);
         count_skipped_buckets(s, f, b);
         scan_buckets(s, f);
         lap(timing.scan);
-        trace.next(TracePhase::rebuild_scatter);
+        trace.next(TraceStep::rebuild_scatter);
         scatter_to_buckets(s, f, b);
         lap(timing.scatter);
-        trace.next(TracePhase::rebuild_sort);
+        trace.next(TraceStep::rebuild_sort);
         sort_buckets(s, f, b);
         lap(timing.finalize);
     }
     if (f.dense) {
         f.box_sorted = true;
-        trace.next(TracePhase::rebuild_compact);
+        trace.next(TraceStep::rebuild_compact);
         compact_dense_cells(s, f, b);
         lap(timing.dense_compact);
     }
@@ -184,7 +184,7 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
     PhaseTrace trace(g.trace_, caller_backend); // every step's loops run through trace.backend()
     const ThreadBackend& b = trace.backend();
     trace.begin(TracePhase::rebuild);
-    trace.begin(TracePhase::rebuild_keys);
+    trace.begin(TraceStep::rebuild_keys);
 
     RebuildTimings timing{};
     const uint64_t t_begin = clock_ns();
@@ -197,12 +197,12 @@ Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend&
 
     const Status keys = compute_keys(s, f, b);
     if (!keys.ok()) return keys; // previous frame untouched
-    trace.next(TracePhase::rebuild_order);
+    trace.next(TraceStep::rebuild_order);
     const bool in_cell_order = input_in_cell_order(s, f, b);
     lap(timing.keys);
 
     if (in_cell_order) {
-        trace.next(TracePhase::rebuild_presorted);
+        trace.next(TraceStep::rebuild_presorted);
         const Status presorted = rebuild_presorted(s, f, b);
         if (!presorted.ok()) return presorted; // previous frame restored
         lap(timing.finalize);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The trace ring (hashgrid/trace.h) and the recording wrapper of a call's
-// backend (trace_scope.h).
+// The trace ring (hashgrid/trace.h), the names of phases and steps
+// (trace_steps.h), and the recording wrapper of a call's backend
+// (trace_scope.h).
 //
 // Ring. Writers claim event numbers with one atomic add on `head_`; event i
 // goes to slot i % capacity. Each slot's fields are relaxed atomics (writers
@@ -26,25 +27,18 @@ struct Trace::Slot {
     std::atomic<uint64_t> seq;   // event number + 1; 0: empty
     std::atomic<uint64_t> begin; // ns
     std::atomic<uint64_t> end;   // ns
-    std::atomic<uint64_t> what;  // phase | kind << 16 | thread << 32
+    std::atomic<uint64_t> what;  // phase | kind << 16 | step << 24 | thread << 32
     std::atomic<uint64_t> items; // item_begin | item_end << 32
 };
 static_assert(sizeof(std::atomic<uint64_t>) == 8, "a ring slot is 40 bytes");
+static_assert(sizeof(TraceEvent) == 32, "TraceEvent: step lives in the padding after kind");
 
 namespace {
 
 constexpr const char* kPhaseNames[kTracePhaseCount] = {
     "frame",
     "rebuild",
-    "rebuild.keys",
-    "rebuild.cells",
-    "rebuild.scan",
-    "rebuild.scatter",
-    "rebuild.sort",
-    "rebuild.compact",
     "find_pairs",
-    "find_pairs.sweep",
-    "find_pairs.prefix",
     "find_pairs_with",
     "neighbor_lists",
     "query_point_batch",
@@ -53,25 +47,17 @@ constexpr const char* kPhaseNames[kTracePhaseCount] = {
     "query_frustum_batch",
     "query_nearest_batch",
     "query_ray_batch",
+    "query_face_batch",
     "box.rebuild",
-    "box.rebuild.validate",
-    "box.rebuild.entries",
     "box.find_pairs",
-    "box.find_pairs.search",
-    "box.find_pairs.publish",
     "box.find_pairs_with",
     "box.prepare_queries",
-    "rebuild.presorted",
-    "rebuild.order",
-    "query_face_batch",
-    "box.rebuild.update",
-    "rebuild.merge",
-    "box.rebuild.listed",
-    "rebuild.cells.clear",
-    "rebuild.cells.insert",
-    "rebuild.cells.sort",
-    "rebuild.cells.lookup",
 };
+
+/// Name of a span of `phase`'s `step` (none: the phase's own).
+const char* span_name(TracePhase phase, TraceStep step) {
+    return step == TraceStep::none ? trace_phase_name(phase) : trace_step_name(static_cast<uint32_t>(step));
+}
 
 /// Next trace slot for a thread that records its first phase.
 std::atomic<uint32_t> g_next_thread_slot{0};
@@ -93,12 +79,13 @@ struct ChunkCall {
     void* context;
     Trace* trace;
     TracePhase phase;
+    TraceStep step;
 };
 
 void traced_chunk(void* context, uint32_t begin, uint32_t end, uint32_t worker) {
     const ChunkCall& call = *static_cast<const ChunkCall*>(context);
     const TraceHooks& hooks = call.trace->hooks();
-    const char* name = trace_phase_name(call.phase);
+    const char* name = span_name(call.phase, call.step);
     const bool zones = hooks.chunks;
     if (zones && hooks.begin != nullptr) hooks.begin(hooks.context, name, worker);
     TraceEvent e;
@@ -106,6 +93,7 @@ void traced_chunk(void* context, uint32_t begin, uint32_t end, uint32_t worker) 
     call.fn(call.context, begin, end, worker);
     e.end_ns = clock_ns();
     e.phase = call.phase;
+    e.step = static_cast<uint8_t>(call.step);
     e.kind = TraceKind::chunk;
     e.thread = worker;
     e.item_begin = begin;
@@ -119,6 +107,12 @@ void traced_chunk(void* context, uint32_t begin, uint32_t end, uint32_t worker) 
 const char* trace_phase_name(TracePhase phase) {
     const auto i = static_cast<uint32_t>(phase);
     return i < kTracePhaseCount ? kPhaseNames[i] : "unknown";
+}
+
+const char* trace_step_name(uint32_t step) { return step < kTraceStepCount ? kTraceStepNames[step] : "unknown"; }
+
+const char* trace_event_name(const TraceEvent& event) {
+    return event.step == 0 ? trace_phase_name(event.phase) : trace_step_name(event.step);
 }
 
 // ---------------------------------------------------------------------------
@@ -171,7 +165,7 @@ void Trace::record(const TraceEvent& e) {
     s.begin.store(e.begin_ns, std::memory_order_relaxed);
     s.end.store(e.end_ns, std::memory_order_relaxed);
     s.what.store(uint64_t{static_cast<uint16_t>(e.phase)} | uint64_t{static_cast<uint8_t>(e.kind)} << 16 |
-                     uint64_t{e.thread} << 32,
+                     uint64_t{e.step} << 24 | uint64_t{e.thread} << 32,
                  std::memory_order_relaxed);
     s.items.store(uint64_t{e.item_begin} | uint64_t{e.item_end} << 32, std::memory_order_relaxed);
     s.seq.store(i + 1, std::memory_order_release);
@@ -190,6 +184,7 @@ bool Trace::event(uint32_t i, TraceEvent& out) const {
     out.end_ns = s.end.load(std::memory_order_relaxed);
     out.phase = static_cast<TracePhase>(what & 0xffffu);
     out.kind = static_cast<TraceKind>((what >> 16) & 0xffu);
+    out.step = static_cast<uint8_t>((what >> 24) & 0xffu);
     out.thread = static_cast<uint32_t>(what >> 32);
     out.item_begin = static_cast<uint32_t>(items);
     out.item_end = static_cast<uint32_t>(items >> 32);
@@ -232,7 +227,8 @@ void PhaseTrace::wrap(const ThreadBackend& backend) {
 void PhaseTrace::traced_parallel_for(void* state, uint32_t count, uint32_t grain, ChunkFn fn, void* context) {
     const auto& self = *static_cast<const PhaseTrace*>(state);
     const uint32_t top = self.depth_ < kMaxDepth ? self.depth_ : kMaxDepth;
-    ChunkCall call{fn, context, self.trace_, top > 0 ? self.phase_[top - 1] : TracePhase::frame};
+    ChunkCall call{fn, context, self.trace_, top > 0 ? self.phase_[top - 1] : TracePhase::frame,
+                   top > 0 ? self.step_[top - 1] : TraceStep::none};
     const ThreadBackend& inner = *self.inner_;
     if (inner.parallel_for != nullptr) {
         inner.parallel_for(inner.state, count, grain, &traced_chunk, &call);
@@ -244,9 +240,15 @@ void PhaseTrace::traced_parallel_for(void* state, uint32_t count, uint32_t grain
         traced_chunk(&call, begin, count - begin < step ? count : begin + step, 0u);
 }
 
-void PhaseTrace::open(TracePhase phase, uint64_t now) {
+TracePhase PhaseTrace::current_phase() const {
+    const uint32_t top = depth_ < kMaxDepth ? depth_ : kMaxDepth;
+    return top > 0 ? phase_[top - 1] : TracePhase::frame;
+}
+
+void PhaseTrace::open(TracePhase phase, TraceStep step, uint64_t now) {
     if (depth_ < kMaxDepth) {
         phase_[depth_] = phase;
+        step_[depth_] = step;
         begin_ns_[depth_] = now;
     }
     ++depth_;
@@ -261,31 +263,41 @@ void PhaseTrace::close_top(uint64_t now) {
     e.begin_ns = begin_ns_[depth_];
     e.end_ns = now;
     e.phase = phase_[depth_];
+    e.step = static_cast<uint8_t>(step_[depth_]);
     e.thread = thread_;
     trace_->record(e);
 }
 
-void PhaseTrace::push(TracePhase phase) {
+void PhaseTrace::push(TracePhase phase, TraceStep step) {
+    HASHGRID_ASSERT(step == TraceStep::none || kTraceStepPhases[static_cast<uint32_t>(step)] == phase,
+                    "PhaseTrace: a step begun outside its phase (trace_steps.h)");
     const TraceHooks& h = trace_->hooks();
-    if (h.begin != nullptr) h.begin(h.context, trace_phase_name(phase), kTraceCallingThread);
-    open(phase, clock_ns());
+    if (h.begin != nullptr) h.begin(h.context, span_name(phase, step), kTraceCallingThread);
+    open(phase, step, clock_ns());
 }
 
 void PhaseTrace::pop() {
-    const TracePhase phase = depth_ > 0 && depth_ <= kMaxDepth ? phase_[depth_ - 1] : TracePhase::frame;
+    const bool kept = depth_ > 0 && depth_ <= kMaxDepth;
+    const TracePhase phase = kept ? phase_[depth_ - 1] : TracePhase::frame;
+    const TraceStep step = kept ? step_[depth_ - 1] : TraceStep::none;
     close_top(clock_ns());
     const TraceHooks& h = trace_->hooks();
-    if (h.end != nullptr) h.end(h.context, trace_phase_name(phase), kTraceCallingThread);
+    if (h.end != nullptr) h.end(h.context, span_name(phase, step), kTraceCallingThread);
 }
 
-void PhaseTrace::swap(TracePhase phase) {
+void PhaseTrace::swap(TraceStep step) {
     const TraceHooks& h = trace_->hooks();
-    const TracePhase old = depth_ > 0 && depth_ <= kMaxDepth ? phase_[depth_ - 1] : TracePhase::frame;
+    const bool kept = depth_ > 0 && depth_ <= kMaxDepth;
+    const TracePhase phase = current_phase();
+    const TraceStep old = kept ? step_[depth_ - 1] : TraceStep::none;
+    HASHGRID_ASSERT(!kept || old != TraceStep::none, "PhaseTrace: next() closes a step, not a phase");
+    HASHGRID_ASSERT(!kept || kTraceStepPhases[static_cast<uint32_t>(step)] == phase,
+                    "PhaseTrace: a step begun outside its phase (trace_steps.h)");
     const uint64_t now = clock_ns();
     close_top(now);
-    if (h.end != nullptr) h.end(h.context, trace_phase_name(old), kTraceCallingThread);
-    if (h.begin != nullptr) h.begin(h.context, trace_phase_name(phase), kTraceCallingThread);
-    open(phase, now);
+    if (h.end != nullptr) h.end(h.context, span_name(phase, old), kTraceCallingThread);
+    if (h.begin != nullptr) h.begin(h.context, span_name(phase, step), kTraceCallingThread);
+    open(phase, step, now);
 }
 
 void PhaseTrace::close_all() {

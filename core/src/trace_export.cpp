@@ -155,7 +155,7 @@ TraceExport write_chrome_trace(const Trace& trace, TraceWriteFn write, void* con
         const bool chunk = e.kind == TraceKind::chunk;
         separator(out, first);
         out.text("{\"name\":\"");
-        out.text(trace_phase_name(e.phase));
+        out.text(trace_event_name(e));
         out.text(chunk ? "\",\"cat\":\"chunk\",\"ph\":\"X\",\"pid\":" : "\",\"cat\":\"phase\",\"ph\":\"X\",\"pid\":");
         out.number(chunk ? kWorkersPid : kCallsPid);
         out.text(",\"tid\":");

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The library side of tracing (hashgrid/trace.h): PhaseTrace records the
-// phases of one call and wraps the call's backend so that every chunk is
-// recorded too. With no trace attached it is a null pointer and a reference
-// to the caller's backend: each begin/end is one predictable branch, and the
-// chunks run through the caller's backend untouched.
+// phase of one call and its steps (trace_steps.h) and wraps the call's
+// backend so that every chunk is recorded too. With no trace attached it is a
+// null pointer and a reference to the caller's backend: each begin/end/next
+// is one predictable branch, and the chunks run through the caller's backend
+// untouched.
 #pragma once
+
+#include "trace_steps.h"
 
 #include "hashgrid/thread_backend.h"
 #include "hashgrid/trace.h"
@@ -33,31 +36,37 @@ public:
     /// recording wrapper around it.
     [[nodiscard]] const ThreadBackend& backend() const { return *backend_; }
 
-    /// Opens a phase inside the current one.
+    /// Opens a public phase (the call itself) inside the current span.
     void begin(TracePhase phase) {
         if (trace_ != nullptr) [[unlikely]]
-            push(phase);
+            push(phase, TraceStep::none);
     }
-    /// Closes the current phase.
+    /// Opens a step of the current phase inside the current span.
+    void begin(TraceStep step) {
+        if (trace_ != nullptr) [[unlikely]]
+            push(current_phase(), step);
+    }
+    /// Closes the current span.
     void end() {
         if (trace_ != nullptr) [[unlikely]]
             pop();
     }
-    /// Closes the current phase and opens `phase` at the same instant, so
-    /// consecutive steps tile their parent without gaps.
-    void next(TracePhase phase) {
+    /// Closes the current span (a step) and opens `step` of the same phase at
+    /// the same instant, so consecutive steps tile their parent without gaps.
+    void next(TraceStep step) {
         if (trace_ != nullptr) [[unlikely]]
-            swap(phase);
+            swap(step);
     }
 
 private:
     void wrap(const ThreadBackend& backend);
-    void push(TracePhase phase);
+    [[nodiscard]] TracePhase current_phase() const;
+    void push(TracePhase phase, TraceStep step);
     void pop();
-    void swap(TracePhase phase);
+    void swap(TraceStep step);
     void close_all();
     void close_top(uint64_t now);
-    void open(TracePhase phase, uint64_t now);
+    void open(TracePhase phase, TraceStep step, uint64_t now);
     static void traced_parallel_for(void* state, uint32_t count, uint32_t grain, ChunkFn fn, void* context);
 
     Trace* trace_;
@@ -69,6 +78,7 @@ private:
     // Written by open() before any read (no stores here: the untraced path
     // only sets the two pointers above).
     TracePhase phase_[kMaxDepth];
+    TraceStep step_[kMaxDepth];
     uint64_t begin_ns_[kMaxDepth];
 };
 

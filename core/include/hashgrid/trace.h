@@ -23,19 +23,21 @@
 ///     std::fclose(f);
 ///
 /// What is recorded. A span per phase of each traced call on the calling
-/// thread (rebuild and its steps, find_pairs and its sweep, neighbor_lists,
-/// find_pairs_with, each query batch, the box grid's rebuild, pairs and
-/// prepare_box_queries), nested as the calls nest, and a span per chunk on the
-/// worker that ran it (the backend's worker index), named after the phase
-/// that started the loop. Single queries are not traced (one span per query
-/// would cost more than most queries); their batches are.
+/// thread (TracePhase: rebuild, find_pairs, neighbor_lists, find_pairs_with,
+/// each query batch, the box grid's rebuild, pairs and prepare_box_queries),
+/// nested as the calls nest; inside it a span per internal step (rebuild.keys,
+/// find_pairs.sweep, box.rebuild.validate, ...: TraceEvent::step); and a span
+/// per chunk on the worker that ran it (the backend's worker index), named
+/// after the phase or step that started the loop. Single queries are not
+/// traced (one span per query would cost more than most queries); their
+/// batches are. Phase numbers and all names are stable; step ids are not.
 ///
-/// Cost. With no trace attached (the default) each phase costs one predictable
-/// branch and chunks cost nothing: the backend is used as given. With a trace
-/// attached the backend is wrapped, and each chunk and phase costs two clock
-/// reads and one 40-byte event written into the ring (one atomic add).
-/// Nothing is allocated per frame either way. docs/user-guide.md ("Tracing a
-/// frame") has measured figures.
+/// Cost. With no trace attached (the default) each phase or step costs one
+/// predictable branch and chunks cost nothing: the backend is used as given.
+/// With a trace attached the backend is wrapped, and each chunk, phase and
+/// step costs two clock reads and one 40-byte ring slot written (one atomic
+/// add). Nothing is allocated per frame either way. docs/user-guide.md
+/// ("Tracing a frame") has measured figures.
 ///
 /// The ring keeps the newest `capacity` events: when it is full a new event
 /// overwrites the oldest, and dropped() counts what was overwritten. An event
@@ -57,58 +59,35 @@
 
 namespace hashgrid {
 
-/// What a span measures. Values keep their numbers; new phases are added at the end.
+/// The user call a span belongs to: a call of Grid, BoxGrid or a query batch
+/// (and the frame around them). The numbers are stable from 0.1 on: a new
+/// phase is only ever appended, none is renumbered or removed. The steps a
+/// call goes through inside its phase are not phases: they are named by
+/// TraceEvent::step (trace_event_name()).
 enum class TracePhase : uint16_t {
-    frame,             ///< Trace::begin_frame() .. end_frame().
-    rebuild,           ///< Grid::rebuild.
-    rebuild_keys,      ///< Validation and cell coordinates (bounded: and counts).
-    rebuild_cells,     ///< Unbounded: each particle's cell, through the dense box or the hashed table.
-    rebuild_scan,      ///< Scan of the bucket counts.
-    rebuild_scatter,   ///< Particles into buckets.
-    rebuild_sort,      ///< Per-bucket sort by cell and the sorted gather.
-    rebuild_compact,   ///< Unbounded dense path: the box's cells compacted into the frame's table.
-    find_pairs,        ///< Grid::find_pairs.
-    pair_sweep,        ///< The pair sweep with the overlapped copy into the caller's buffer.
-    pair_prefix,       ///< Over max_pairs: completing the canonical prefix.
-    find_pairs_with,   ///< Grid::find_pairs_with.
-    neighbor_lists,    ///< Grid::neighbor_lists.
-    query_point_batch, ///< query_point_batch (particle or box grid).
-    query_radius_batch,
-    query_box_batch,
-    query_frustum_batch,
-    query_nearest_batch,
-    query_ray_batch,      ///< Box grids: query_ray_batch and query_ray_first_batch.
-    box_rebuild,          ///< BoxGrid::rebuild.
-    box_rebuild_validate, ///< Validation, cell ranges and counts.
-    box_rebuild_entries,  ///< Entries into cells (radix sort) and the frame's arrays.
-    box_find_pairs,       ///< BoxGrid::find_pairs.
-    box_pair_search,      ///< The pair search into the pool.
-    box_pair_publish,     ///< Pairs from the pool into the caller's buffer (empty with one worker: written in place).
-    box_find_pairs_with,  ///< BoxGrid::find_pairs_with.
-    prepare_box_queries,  ///< prepare_box_queries on a view of a BoxGrid with a trace.
-    rebuild_presorted,    ///< Input already in cell order: cells from its runs and the straight copy.
-    rebuild_order,        ///< The check whether the input is already in cell order.
-    query_face_batch,     ///< query_face_batch.
-    box_rebuild_update,   ///< Instead of box_rebuild_entries: few objects changed cells, merged into the last frame.
-    /// Input in last frame's order (bounded, or unbounded over last frame's
-    /// dense box): the particles that changed cells merged into the others.
-    rebuild_merge,
-    /// Instead of box_rebuild_validate, in BoxGrid::rebuild(store): only the
-    /// objects the store's change log lists (followed by box_rebuild_validate
-    /// when they are too many to take alone).
-    box_rebuild_listed,
-    // Nested in rebuild_cells, for frames that go through the hashed table
-    // (RebuildTimings::table_clear .. table_lookup).
-    rebuild_table_clear,  ///< Emptying last frame's table slots.
-    rebuild_table_insert, ///< Every particle's cell key into the table.
-    rebuild_table_sort,   ///< The distinct cells compacted and sorted.
-    rebuild_table_lookup, ///< Each particle's cell index and the bucket counts.
+    frame = 0,                ///< Trace::begin_frame() .. end_frame().
+    rebuild = 1,              ///< Grid::rebuild.
+    find_pairs = 2,           ///< Grid::find_pairs.
+    find_pairs_with = 3,      ///< Grid::find_pairs_with.
+    neighbor_lists = 4,       ///< Grid::neighbor_lists.
+    query_point_batch = 5,    ///< query_point_batch (particle or box grid).
+    query_radius_batch = 6,   ///< query_radius_batch (particle or box grid).
+    query_box_batch = 7,      ///< query_box_batch (particle or box grid).
+    query_frustum_batch = 8,  ///< query_frustum_batch (particle or box grid).
+    query_nearest_batch = 9,  ///< query_nearest_batch (particle or box grid).
+    query_ray_batch = 10,     ///< Box grids: query_ray_batch and query_ray_first_batch.
+    query_face_batch = 11,    ///< query_face_batch.
+    box_rebuild = 12,         ///< BoxGrid::rebuild (from spans or from a store).
+    box_find_pairs = 13,      ///< BoxGrid::find_pairs.
+    box_find_pairs_with = 14, ///< BoxGrid::find_pairs_with.
+    prepare_box_queries = 15, ///< prepare_box_queries on a view of a BoxGrid with a trace.
 };
 
 /// Number of TracePhase values.
-inline constexpr uint32_t kTracePhaseCount = static_cast<uint32_t>(TracePhase::rebuild_table_lookup) + 1;
+inline constexpr uint32_t kTracePhaseCount = static_cast<uint32_t>(TracePhase::prepare_box_queries) + 1;
 
-/// Stable name of a phase, e.g. "rebuild.keys" (a static string; "unknown" when out of range).
+/// Name of a phase, e.g. "rebuild", "box.find_pairs" (a static string;
+/// "unknown" when out of range). Names are stable.
 const char* trace_phase_name(TracePhase phase);
 
 /// Whether a span is a phase (calling thread) or a chunk (a backend worker).
@@ -119,10 +98,17 @@ inline constexpr uint32_t kTraceCallingThread = 0xffffffffu;
 
 /// One recorded span.
 struct TraceEvent {
-    uint64_t begin_ns = 0;                ///< Start, steady clock (platform/timer.h's now_ns).
-    uint64_t end_ns = 0;                  ///< End, the same clock.
-    TracePhase phase = TracePhase::frame; ///< The phase, or the phase whose loop ran the chunk.
-    TraceKind kind = TraceKind::phase;    ///< A phase (calling thread) or a chunk (worker).
+    uint64_t begin_ns = 0; ///< Start, steady clock (platform/timer.h's now_ns).
+    uint64_t end_ns = 0;   ///< End, the same clock.
+    /// The user call the span is inside: the phase itself, one of its steps,
+    /// or a chunk of a loop the phase (or one of its steps) ran.
+    TracePhase phase = TracePhase::frame;
+    TraceKind kind = TraceKind::phase; ///< A phase or step (calling thread) or a chunk (worker).
+    /// 0: the phase's own span (or a chunk of its own loop). Otherwise an
+    /// internal step of the phase, e.g. "rebuild.keys" (or a chunk of the
+    /// step's loop). Step ids may change in any version: compare names
+    /// (trace_event_name(), trace_step_name()), which are stable.
+    uint8_t step = 0;
     /// chunk: the backend's worker index (< ThreadBackend::worker_count).
     /// phase: the calling thread's trace slot, a small number given to each
     /// thread the first time it records a phase (0, 1, 2, ... per process).
@@ -132,7 +118,17 @@ struct TraceEvent {
     uint32_t item_end = 0; ///< See item_begin.
 };
 
-/// A profiler zone callback: name is a static string (trace_phase_name), thread
+/// Name of a step id, e.g. "rebuild.keys", "box.find_pairs.publish" (a static
+/// string; "unknown" for 0 and for ids out of range). Ids are not stable
+/// across versions, names are.
+const char* trace_step_name(uint32_t step);
+
+/// Name of an event's span: its step's name, or its phase's when step is 0
+/// (a static string; "unknown" when out of range). The names the Chrome
+/// export and the hooks use.
+const char* trace_event_name(const TraceEvent& event);
+
+/// A profiler zone callback: name is a static string (trace_event_name), thread
 /// is kTraceCallingThread for phases or the worker index for chunks.
 using TraceZoneFn = void (*)(void* context, const char* name, uint32_t thread);
 
