@@ -26,7 +26,6 @@ namespace detail {
 
 class PhaseTrace; // trace_scope.h
 
-/// Objects per chunk of the per-object passes (at most kMaxObjectChunks chunks).
 /// True when spans with `count > 0` lack a coordinate array the grid reads
 /// (x and y, and z in 3D). Checked in every build: a null span is a crash.
 inline bool spans_missing(const BoxSpans& in, uint32_t dims) {
@@ -34,12 +33,13 @@ inline bool spans_missing(const BoxSpans& in, uint32_t dims) {
                             (dims == 3 && (in.min_z == nullptr || in.max_z == nullptr)));
 }
 
+/// Objects per chunk of the per-object passes (at most kMaxObjectChunks chunks).
 inline constexpr uint32_t kObjectGrain = 4096;
 inline constexpr uint32_t kMaxObjectChunks = 1024;
 /// Entries per chunk of the radix sort and the cell-run passes (at most kMaxEntryChunks chunks).
 inline constexpr uint32_t kEntryGrain = 16384;
 inline constexpr uint32_t kMaxEntryChunks = 64;
-/// Widest radix digit: 2^11 counters per chunk stay in L1.
+/// Widest radix digit: 2^12 counters per chunk stay in L1.
 inline constexpr uint32_t kMaxDigitBits = 12;
 /// Pair search: cells per chunk (at least), chunks of cells, chunks of the
 /// large-object tests, chunks of queries (find_pairs_with).
@@ -323,10 +323,11 @@ struct BoxState {
     Pair* pool = nullptr;                  // pool_blocks * kBoxPairBlock
     uint32_t* block_next = nullptr;        // pool_blocks
     uint32_t blocks_used = 0;              // claimed atomically during a pair search
-    // The coarse grid of the small objects (scratch: find_pairs builds it when
-    // its large objects cover more cells than the frame has objects).
+    // The coarse grids of the small and the large objects (scratch: find_pairs
+    // builds them when its large objects' fine scans would read more cells
+    // than the frame has objects).
     CoarseGrid coarse{};
-    uint32_t* coarse_cell = nullptr;       // per object: its coarse cell (kNone: large)
+    uint32_t* coarse_cell = nullptr;       // per object: its coarse cell (a large object's: in the large grid)
     uint32_t* coarse_start = nullptr;      // 2 * (coarse_cell_capacity + 2): the small grid's, the large grid's
     CoarseObject* coarse_object = nullptr; // max_objects: each grid's objects by cell, then index
 };
@@ -516,8 +517,8 @@ struct BoxGrid::Impl {
     }
     // box_grid_rebuild.cpp
     static Status rebuild(BoxGrid& g, const BoxSpans& boxes, const ThreadBackend& caller_backend);
-    // The rebuild after the argument checks, inside the box_rebuild and
-    // box_rebuild_validate phases that `trace` has opened.
+    // The rebuild after the argument checks, inside the box_rebuild phase and
+    // its box_rebuild_validate step that `trace` has opened.
     static Status rebuild_checked(BoxGrid& g, const BoxSpans& boxes, detail::PhaseTrace& trace);
     // box_grid_changed.cpp: the rebuild from a store whose changes since the
     // frame are listed (falls back to rebuild() when they are too many); the
