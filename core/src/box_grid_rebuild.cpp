@@ -6,17 +6,20 @@
 //    per chunk, the entries of the small objects, the number of large ones,
 //    the box of occupied cells and the lowest offending object. A rejected
 //    frame (bad box, too many entries) has written nothing but scratch: the
-//    previous frame stays.
+//    previous frame stays. When few objects changed cells (merge_pays),
+//    steps 2-4 give way to a merge of theirs into the previous frame
+//    (box_grid_update.cpp), which gives the same arrays.
 // 2. Entry pass: the chunks' offsets come from a scan in chunk order, so
 //    every chunk writes its entries (dense cell index within the occupied
 //    box, object) and its large objects in ascending object order. The dense
 //    index (x fastest) has the same order as the packed key, in fewer bits.
 // 3. Stable LSD radix sort of the entries by dense index, only over the bits
-//    the occupied box needs (digits of up to 11 bits, per-chunk histograms,
+//    the occupied box needs (digits of up to kMaxDigitBits bits, per-chunk histograms,
 //    a scan in (digit, chunk) order): entries of a cell keep ascending object
 //    index, for any thread count.
 // 4. Cell runs: packed keys and starts of the occupied cells, and each
 //    entry's box and first-cell flags for the pair search.
+// 5. After either path: the row table of the occupied cells (write_row_starts).
 #include "box_grid_internal.h"
 #include "lattice/radix_sort.h"
 #include "trace_scope.h"
