@@ -4,7 +4,8 @@
 // the change bitmaps: a block is evaluated ahead without a branch per box
 // (which boxes changed; then cells and bounds, vectorized, AVX2 where the
 // CPU has it). A block where nothing changed since the last frame is counted
-// from its records; when every box of a block is valid and in range the
+// from its BlockSummary when the last frame's are kept, else from its
+// records; when every box of a block is valid and in range the
 // per-box pass only copies and compares. A block with a bad, far or
 // out-of-range box is checked box by box, which names the lowest offending
 // box and marks far boxes.
@@ -178,11 +179,12 @@ __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lo
 /// offending object. With Compare (s.object holds the previous frame, same
 /// object count), a box bit-identical to the previous frame's (s.min/s.max)
 /// keeps its range, every object's change is recorded in s.change and the
-/// chunk counts what an update would move. Writes scratch only (s.object may
-/// no longer hold the previous frame afterwards).
+/// chunk counts what an update would move. Writes scratch only (s.object and
+/// s.block_summary may no longer hold the previous frame afterwards).
 ///
 /// Boxes go in blocks of kCellBlock (cell_block): a block where no box
-/// changed is counted from the records; a block whose boxes are all valid
+/// changed is counted from its summary (`summaries`: s.block_summary holds
+/// the previous frame's) or else from the records; a block whose boxes are all valid
 /// and in range takes its cells and bounds from cell_block; any other block
 /// is checked box by box (the lowest offending box, far boxes).
 template <uint32_t D, bool Compare>
