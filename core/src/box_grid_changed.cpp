@@ -17,7 +17,8 @@
 // 3. The frame's copies and scratch of the changed objects are written; the
 //    entries of objects that changed cells are updated in place
 //    (box_grid_shift.cpp), those of objects that moved within their cells
-//    patched. The result is the full rebuild's, array for array
+//    patched; the row table is written again when cells moved or the
+//    occupied box changed. The result is the full rebuild's, array for array
 //    (tests/test_box_update.cpp).
 #include "box_grid_internal.h"
 #include "trace_scope.h"
