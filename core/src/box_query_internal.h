@@ -163,10 +163,12 @@ struct Cells : detail::CellIndex {
     /// cells: cells [first, end) are that row's occupied cells in the x range,
     /// in ascending key order, rows in ascending (z, y); rows for which
     /// row_ok(y, z, x_lo, x_hi) is false are skipped (row_ok may narrow
-    /// [x_lo, x_hi], starting as r's x range). Empty rows and slabs are jumped
-    /// over by binary search before row_ok is asked, so the cost is
-    /// O(occupied rows of r * log(cells)) plus the cells visited, however many
-    /// empty rows r spans. Returns as soon as row_fn returns true (stop).
+    /// [x_lo, x_hi], starting as r's x range). With the row table (`rows`),
+    /// detail::walk_table_rows: two reads per row of r. Without it, empty rows
+    /// and slabs are jumped over by binary search before row_ok is asked, so
+    /// the cost is O(occupied rows of r * log(cells)) plus the cells visited,
+    /// however many empty rows r spans. Returns as soon as row_fn returns true
+    /// (stop).
     template <typename RowOk, typename RowFn>
     void walk_rows(CellBox r, RowOk&& row_ok, RowFn&& row_fn) const {
         if (!clip(r)) return;
