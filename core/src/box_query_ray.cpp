@@ -153,7 +153,8 @@ void first_boundaries(const Cells& c, const RaySpan& r, int64_t next[3], double 
 /// clipped to the union of the small objects' boxes first, so a ray far
 /// longer than the world costs the cells it crosses inside it. Returns false,
 /// having visited nothing, when the pieces (weighted by their widening:
-/// piece_estimate) would outnumber the occupied cells (a long ray through a
+/// piece_estimate) would read more than about two scans of the occupied
+/// cells (2 * cells + 64; a long ray through a
 /// sparse extent, a ray from very far away): the caller then scans the
 /// occupied cells instead (scan_all_small), which gives the same hits. With t_from > 0
 /// the pieces start at t_from: they then meet every small object that the
