@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Grid::Impl: the frame pipeline's private steps, shared by rebuild.cpp,
-// pairs.cpp and neighbor_lists.cpp.
+// Grid::Impl: the frame pipeline's private steps, and the parallel scans and
+// fills (rebuild_sort.cpp) shared by the rebuild files (through
+// rebuild_steps.h), pairs.cpp, neighbor_lists.cpp and the box grid
+// (box_grid_internal.h: scan_chunk_sums).
 #pragma once
 
 #include "grid_internal.h"
