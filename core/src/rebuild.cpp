@@ -92,8 +92,8 @@ RebuildFrame frame_for(const GridConfig& c, const GridState& s, const ParticleSp
 
 /// Step 2: each particle's cell index and the bucket counts, through the
 /// dense box or the table. Both give the same cells and order. Each
-/// sub-phase's time goes into its RebuildTimings field (lap); the hashed
-/// path's sub-phases are traced inside rebuild_cells.
+/// part's time goes into its RebuildTimings field (lap); the hashed path's
+/// parts are traced as steps nested in rebuild_cells (trace_steps.h).
 template <typename Lap>
 Status unbounded_cells(GridState& s, RebuildFrame& f, const ThreadBackend& b, RebuildTimings& timing, Lap& lap,
                        PhaseTrace& trace) {

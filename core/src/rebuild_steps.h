@@ -5,16 +5,18 @@
 //
 //   rebuild_keys.cpp   compute_keys: validation and cells / keys per chunk
 //   rebuild_dense.cpp  unbounded frames that fit a small box: find_dense_box,
-//                      dense_cells, compact_dense_cells
+//                      dense_cells, compact_dense_cells, map_cells
 //   rebuild_table.cpp  the unbounded table: clear_table, insert_keys,
-//                      sort_distinct_cells, lookup_cells
-//   rebuild_sort.cpp   the two-level counting sort: scan_buckets,
-//                      scatter_to_buckets, sort_buckets
+//                      sort_distinct_cells, lookup_cells (and the table's
+//                      helpers: table_from_cell_keys, restore_previous_table)
+//   rebuild_sort.cpp   the two-level counting sort: count_skipped_buckets,
+//                      scan_buckets, scatter_to_buckets, sort_buckets
 //   rebuild_presorted.cpp  input already in cell order: steps 2 and 3 in one
 //                      copy (input_in_cell_order, rebuild_presorted)
 //   rebuild_merge.cpp  input in last frame's order after small moves (bounded,
 //                      or unbounded over last frame's dense box): only the
-//                      particles that changed cells are sorted (rebuild_merged)
+//                      particles that changed cells are sorted
+//                      (merge_possible, rebuild_merged)
 #pragma once
 
 #include "grid_impl.h"
