@@ -11,8 +11,8 @@
 // - ray and nearest queries: the index buffer form into a stack buffer of
 //   kStoreQueryRun hits (exact total, the first hits), mapped into the
 //   caller's buffer; when more hits fit the caller's buffer than the stack
-//   one, the index visitor form (the same hits in the same order) writes the
-//   rest;
+//   one, the index visitor form (the same hits in the same order) writes
+//   them all, mapped, from the first;
 // - batches: detail::run_query_batch over the single forms above, so offsets,
 //   overflow and invalid queries are the index batches' own.
 #include "block_layout.h"
