@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The object store: slots with generations, dense SoA kept compact by
-// swap-remove, and a FIFO ring of free slots. See objects.h for the contract.
+// swap-remove, a FIFO ring of free slots and a ring of change records
+// (changes_since). See objects.h for the contract.
 #include "objects_internal.h"
 
 #include "block_layout.h"
