@@ -146,8 +146,8 @@ struct NearestSearch {
             const double shell_cells = clipped_cells(centre, s) - (s > 0 ? clipped_cells(centre, s - 1) : 0.0);
             if (visited + shell_cells > budget) {
                 // Shells would look at more than about twice the occupied
-                // cells (the budget above): walk the
-                // occupied cells outside the shells already visited instead.
+                // cells (the budget above): walk the occupied cells outside
+                // the shells already visited instead.
                 for_each_occupied(v, [&](const int64_t k[3], uint32_t cell) {
                     int64_t cheb = 0;
                     for (uint32_t d = 0; d < v.lat.dims; ++d) {
