@@ -2,7 +2,9 @@
 // Step 1 of the rebuild: validate every particle and compute its cell, per
 // fixed chunk of particles. Bounded: the dense linear index and the chunk's
 // bucket counts. Unbounded: a packed 64-bit key (wrapped, lattice/
-// wrapped_cells.h) and the chunk's box of cells. A branch-free fast block
+// wrapped_cells.h) and the chunk's box of cells, or, when the frame guesses
+// last frame's dense box (KeyParams::guess), each particle's index in that
+// box and the chunk's bucket counts. A branch-free fast block
 // (AVX2 where available) does the work; a chunk it reports bad is redone on
 // the checked path, which names the lowest offending particle.
 #include "lattice/wrapped_cells.h"
