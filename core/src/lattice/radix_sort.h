@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The stable parallel LSD radix sort of (key, 32-bit payload) pairs, used by
 // the particle rebuild (its distinct cell keys, rebuild_table.cpp) and the
-// box-grid rebuild (its entries by dense cell index, box_grid_rebuild.cpp).
+// box-grid rebuild (its entries by dense cell index, box_grid_rebuild.cpp;
+// an update's new entries by key, box_grid_update.cpp: sort_new_entries).
 //
 // Each pass sorts by one digit of digit_bits bits: per-chunk histograms over
 // fixed chunks of `grain` keys, one scan in (digit, chunk) order, then each
