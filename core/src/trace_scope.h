@@ -18,7 +18,8 @@ namespace hashgrid::detail {
 
 class PhaseTrace {
 public:
-    /// Deepest phase nesting one call records (deeper begins are not recorded).
+    /// Deepest nesting of spans (the phase and its steps) one call records
+    /// (deeper begins are not recorded).
     static constexpr uint32_t kMaxDepth = 4;
 
     PhaseTrace(Trace* trace, const ThreadBackend& backend) : trace_(trace), backend_(&backend) {
