@@ -3,7 +3,8 @@
 // (query boxes against the grid).
 //
 // Both split their work into chunks that depend on counts and fixed grains
-// only, and emit each chunk's pairs in the documented order. Two phases:
+// only, and emit each chunk's pairs in the documented order. Two steps
+// (traced as box_pair_search and box_pair_publish):
 //   search:  every chunk runs once (any thread, any order), counting its pairs
 //            and keeping them in linked blocks of a preallocated pool (block
 //            claims are atomic: where a pair is kept depends on timing, the

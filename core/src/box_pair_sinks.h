@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Where a chunk of the box pair search puts its pairs (box_grid_pairs.cpp):
-// the search phase keeps them in linked blocks of the preallocated pool, and
+// the search step keeps them in linked blocks of the preallocated pool, and
 // a chunk searched again after the pool ran out writes them straight into
 // the caller's buffer, and so does every chunk on a backend with one worker.
 // Both take one pair (emit) or a run of pairs in order
