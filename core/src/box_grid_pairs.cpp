@@ -14,7 +14,8 @@
 //            exhausted is searched again, writing straight into the output.
 // So the output is always an exact prefix of the canonical order, whatever
 // the capacity, the pool size or the thread count. A backend with one worker
-// skips both: its chunks run in order, each writing straight into the output.
+// skips the pool and the copy: its chunks run in order, each writing straight
+// into the output (both steps are still traced).
 //
 // Small-small pairs: within each cell, every entry pair (i < j) that passes
 // the minimum-corner rule (entry flags, box_grid_internal.h), the closed overlap test and
