@@ -43,7 +43,7 @@ inline uint32_t query_batch_grain(uint32_t count) {
 /// order, and only the queries that did not fit run again, at their final
 /// offsets: a chunk with more results than its share costs a second run of
 /// its own overflow, not of the whole batch. The moves never overwrite
-/// results not yet moved (query_batch.h, move_fitted).
+/// results not yet moved (move_fitted, below).
 ///
 /// `rerun`, when given, is set to true before any query runs again, so that
 /// a run that counts work (QueryStats) counts each query once.
