@@ -9,7 +9,8 @@
 //
 //   dense   bounded particle grids: every cell of the box is a cell index,
 //           numbered linearly (Lattice::linear), so a cell is found by
-//           arithmetic and `key` is null;
+//           arithmetic and `key` is null (also the pair sweep's view of an
+//           unbounded frame's dense box: make_box_cell_index);
 //   hashed  unbounded particle grids: the occupied cells' packed keys,
 //           ascending, plus the open-addressing table (cell_table.h) from a
 //           key to its cell index;
@@ -135,7 +136,7 @@ struct CellIndex {
     }
 };
 
-/// A dense or hashed index over a particle grid's cell table.
+/// A dense, hashed or mapped index over a particle grid's cell table.
 inline CellIndex make_cell_index(const Lattice& lat, const CellTableView& t) {
     CellIndex ix;
     ix.lat = lat;
