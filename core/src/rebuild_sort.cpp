@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Step 3 of the rebuild: a two-level counting sort without atomics. Cells
 // are grouped into buckets of 2^shift consecutive cells. Each chunk has
-// counted its particles per bucket (steps 1 and 2); a scan in (bucket, chunk)
+// counted its particles per bucket (steps 1 and 2, or count_skipped_buckets
+// here when the key pass left the counts out); a scan in (bucket, chunk)
 // order gives every chunk its own output range per bucket, so the scatter
 // into buckets is stable (ascending index within a bucket) and carries the
 // positions along. Each bucket is then counting-sorted by cell on its own, in
