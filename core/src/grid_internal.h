@@ -12,7 +12,8 @@
 
 namespace hashgrid::detail {
 
-/// Items per chunk for per-particle loops (key, count, scatter).
+/// Fewest particles per chunk of the bucket passes (key, count, scatter:
+/// sort_grain_for).
 inline constexpr uint32_t kParticleGrain = 8192;
 /// Cells per chunk for per-cell loops (scan, finalize).
 inline constexpr uint32_t kCellGrain = 4096;
