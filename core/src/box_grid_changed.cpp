@@ -55,7 +55,7 @@ Change evaluate(const BoxState& s, const BoxSpans& in, const AxisCells* axis, ui
     Change c;
     c.layers = layer_of(in.category, i) != s.category[i] || layer_of(in.mask, i) != s.mask[i];
     // Against the frame's scratch of the object, which holds the frame's box
-    // bit for bit (as s.min / s.max do): one record instead of four arrays.
+    // bit for bit (as s.min / s.max do): one record instead of 2 * D arrays.
     const ObjectRecord<D>& was = object_records<D>(s)[i];
     uint32_t differ = 0;
     for (uint32_t d = 0; d < D; ++d)
