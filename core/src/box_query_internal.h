@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What the box-grid query files share (box_queries.cpp: set queries, prepare
-// and batches; box_query_ray.cpp; box_query_frustum.cpp; box_query_nearest.cpp).
+// and batches; box_query_ray.cpp; box_query_frustum.cpp; box_query_nearest.cpp;
+// and the store-fed forms, store_queries.cpp).
 //
 // Cells. cell(p) = floor((p - origin) * scale) in double, clamped into the
 // key range (bounded: [0, n - 1], the grid's clamp mode; unbounded: the
