@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Box-query batches: what every batch checks and records per query, and
-// the batch whose queries share one cell index (box_queries.cpp and the
-// ray, nearest and frustum files).
+// the batch whose queries share one cell index (box_queries.cpp, the ray,
+// nearest and frustum files, and the store-fed batches of store_queries.cpp).
 #pragma once
 
 #include "box_query_internal.h"
