@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // BoxGrid's private state and the helpers shared by box_grid.cpp (config,
-// layout, init), box_grid_rebuild.cpp and box_grid_pairs.cpp.
+// layout, init), the rebuild (box_grid_rebuild.cpp and the validate, update,
+// changed and shift files it leads to), and the pair search
+// (box_grid_pairs.cpp, box_grid_coarse.cpp, box_pair_sinks.h, box_row_walk.h).
 //
 // Memory: one block from init(). Its first bytes hold BoxState (the pointers
 // and the frame's counts), followed by the arrays it points to (64-byte
