@@ -7,7 +7,9 @@
 // meets its cell range, from one cell. After a shell, every unseen object lies
 // beyond the faces of the scanned cube that are inside the occupied extent;
 // the loop stops when the k-th distance is below that bound (with a margin
-// for rounding), or the bound exceeds max_distance.
+// for rounding), or the bound exceeds max_distance. Once the cube would hold
+// more than about twice the occupied cells, the objects no shell has met are
+// considered in one scan of the occupied cells instead (consider_unseen).
 //
 // The visitor form runs the same search for short runs of hits, each keeping
 // only the objects after the last hit visited (SortedHits::after): which
