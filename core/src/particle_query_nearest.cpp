@@ -2,8 +2,9 @@
 // k nearest particles (query_nearest, its visitor form and its batch): a
 // max-heap of the best candidates in the caller's buffer, filled from growing
 // shells of cells or, when shells would cost more, from a walk over the
-// occupied cells (a wrapped frame: from every particle). The visitor form runs the same search on a small stack
-// buffer, restricted to the candidates after the last hit it visited.
+// occupied cells (a wrapped frame: from every particle). The visitor form
+// runs the same search on a small stack buffer, restricted to the candidates
+// after the last hit it visited.
 #include "particle_query_walk.h"
 #include "query_visit.h"
 
