@@ -329,7 +329,7 @@ struct BoxState {
     // builds them when its large objects' fine scans would read more cells
     // than the frame has objects).
     CoarseGrid coarse{};
-    uint32_t* coarse_cell = nullptr;       // per object: its coarse cell (a large object's: in the large grid)
+    uint32_t* coarse_cell = nullptr;       // per object: its coarse cell (large: in the large grid)
     uint32_t* coarse_start = nullptr;      // 2 * (coarse_cell_capacity + 2): the small grid's, the large grid's
     CoarseObject* coarse_object = nullptr; // max_objects: each grid's objects by cell, then index
 };

@@ -29,8 +29,9 @@
 // through the frame's row table, or without one by a galloping search in the
 // sorted cell keys that skips empty rows and columns (box_row_walk.h,
 // walk_cells: a query covering many cells costs its occupied rows and cells,
-// not its volume), then the large objects. Order per query: by cell (z, y, x), by
-// object index within the cell, then the large objects by index.
+// not its volume), then the large objects. Order per query: by cell
+// (z, y, x), by object index within the cell, then the large objects by
+// index.
 #include "box_grid_internal.h"
 #include "box_pair_sinks.h"
 #include "box_row_walk.h"
@@ -317,9 +318,10 @@ inline const uint32_t* sort_partners(uint32_t* list, uint32_t* scratch, uint32_t
 /// other object o, each pair (min, max); a large-large pair only from its
 /// lower-index large object. The candidates are the small objects found by
 /// scanning big's cells (scan_entries) and the large objects after big in the
-/// list, or with `coarse` those of the coarse grids (scan_coarse), sorted (rank_pairs where the kernel has it, else
-/// sort_partners); when more than kLargeHits overlap big, every object is tested in index order instead (same pairs,
-/// same order).
+/// list, or with `coarse` those of the coarse grids (scan_coarse), sorted
+/// (rank_pairs where the kernel has it, else sort_partners); when more than
+/// kLargeHits overlap big, every object is tested in index order instead
+/// (same pairs, same order).
 template <uint32_t D, typename Sink>
 void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink) {
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);

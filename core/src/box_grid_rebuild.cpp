@@ -14,9 +14,9 @@
 //    box, object) and its large objects in ascending object order. The dense
 //    index (x fastest) has the same order as the packed key, in fewer bits.
 // 3. Stable LSD radix sort of the entries by dense index, only over the bits
-//    the occupied box needs (digits of up to kMaxDigitBits bits, per-chunk histograms,
-//    a scan in (digit, chunk) order): entries of a cell keep ascending object
-//    index, for any thread count.
+//    the occupied box needs (digits of up to kMaxDigitBits bits, per-chunk
+//    histograms, a scan in (digit, chunk) order): entries of a cell keep
+//    ascending object index, for any thread count.
 // 4. Cell runs: packed keys and starts of the occupied cells, and each
 //    entry's box and first-cell flags for the pair search.
 // 5. After either path: the row table of the occupied cells (write_row_starts).

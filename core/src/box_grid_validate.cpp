@@ -184,9 +184,9 @@ __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lo
 ///
 /// Boxes go in blocks of kCellBlock (cell_block): a block where no box
 /// changed is counted from its summary (`summaries`: s.block_summary holds
-/// the previous frame's) or else from the records; a block whose boxes are all valid
-/// and in range takes its cells and bounds from cell_block; any other block
-/// is checked box by box (the lowest offending box, far boxes).
+/// the previous frame's) or else from the records; a block whose boxes are
+/// all valid and in range takes its cells and bounds from cell_block; any
+/// other block is checked box by box (the lowest offending box, far boxes).
 template <uint32_t D, bool Compare>
 void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
                       uint64_t large_cells, bool summaries) {

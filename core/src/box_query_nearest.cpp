@@ -55,8 +55,8 @@ double cube_cells(const Cells& c, const int64_t centre[3], int64_t s) {
 }
 
 /// The fallback when the cube of the shells would hold more than about twice
-/// as many cells as are occupied (2 * cells + 64; a sparse extent): every object not seen in shells 0 .. s - 1, once,
-/// from its minimum cell.
+/// as many cells as are occupied (2 * cells + 64; a sparse extent): every
+/// object not seen in shells 0 .. s - 1, once, from its minimum cell.
 template <typename Consider>
 void consider_unseen(const Cells& c, const int64_t centre[3], int64_t s, uint32_t layer_mask, Consider&& consider) {
     const BoxQueryGrid& grid = c.grid;
