@@ -3,8 +3,7 @@
 // (query boxes against the grid).
 //
 // Both split their work into chunks that depend on counts and fixed grains
-// only, and emit each chunk's pairs in the documented order. Two steps
-// (traced as box_pair_search and box_pair_publish):
+// only, and emit each chunk's pairs in the documented order. Two traced steps:
 //   search:  every chunk runs once (any thread, any order), counting its pairs
 //            and keeping them in linked blocks of a preallocated pool (block
 //            claims are atomic: where a pair is kept depends on timing, the
@@ -14,8 +13,8 @@
 //            exhausted is searched again, writing straight into the output.
 // So the output is always an exact prefix of the canonical order, whatever
 // the capacity, the pool size or the thread count. A backend with one worker
-// skips the pool and the copy: its chunks run in order, each writing straight
-// into the output (both steps are still traced).
+// skips the pool and the copy (both still traced): its chunks run in order,
+// each writing straight into the output.
 //
 // Small-small pairs: within each cell, every entry pair (i < j) that passes
 // the minimum-corner rule (entry flags, box_grid_internal.h), the closed overlap test and
@@ -25,13 +24,10 @@
 // box_grid_coarse.cpp; the same pairs), its pairs sorted by the other
 // object, a large-large pair only from its lower-index large object.
 //
-// find_pairs_with: per query box, the occupied cells it covers are found
-// through the frame's row table, or without one by a galloping search in the
-// sorted cell keys that skips empty rows and columns (box_row_walk.h,
-// walk_cells: a query covering many cells costs its occupied rows and cells,
-// not its volume), then the large objects. Order per query: by cell
-// (z, y, x), by object index within the cell, then the large objects by
-// index.
+// find_pairs_with: per query box, its occupied cells through the row table,
+// or by a galloping search of the cell keys (box_row_walk.h, walk_cells: a
+// query costs its occupied rows and cells, not its volume), then the large
+// objects. Order: by cell (z, y, x), object index, then large objects.
 #include "box_grid_internal.h"
 #include "box_pair_sinks.h"
 #include "box_row_walk.h"
@@ -319,9 +315,8 @@ inline const uint32_t* sort_partners(uint32_t* list, uint32_t* scratch, uint32_t
 /// lower-index large object. The candidates are the small objects found by
 /// scanning big's cells (scan_entries) and the large objects after big in the
 /// list, or with `coarse` those of the coarse grids (scan_coarse), sorted
-/// (rank_pairs where the kernel has it, else sort_partners); when more than
-/// kLargeHits overlap big, every object is tested in index order instead
-/// (same pairs, same order).
+/// (rank_pairs where the kernel has it, else sort_partners); past kLargeHits
+/// overlaps, every object is tested in index order (same pairs and order).
 template <uint32_t D, typename Sink>
 void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink) {
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
