@@ -8,12 +8,13 @@
 ///     config.cell_size = r; config.interaction_distance = r;
 ///     config.max_particles = n; config.max_cells = n; config.max_pairs = 40 * n;
 ///     hashgrid::MemoryRequirements req = hashgrid::memory_requirements(config);
-///     void* memory = hashgrid::aligned_alloc_bytes(req.bytes, req.alignment); // or your own (grid.h)
+///     void* memory = hashgrid::aligned_alloc_bytes(req.bytes, req.alignment); // or your own (memory.h)
 ///     hashgrid::Grid grid;
 ///     hashgrid::Status s = grid.init(config, memory, req.bytes);
 #pragma once
 
 #include "hashgrid/lattice_config.h" // World, OutOfBounds, LatticeConfig
+#include "hashgrid/memory.h"         // MemoryRequirements
 #include "hashgrid/status.h"
 
 #include <cstdint>
@@ -39,13 +40,6 @@ struct GridConfig : LatticeConfig {
     /// Most pairs find_pairs() may find per frame (< 2^40): a hard limit; more
     /// is StatusCode::pair_capacity with the exact count.
     uint64_t max_pairs = 0;
-};
-
-/// Exact size and alignment of the memory block init() needs for a config.
-struct [[nodiscard]] MemoryRequirements {
-    Status status;          ///< invalid_config when the config is rejected (bytes is 0 then).
-    uint64_t bytes = 0;     ///< 64-bit even on 32-bit targets; status is invalid_config if it exceeds SIZE_MAX.
-    uint32_t alignment = 0; ///< Power of two.
 };
 
 /// Validates the config and returns the bytes init() needs. Allocates nothing.

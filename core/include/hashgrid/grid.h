@@ -31,6 +31,8 @@
 #pragma once
 
 #include "hashgrid/config.h"
+#include "hashgrid/kernels.h"
+#include "hashgrid/memory.h"
 #include "hashgrid/query_types.h"
 #include "hashgrid/status.h"
 #include "hashgrid/thread_backend.h"
@@ -274,41 +276,5 @@ private:
     /// one named struct (core/src/grid_state.h).
     detail::GridState* state_ = nullptr;
 };
-
-/// Pair-test kernels. All give bit-identical results (same IEEE operations in
-/// the same order, no FMA, pairs in the same order); automatic picks the
-/// widest this build and CPU support: avx2 where the x86-64 CPU has it, else
-/// sse2; neon on little-endian aarch64; scalar elsewhere.
-///
-///     scalar  one candidate at a time; every build has it.
-///     sse2    4 lanes, x86-64 builds.
-///     avx2    8 lanes, x86-64 builds on a CPU with AVX2 (checked at run time).
-///     neon    4 lanes, little-endian aarch64 builds.
-///
-/// The SIMD kernels test each vector of candidates against four home
-/// particles at a time and write the hits home by home. The same setting
-/// picks the instruction set of the particle box and radius queries' tests
-/// (particle_queries.h; neon: their scalar test for now), of the box-object
-/// queries' entry tests and of BoxGrid's pair searches (the small-object
-/// sweep, the large objects' scans and rank sort, find_pairs_with; neon:
-/// scalar for all of them), with the same results for every choice. Values
-/// keep their numbers; new kernels are added at the end.
-enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2, neon };
-
-/// Selects the kernel process-wide (tests, benchmarks). Returns false and
-/// changes nothing if this build or CPU lacks it.
-bool set_pair_kernel(PairKernel kernel);
-
-/// The kernel find_pairs() currently runs (never automatic).
-PairKernel active_pair_kernel();
-
-/// Bytes from aligned_alloc-style allocation used by init_allocate (and
-/// available to callers that want the same). Returns null on failure. On
-/// Linux the 2 MiB-aligned stretches of the block are offered to
-/// transparent huge pages (madvise MADV_HUGEPAGE: docs/user-guide.md,
-/// "Huge pages").
-void* aligned_alloc_bytes(uint64_t bytes, uint32_t alignment);
-/// Frees memory from aligned_alloc_bytes(). Null is a no-op.
-void aligned_free_bytes(void* memory);
 
 } // namespace hashgrid
