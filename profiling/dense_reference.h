@@ -11,7 +11,7 @@
 // cells come from the same guarded double-precision formula
 // (hashgrid/cell_key.h), so a pair that passes the float test is never two
 // cells apart, and the test is the same float expression, strict, in the
-// same operation order (core/src/sweep_impl.inc).
+// same operation order (core/src/particle/sweep_impl.inc).
 #pragma once
 
 #include "hashgrid/platform/timer.h"

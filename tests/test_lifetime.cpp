@@ -6,7 +6,7 @@
 // (which the first frame checks against brute force).
 #include <doctest/doctest.h>
 
-#include "../core/src/objects_internal.h"
+#include "../core/src/objects/objects_internal.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/grid.h"
 #include "hashgrid/objects.h"

@@ -10,7 +10,7 @@
 
 #include "continue_on_assert.h"
 
-#include "../core/src/objects_internal.h"
+#include "../core/src/objects/objects_internal.h"
 #include "hashgrid/assert.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"

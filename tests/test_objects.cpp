@@ -10,7 +10,7 @@
 // same answers in the same order for any thread count.
 #include <doctest/doctest.h>
 
-#include "../core/src/objects_internal.h"
+#include "../core/src/objects/objects_internal.h"
 #include "golden_hashes.h"
 #include "hashgrid/box_grid.h"
 #include "hashgrid/objects.h"

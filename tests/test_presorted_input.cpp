@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Input already in cell order (a caller that keeps its particles in the
 // grid's sorted order and a frame in which none crossed a cell) is rebuilt
-// without the counting sort (core/src/rebuild_presorted.cpp). The oracle is
+// without the counting sort (core/src/particle/rebuild_presorted.cpp). The oracle is
 // the counting sort itself: the same particles in random order give the
 // frame that the sorted input must reproduce byte for byte (order, sorted
 // copy, cells, table, pairs), and brute force checks both.

@@ -273,7 +273,7 @@ private:
     void* owned_memory_ = nullptr;
     Trace* trace_ = nullptr;
     /// Everything else (frame, table, scratch) lives in the memory block as
-    /// one named struct (core/src/grid_state.h).
+    /// one named struct (core/src/particle/grid_state.h).
     detail::GridState* state_ = nullptr;
 };
 

@@ -309,7 +309,7 @@ public:
     [[nodiscard]] bool initialized() const { return initialized_; }
 
 private:
-    friend struct ObjectStoreTestAccess; // core/src/objects_internal.h (tests force generation wraps)
+    friend struct ObjectStoreTestAccess; // core/src/objects/objects_internal.h (tests force generation wraps)
 
     /// Dense index of a live handle or kInvalidObjectIndex.
     [[nodiscard]] uint32_t live_dense(ObjectHandle handle) const;

@@ -8,7 +8,7 @@
 // cells up through CellIndex::find_key (cell_index.h), which probes here.
 #pragma once
 
-#include "grid_internal.h" // kNone
+#include "common/chunks.h" // kNone
 
 #include "hashgrid/cell_key.h"
 #include "hashgrid/grid.h" // kEmptyKey

@@ -16,7 +16,7 @@
 // through its CellIndex (cell_index.h).
 #pragma once
 
-#include "grid_internal.h" // floor_to_int, clamp_into
+#include "lattice/cell_coords.h"
 #include "lattice/wrapped_cells.h"
 
 #include "hashgrid/box_grid.h"

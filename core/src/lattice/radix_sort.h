@@ -11,7 +11,7 @@
 // key differs (their bits are clear in `varying`) are skipped.
 #pragma once
 
-#include "grid_internal.h" // chunk_count
+#include "common/chunks.h"
 
 #include "hashgrid/thread_backend.h"
 

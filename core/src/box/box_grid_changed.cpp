@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+// BoxGrid::rebuild(store, backend) when the store's change log lists every
+// change since the grid's frame (ObjectStore::changes_since): only the listed
+// objects are read, instead of comparing every object with the last frame.
+//
+// 1. The log's records, each object once (marked in the moved bitmap), into
+//    a list by ascending object.
+// 2. Each listed object is evaluated without writing anything, in chunks of
+//    the list combined in chunk order: box and layers against the frame's,
+//    then validation and the cell range of a changed box, the entries it
+//    removes and adds, and the frame's bounds it leaves or extends (per axis,
+//    a count of the objects on each bound says when one shrinks; then every
+//    object is measured again). A bad box is reported as the full rebuild
+//    reports it (only listed objects can be bad: the others were accepted
+//    with the last frame); a change of size class or too many entries to
+//    move falls back to the full rebuild.
+// 3. The frame's copies and scratch of the changed objects are written; the
+//    entries of objects that changed cells are updated in place
+//    (box_grid_shift.cpp), those of objects that moved within their cells
+//    patched; the row table is written again when cells moved or the
+//    occupied box changed. The result is the full rebuild's, array for array
+//    (tests/test_box_update.cpp).
+#include "box/box_grid_internal.h"
+#include "common/trace_scope.h"
+
+#include "hashgrid/assert.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace hashgrid {
+
+using namespace detail;
+
+namespace {
+
+/// What a listed object becomes.
+struct Change {
+    bool box = false;    // its box differs from the frame's, bit for bit
+    bool layers = false; // its category or mask differs
+    StatusCode bad = StatusCode::ok;
+    bool large = false; // size class of the new box
+    ObjectScratch now{};
+};
+
+inline uint32_t layer_of(const uint32_t* layers, uint32_t i) { return layers != nullptr ? layers[i] : ~0u; }
+
+/// Step 2 for one object (the same tests and arithmetic as the full rebuild's validation).
+template <uint32_t D>
+Change evaluate(const BoxState& s, const BoxSpans& in, const AxisCells* axis, uint32_t i, uint64_t large_cells) {
+    const float* const lows[3] = {in.min_x, in.min_y, in.min_z};
+    const float* const highs[3] = {in.max_x, in.max_y, in.max_z};
+    Change c;
+    c.layers = layer_of(in.category, i) != s.category[i] || layer_of(in.mask, i) != s.mask[i];
+    // Against the frame's scratch of the object, which holds the frame's box
+    // bit for bit (as s.min / s.max do): one record instead of 2 * D arrays.
+    const ObjectRecord<D>& was = object_records<D>(s)[i];
+    uint32_t differ = 0;
+    for (uint32_t d = 0; d < D; ++d)
+        differ |=
+            (float_bits(lows[d][i]) ^ float_bits(was.min[d])) | (float_bits(highs[d][i]) ^ float_bits(was.max[d]));
+    c.box = differ != 0;
+    if (!c.box) return c;
+    ObjectScratch& o = c.now;
+    bool finite = true;
+    bool ordered = true;
+    for (uint32_t d = 0; d < 3; ++d) {
+        o.min[d] = d < D ? lows[d][i] : 0.0f;
+        o.max[d] = d < D ? highs[d][i] : 0.0f;
+        finite = finite && std::isfinite(o.min[d]) && std::isfinite(o.max[d]);
+        ordered = ordered & (o.min[d] <= o.max[d]);
+    }
+    if (!finite) {
+        c.bad = StatusCode::invalid_position;
+        return c;
+    }
+    if (!ordered) {
+        c.bad = StatusCode::invalid_box;
+        return c;
+    }
+    o.lo[2] = o.hi[2] = 0;
+    bool in_range = true;
+    for (uint32_t d = 0; d < D; ++d)
+        in_range = axis[d].cell(o.min[d], o.lo[d]) && axis[d].cell(o.max[d], o.hi[d]) && in_range;
+    if (!in_range) {
+        if (s.cells.bounded) {
+            c.bad = StatusCode::position_out_of_range;
+            return c;
+        }
+        mark_far(o);
+        c.large = true;
+        return c;
+    }
+    c.large = cells_covered(o) > large_cells;
+    return c;
+}
+
+/// Bound kind e (kBoundKinds order) of axis d of an object, or of the frame,
+/// as a double (exact for the int32 cells and the float coordinates).
+inline double bound_value(const ObjectScratch& o, uint32_t d, uint32_t e) {
+    switch (e) {
+    case 0:
+        return o.lo[d];
+    case 1:
+        return o.hi[d];
+    case 2:
+        return o.min[d];
+    case 3:
+        return o.max[d];
+    default:
+        return o.hi[d] - o.lo[d];
+    }
+}
+/// The widest span of a frame's or a chunk's bounds (the fields differ in name only).
+inline int32_t& widest(BoxFrameBounds& f, uint32_t d) { return f.max_span[d]; }
+inline int32_t& widest(ObjectChunk& c, uint32_t d) { return c.span[d]; }
+inline int32_t widest(const BoxFrameBounds& f, uint32_t d) { return f.max_span[d]; }
+inline int32_t widest(const ObjectChunk& c, uint32_t d) { return c.span[d]; }
+
+/// Bound kind e of axis d of a frame (BoxFrameBounds) or a chunk (ObjectChunk).
+template <typename Bounds>
+double bound_value(const Bounds& f, uint32_t d, uint32_t e) {
+    switch (e) {
+    case 0:
+        return f.cell_lo[d];
+    case 1:
+        return f.cell_hi[d];
+    case 2:
+        return f.box_lo[d];
+    case 3:
+        return f.box_hi[d];
+    default:
+        return widest(f, d);
+    }
+}
+template <typename Bounds>
+void set_bound(Bounds& f, uint32_t d, uint32_t e, double v) {
+    switch (e) {
+    case 0:
+        f.cell_lo[d] = static_cast<int32_t>(v);
+        break;
+    case 1:
+        f.cell_hi[d] = static_cast<int32_t>(v);
+        break;
+    case 2:
+        f.box_lo[d] = static_cast<float>(v);
+        break;
+    case 3:
+        f.box_hi[d] = static_cast<float>(v);
+        break;
+    default:
+        widest(f, d) = static_cast<int32_t>(v);
+        break;
+    }
+}
+/// Whether v lies beyond `bound` (below a lower bound, above an upper one).
+inline bool beyond(uint32_t e, double v, double bound) { return e == 0 || e == 2 ? v < bound : v > bound; }
+
+/// A bound and how many objects lie on it, as values are offered one by one.
+struct BoundTally {
+    double value = 0.0;
+    uint32_t hits = 0; // 0: nothing offered yet
+    void offer(uint32_t e, double v) {
+        if (hits == 0 || beyond(e, v, value)) {
+            value = v;
+            hits = 1;
+        } else if (v == value) {
+            ++hits;
+        }
+    }
+    void merge(uint32_t e, const BoundTally& t) {
+        if (t.hits == 0) return;
+        if (hits == 0 || beyond(e, t.value, value)) {
+            *this = t;
+        } else if (t.value == value) {
+            hits += t.hits;
+        }
+    }
+};
+
+/// The frame's bounds and their hit counts (BoxState::bound_hits) from every
+/// small object's scratch: per chunk, then in chunk order.
+template <uint32_t D>
+void measure_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t grain, BoxFrameBounds& f) {
+    parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        BoundTally t[3][kBoundKinds] = {};
+        for (uint32_t i = begin; i < end; ++i) {
+            if (s.is_large[i] != 0) continue;
+            const ObjectScratch o = unpack<D>(object_records<D>(s)[i]);
+            for (uint32_t d = 0; d < D; ++d)
+                for (uint32_t e = 0; e < kBoundKinds; ++e)
+                    t[d][e].offer(e, bound_value(o, d, e));
+        }
+        ObjectChunk& chunk = s.object_chunk[begin / grain];
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                chunk.hits[d][e] = t[d][e].hits;
+                set_bound(chunk, d, e, t[d][e].value);
+            }
+    });
+    BoundTally t[3][kBoundKinds] = {};
+    for (uint32_t c = 0; c < chunk_count(n, grain); ++c)
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e)
+                t[d][e].merge(e, BoundTally{bound_value(s.object_chunk[c], d, e), s.object_chunk[c].hits[d][e]});
+    f = BoxFrameBounds{};
+    for (uint32_t d = 0; d < D; ++d)
+        for (uint32_t e = 0; e < kBoundKinds; ++e) {
+            set_bound(f, d, e, t[d][e].value);
+            s.bound_hits[d][e] = t[d][e].hits;
+        }
+    s.bound_hits_valid = true;
+}
+
+/// Steps 2-3 for D dimensions over the listed objects; `applied` is false
+/// when the full rebuild must run instead (nothing was written then).
+template <uint32_t D>
+Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uint32_t count, uint64_t large_cells,
+                    PhaseTrace& trace, bool& applied) {
+    applied = false;
+    const Lattice& k = s.cells;
+    const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
+    const BoxFrameBounds old_bounds = s.bounds;
+
+    // 2. Evaluate (read only), in chunks of the list, then the chunks in order.
+    const ThreadBackend& b = trace.backend();
+    // One chunk for a one-thread backend (the chunks change no result, only who runs what).
+    const auto listed_grain = b.worker_count > 1 && count > 0
+                                  ? static_cast<uint32_t>(grain_for(count, kListedGrain, kMaxListedChunks))
+                                  : count + 1;
+    const uint32_t listed_chunks = chunk_count(count, listed_grain);
+    // Chunk k starts at k * grain, moved on past objects of the same bitmap
+    // word as the one before: no two chunks share a word (a word holds 64
+    // objects, fewer than a grain), so they set their bits without atomics.
+    const auto chunk_begin = [&](uint32_t chunk) {
+        uint32_t j = chunk * listed_grain < count ? chunk * listed_grain : count;
+        while (j > 0 && j < count && listed[j] >> 6 == listed[j - 1] >> 6)
+            ++j;
+        return j;
+    };
+    // Runs fn(chunk, begin, end) for every chunk of the list.
+    const auto for_chunks = [&](auto&& fn) {
+        parallel_chunks(b, listed_chunks, 1, [&](uint32_t chunk, uint32_t, uint32_t) {
+            fn(chunk, chunk_begin(chunk), chunk_begin(chunk + 1));
+        });
+    };
+    for_chunks([&](uint32_t chunk, uint32_t begin, uint32_t end) {
+        ListedChunk r{};
+        r.bad_index = kNone;
+        r.common = ~0u;
+        BoundTally offered[3][kBoundKinds] = {};
+        for (uint32_t j = begin; j < end; ++j) {
+            const uint32_t i = listed[j];
+            const Change c = evaluate<D>(s, in, axis, i, large_cells);
+            if (c.bad != StatusCode::ok) {
+                if (r.bad_count++ == 0) { // the list ascends: the chunk's first is its lowest
+                    r.bad_index = i;
+                    r.bad_code = c.bad;
+                }
+                continue;
+            }
+            if (c.layers) {
+                const uint32_t was = s.category[i];
+                const uint32_t now = layer_of(in.category, i);
+                r.all_categories = r.all_categories || (now & ~was & ~s.category_common) != 0; // a bit may join
+                r.common &= now;
+            }
+            if (!c.box) continue;
+            const ObjectScratch old = unpack<D>(object_records<D>(s)[i]);
+            const bool was_large = is_far(old) || cells_covered(old) > large_cells; // the frame's is_large[i]
+            r.large_changed = r.large_changed || c.large != was_large;
+            if (c.large || was_large) continue;
+            bool same = true;
+            for (uint32_t d = 0; d < D; ++d) {
+                same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
+                for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                    r.on_bound[d][e] += bound_value(old, d, e) == bound_value(old_bounds, d, e) ? 1 : 0;
+                    offered[d][e].offer(e, bound_value(c.now, d, e));
+                }
+            }
+            if (!same) {
+                r.removed += cells_covered(old);
+                r.added += cells_covered(c.now);
+            }
+        }
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                r.offered[d][e] = offered[d][e].value;
+                r.offered_hits[d][e] = offered[d][e].hits;
+            }
+        s.listed_chunk[chunk] = r;
+    });
+    uint32_t bad_count = 0, bad_index = kNone;
+    StatusCode bad_code = StatusCode::ok;
+    uint64_t added = 0, removed = 0;
+    bool large_changed = false;
+    bool all_categories = false;
+    uint32_t common = s.category_common;
+    uint32_t left[3][kBoundKinds] = {};
+    BoundTally offered[3][kBoundKinds] = {};
+    for (uint32_t chunk = 0; chunk < listed_chunks; ++chunk) {
+        ListedChunk& r = s.listed_chunk[chunk];
+        if (r.bad_count > 0 && bad_count == 0) {
+            bad_index = r.bad_index;
+            bad_code = r.bad_code;
+        }
+        bad_count += r.bad_count;
+        large_changed = large_changed || r.large_changed;
+        all_categories = all_categories || r.all_categories;
+        common &= r.common;
+        added += r.added;
+        const uint64_t chunk_removed = r.removed;
+        r.removed = removed; // now: where the chunk's left keys go
+        removed += chunk_removed;
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                left[d][e] += r.on_bound[d][e];
+                offered[d][e].merge(e, BoundTally{r.offered[d][e], r.offered_hits[d][e]});
+            }
+    }
+    if (bad_count > 0) return bad_box(bad_code, bad_index, bad_count); // previous frame untouched
+    if (large_changed) return {};                                      // the large set changes: full rebuild
+    const uint64_t entries = uint64_t{s.entry_count} - removed + added;
+    if (entries > s.max_entries) return entry_capacity(entries);     // previous frame untouched
+    if ((added + removed) * kUpdateShare > s.entry_count) return {}; // the full rebuild's sort is cheaper
+    // The new bounds: a bound moves out to a changed box beyond it, and
+    // shrinks (then every object is measured again) when no object is left on it.
+    BoxFrameBounds bounds = old_bounds;
+    uint32_t hits[3][kBoundKinds] = {};
+    bool shrink = !s.bound_hits_valid;
+    for (uint32_t d = 0; d < D && !shrink; ++d)
+        for (uint32_t e = 0; e < kBoundKinds; ++e) {
+            const double was = bound_value(old_bounds, d, e);
+            const BoundTally& t = offered[d][e];
+            hits[d][e] = s.bound_hits[d][e] - left[d][e];
+            if (t.hits > 0 && beyond(e, t.value, was)) {
+                set_bound(bounds, d, e, t.value);
+                hits[d][e] = t.hits;
+            } else if (t.hits > 0 && t.value == was) {
+                hits[d][e] += t.hits;
+            }
+            shrink = shrink || hits[d][e] == 0;
+        }
+
+    // 3. The frame is accepted: write the changed objects, then their entries.
+    applied = true;
+    trace.next(TraceStep::box_rebuild_update);
+    const uint32_t n = s.object_count;
+    const uint32_t words = (n + 63) / 64;
+    std::memset(s.change.moved, 0, words * sizeof(uint64_t)); // held the seen marks of step 1
+    for_chunks([&](uint32_t chunk, uint32_t begin, uint32_t end) {
+        uint64_t left_key = s.listed_chunk[chunk].removed; // keys of the cells objects leave
+        for (uint32_t j = begin; j < end; ++j) {
+            const uint32_t i = listed[j];
+            const Change c = evaluate<D>(s, in, axis, i, large_cells);
+            if (c.layers) {
+                s.category[i] = layer_of(in.category, i);
+                s.mask[i] = layer_of(in.mask, i);
+            }
+            if (!c.box) continue;
+            ObjectRecord<D>& record = object_records<D>(s)[i];
+            const ObjectScratch o = unpack<D>(record);
+            bool same = true;
+            for (uint32_t d = 0; d < D; ++d) {
+                same = same & (o.lo[d] == c.now.lo[d]) & (o.hi[d] == c.now.hi[d]);
+                s.min[d][i] = c.now.min[d];
+                s.max[d][i] = c.now.max[d];
+            }
+            const uint64_t bit = uint64_t{1} << (i & 63); // the chunk's own words
+            s.change.moved[i >> 6] |= bit;
+            if (!c.large && !same) { // the keys of the cells it leaves, for the shift
+                s.change.leaving[i >> 6] |= bit;
+                for_each_cell_key<D>(o, [&](uint64_t key) { s.spare_cell_key[left_key++] = key; });
+            }
+            pack<D>(record, c.now);
+        }
+        HASHGRID_ASSERT(end == count || left_key == s.listed_chunk[chunk + 1].removed,
+                        "box update: a chunk's left cells disagree with its count");
+    });
+    if (all_categories) {
+        common = ~0u;
+        for (uint32_t i = 0; i < n; ++i)
+            common &= s.category[i];
+    }
+    s.category_common = common;
+    const uint32_t grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
+    if (shrink) {
+        measure_bounds<D>(s, b, n, grain, bounds);
+    } else {
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e)
+                s.bound_hits[d][e] = hits[d][e];
+    }
+    bool cells_moved = false;
+    if (added > 0) cells_moved = shift_listed_entries(s, b, added, removed, static_cast<uint32_t>(entries));
+    // The objects that moved within their cells (each patches its own entries).
+    for_chunks([&](uint32_t, uint32_t begin, uint32_t end) { patch_moved_boxes(s, listed + begin, end - begin); });
+    bool same_box = true;
+    for (uint32_t d = 0; d < 3; ++d)
+        same_box = same_box && bounds.cell_lo[d] == old_bounds.cell_lo[d] && bounds.cell_hi[d] == old_bounds.cell_hi[d];
+    s.bounds = bounds;
+    // The row table names cell indices by row of the occupied cells' box: it
+    // stays when neither changed.
+    if (cells_moved || !same_box) write_row_starts(s, b);
+    s.entry_count = static_cast<uint32_t>(entries);
+    return {};
+}
+
+} // namespace
+
+Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const ObjectChanges& changes,
+                                      const ThreadBackend& caller_backend) {
+    BoxState& s = state(g); // BoxGrid::rebuild(store) checked the init
+    const uint32_t n = in.count;
+    // The listed path needs the last frame in full (objects, layers) with the
+    // same objects, and pays off only when few changed.
+    const bool listed_path = changes.complete && built(g) && s.object_is_frame && s.object_count == n && n > 0 &&
+                             s.cell_count > 0 && s.layers && in.category != nullptr && in.mask != nullptr &&
+                             changes.size() <= n / 8 && !spans_missing(in, s.dims);
+    if (!listed_path) return rebuild(g, in, caller_backend);
+    PhaseTrace trace(g.trace_, caller_backend);
+    trace.begin(TracePhase::box_rebuild);
+    trace.begin(TraceStep::box_rebuild_listed);
+
+    // 1. Each logged object once, by ascending index (the moved bits mark the
+    // ones logged; walking them in order reads the per-object arrays forwards).
+    const uint32_t words = (n + 63) / 64;
+    std::memset(s.change.moved, 0, words * sizeof(uint64_t));
+    std::memset(s.change.leaving, 0, words * sizeof(uint64_t));
+    uint64_t at = changes.begin % changes.ring_size;
+    for (uint64_t c = 0; c < changes.size(); ++c) {
+        const uint32_t i = changes.ring[at];
+        at = at + 1 == changes.ring_size ? 0 : at + 1;
+        if (i >= n) { // not of this layout (a complete list has none): compare every object
+            trace.next(TraceStep::box_rebuild_validate);
+            return rebuild_checked(g, in, trace);
+        }
+        s.change.moved[i >> 6] |= uint64_t{1} << (i & 63);
+    }
+    uint32_t* const listed = s.coarse_cell; // scratch of max_objects
+    uint32_t count = 0;
+    for (uint32_t w = 0; w < words; ++w)
+        for (uint64_t bits = s.change.moved[w]; bits != 0; bits &= bits - 1)
+            listed[count++] = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
+
+    bool applied = false;
+    const uint64_t large_cells = g.config_.large_object_cells;
+    const Status st = s.dims == 3 ? apply_listed<3>(s, in, listed, count, large_cells, trace, applied)
+                                  : apply_listed<2>(s, in, listed, count, large_cells, trace, applied);
+    if (!st.ok()) return st;
+    if (!applied) {
+        trace.next(TraceStep::box_rebuild_validate);
+        return rebuild_checked(g, in, trace);
+    }
+    s.block_summaries_valid = false; // the listed objects changed without their blocks'
+    set_built(g);
+    return {};
+}
+
+} // namespace hashgrid

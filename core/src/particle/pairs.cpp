@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+// Pair finding: a forward half-stencil sweep over fixed chunks of home
+// particles (sorted positions). A chunk whose place in the caller's buffer is
+// known (every earlier chunk is there) writes its pairs straight into it;
+// the others go to a pool of pair blocks and are copied into the buffer in
+// chunk order (pair_sweep.h: the pool and the sink; pair_kernels.cpp: the
+// sweep).
+//
+// Output order is lexicographic in (sorted position of the earlier particle,
+// sorted position of the later): a home particle k is tested against the rest
+// of its cell and its forward neighbour ranges, which all lie after k and are
+// visited in ascending order. The order therefore depends on the input only,
+// not on chunking, threads or the SIMD width.
+#include "particle/grid_impl.h"
+#include "lattice/wrapped_cells.h"
+#include "particle/pair_sweep.h"
+#include "common/trace_scope.h"
+
+#include "hashgrid/assert.h"
+
+#include <atomic>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#define HASHGRID_STREAM_STORES 1
+#endif
+
+namespace hashgrid {
+
+using namespace detail;
+using namespace detail::pair_sweep;
+
+namespace {
+
+/// Pairs of the output written with ordinary stores: a small result stays in
+/// cache for the caller. Beyond it, where the output cannot stay in cache
+/// anyway, copies bypass the cache (x86-64), which spares reading every
+/// destination line before writing it.
+constexpr uint64_t kCachedPairs = uint64_t{1} << 19; // 4 MiB
+
+/// Copies n pairs from the pool into the caller's buffer at pair offset `at`.
+void copy_out(Pair* out, uint64_t at, const Pair* from, size_t n) {
+#if HASHGRID_STREAM_STORES
+    if (at >= kCachedPairs) {
+        Pair* to = out + at;
+        size_t i = 0;
+        if ((reinterpret_cast<uintptr_t>(to) & 15u) != 0 && n > 0) {
+            to[0] = from[0];
+            i = 1;
+        }
+        for (; i + 2 <= n; i += 2)
+            _mm_stream_si128(reinterpret_cast<__m128i*>(to + i),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i)));
+        if (i < n) to[i] = from[i];
+        return;
+    }
+#endif
+    std::memcpy(out + at, from, n * sizeof(Pair));
+}
+
+/// Orders this thread's streaming stores before what it does next (the
+/// chunk state others read, the return to the caller).
+void end_copies() {
+#if HASHGRID_STREAM_STORES
+    _mm_sfence();
+#endif
+}
+
+} // namespace
+
+namespace detail::pair_sweep {
+
+bool Sink::go_direct() {
+    const uint64_t word = std::atomic_ref<uint64_t>(*frontier).load(std::memory_order_acquire);
+    if (frontier_chunk(word) != chunk) return false;
+    const uint64_t at = frontier_offset(word);
+    const uint64_t kept = uint64_t{blocks} * kPairBlock;
+    if (at + kept >= limit) return false; // no room past the chain: the pool then
+    // The chain goes to its place while still in cache, and back to the pool.
+    uint32_t block = first_block;
+    for (uint32_t i = 0; i < blocks; ++i) {
+        copy_out(buffer, at + uint64_t{i} * kPairBlock, pool->pairs + uint64_t{block} * kPairBlock, kPairBlock);
+        if (i + 1 < blocks) block = pool->link(block);
+    }
+    if (blocks > 0) pool->push_free(first_block, last_block);
+    first_block = last_block = kNone;
+    blocks = 0;
+    pool = nullptr; // from now on, no room past `limit` means overflow
+    direct = true;
+    cur = buffer + at + kept;
+    end = buffer + limit;
+    return true;
+}
+
+bool Sink::refill() {
+    if (!overflow && pool != nullptr) {
+        if (buffer != nullptr && go_direct()) return true;
+        const uint32_t block = pool->take();
+        if (block != kNone) {
+            pool->set_link(block, kNone);
+            if (last_block == kNone)
+                first_block = block;
+            else
+                pool->set_link(last_block, block);
+            last_block = block;
+            ++blocks;
+            cur = pool->pairs + uint64_t{block} * kPairBlock;
+            end = cur + kPairBlock;
+            return true;
+        }
+    }
+    overflow = true;
+    cur = end = nullptr;
+    return false;
+}
+
+} // namespace detail::pair_sweep
+
+PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
+    return Impl::find_pairs(*this, out, capacity, backend, filter);
+}
+
+PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
+                                  PairFilter filter) {
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
+    PairResult result;
+    if (g.state_ == nullptr || !g.state_->built) {
+        result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
+        return result;
+    }
+    if (out == nullptr && capacity > 0) {
+        result.status = {StatusCode::invalid_argument, 0, 0, 0, "find_pairs: null buffer with nonzero capacity"};
+        return result;
+    }
+    PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
+    const ThreadBackend& b = trace.backend();
+    trace.begin(TracePhase::find_pairs);
+    trace.begin(TraceStep::pair_sweep);
+    const GridConfig& c = g.config_;
+    SweepData s{};
+    const GridState& frame = *g.state_;
+    // A frame sorted over its dense box still has the box's cell starts:
+    // swept as a bounded grid over the box, with the same pairs and order,
+    // unless the box touches the wrap seam (a box spanning the whole period
+    // has neighbours at its two ends, which only the keyed sweep finds).
+    const bool box_sweep =
+        frame.mapped && frame.box_starts && box_clear_of_seam(frame.map_lo, frame.map_extent, c.dimensions);
+    static_cast<CellIndex&>(s) = box_sweep ? make_box_cell_index(make_lattice(c), frame.dense_start, frame.map_extent)
+                                           : make_cell_index(make_lattice(c), g.cells());
+    s.x = g.state_->sorted[0];
+    s.y = g.state_->sorted[1];
+    s.z = g.state_->sorted[2];
+    s.radius = g.state_->sorted_radius;
+    s.order = g.state_->order;
+    s.r2 = c.interaction_distance * c.interaction_distance;
+
+    const uint64_t t_begin = clock_ns();
+    const uint32_t n = g.state_->count;
+    const uint32_t chunks = chunk_count(n, kPairGrain);
+    Pool pool{g.state_->pair_pool, g.state_->block_next, g.state_->block_count};
+    const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.state_->has_radius);
+    // Chunks are published in chunk order as soon as all earlier ones are
+    // done, by whichever thread finishes the last missing one: the copy reads
+    // pool blocks that are still in cache and overlaps the other threads'
+    // sweeping. `frontier` is (next chunk to publish, its offset): frontier_word.
+    // A chunk that the frontier reaches while it runs (on one thread, every
+    // chunk from its start) writes the rest of its pairs in place (Sink's
+    // direct mode): nothing left to copy. Publishing stops for good at the
+    // first chunk that overflowed the pool or would end past max_pairs; what
+    // was published is then a prefix of the canonical order. Chunk states:
+    // 0 pending, 1 swept into the pool, 2 overflowed, 3 written in place. A
+    // published chunk's blocks go back to the pool's free list, so later
+    // chunks write into blocks still in cache (and the pool runs out later).
+    std::memset(g.state_->chunk_overflow, 0, chunks);
+    const uint64_t max_pairs = c.max_pairs;
+    uint64_t frontier = 0;
+    auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count, bool recycle) {
+        const uint64_t last = offset + count < capacity ? offset + count : capacity;
+        uint64_t pos = offset;
+        const uint32_t first = g.state_->chunk_first_block[chunk];
+        uint32_t block = first;
+        while (pos < last) {
+            const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
+            // copy <= kPairBlock and the pool is addressable: size_t is enough.
+            copy_out(out, pos, g.state_->pair_pool + static_cast<size_t>(block) * kPairBlock,
+                     static_cast<size_t>(copy));
+            pos += copy;
+            block = pool.link(block);
+        }
+        end_copies();
+        if (!recycle || first == kNone) return;
+        // Published for good: its blocks serve later chunks while still in cache.
+        uint32_t tail = first;
+        for (uint32_t link = pool.link(tail); link != kNone; link = pool.link(tail))
+            tail = link;
+        pool.push_free(first, tail);
+    };
+    auto advance = [&] {
+        std::atomic_ref<uint64_t> front(frontier);
+        for (;;) {
+            uint64_t word = front.load(std::memory_order_seq_cst);
+            const uint32_t next = frontier_chunk(word);
+            const uint64_t offset = frontier_offset(word);
+            if (next >= chunks) return;
+            const uint8_t state =
+                std::atomic_ref<uint8_t>(g.state_->chunk_overflow[next]).load(std::memory_order_seq_cst);
+            if (state == 0) return; // its thread will continue from here
+            const uint64_t count = g.state_->chunk_pair_count[next];
+            const bool stop = state == 2 || offset + count > max_pairs;
+            const uint64_t to = stop ? frontier_word(chunks, offset) : frontier_word(next + 1, offset + count);
+            if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
+            if (stop) return;
+            if (state == 1) publish_chunk(next, offset, count, true); // 3: written in place
+        }
+    };
+    const uint64_t direct_limit = capacity < max_pairs ? capacity : max_pairs;
+    parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const uint32_t chunk = begin / kPairGrain;
+        Sink sink;
+        sink.pool = &pool;
+        sink.filter = filter;
+        sink.buffer = direct_limit > 0 ? out : nullptr;
+        sink.limit = direct_limit;
+        sink.frontier = &frontier;
+        sink.chunk = chunk;
+        sweep(s, begin, end, sink);
+        uint8_t state = sink.overflow ? 2 : 1;
+        if (sink.direct) {
+            end_copies(); // the chain's copy
+            // Written in place (up to the capacity). One that ends past
+            // max_pairs stops publishing in advance(), and complete_prefix
+            // searches it again, as every chunk not swept into the pool.
+            state = 3;
+        }
+        g.state_->chunk_first_block[chunk] = sink.first_block;
+        g.state_->chunk_pair_count[chunk] = sink.count;
+        // seq_cst store, then seq_cst load of the frontier in advance(): of a
+        // finishing thread and one stopped at this chunk, one sees the other.
+        std::atomic_ref<uint8_t>(g.state_->chunk_overflow[chunk]).store(state, std::memory_order_seq_cst);
+        advance();
+    });
+
+    // Over max_pairs, which chunks kept their pairs in the pool depends on
+    // timing. complete_prefix(published, target) makes the output a function
+    // of the input alone: it completes the canonical prefix up to `target`.
+    auto complete_prefix = [&](uint64_t published, uint64_t target) {
+        // Chunk counts become exclusive offsets in place (they are not read again).
+        uint64_t offset = 0;
+        uint32_t first = chunks; // first chunk not (fully) published
+        uint32_t last = 0;       // one past the last chunk below target
+        for (uint32_t ch = 0; ch < chunks; ++ch) {
+            const uint64_t count = g.state_->chunk_pair_count[ch];
+            g.state_->chunk_pair_count[ch] = offset;
+            if (offset + count > published && first == chunks) first = ch;
+            if (offset < target) last = ch + 1;
+            offset += count;
+        }
+        // Each remaining chunk below target lands at its fixed offset: copied from
+        // the pool when its sweep kept every pair there, searched again straight
+        // into the caller's buffer (stopping at target) when the pool ran out or
+        // it was written in place and ended past max_pairs.
+        parallel_chunks(b, last - first, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+            for (uint32_t i = begin; i < end; ++i) {
+                const uint32_t ch = first + i;
+                const uint64_t at = g.state_->chunk_pair_count[ch];
+                const uint64_t next = ch + 1 < chunks ? g.state_->chunk_pair_count[ch + 1] : offset;
+                const uint64_t stop = next < target ? next : target;
+                if (g.state_->chunk_overflow[ch] == 1) {
+                    publish_chunk(ch, at, stop - at, false); // stop <= target <= capacity
+                } else {
+                    Sink again;
+                    again.cur = out + at;
+                    again.end = out + stop;
+                    again.filter = filter;
+                    const uint32_t home_begin = ch * kPairGrain;
+                    const uint32_t home_end =
+                        g.state_->count - home_begin < kPairGrain ? g.state_->count : home_begin + kPairGrain;
+                    sweep(s, home_begin, home_end, again);
+                }
+            }
+        });
+    };
+
+    uint64_t total = 0;
+    for (uint32_t ch = 0; ch < chunks; ++ch)
+        total += g.state_->chunk_pair_count[ch];
+    const uint64_t published = frontier_offset(frontier);
+    result.total = total;
+    result.written = published < capacity ? published : capacity;
+    if (published != total) {
+        // Over max_pairs (a hard limit; the pool's per-chunk slack does not
+        // count). Which chunks kept their pairs in the pool depends on timing,
+        // so the output must not: complete the canonical prefix up to
+        // min(max_pairs, capacity) pairs, whatever was published so far.
+        HASHGRID_ASSERT(total > max_pairs, "publishing stopped below max_pairs");
+        const uint64_t target = max_pairs < capacity ? max_pairs : capacity;
+        trace.next(TraceStep::pair_prefix);
+        if (published < target) complete_prefix(published, target);
+        result.written = target;
+        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
+    } else if (total > capacity) {
+        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
+    }
+    const uint64_t t_end = clock_ns();
+    g.state_->pair_timings = PairTimings{};
+    g.state_->pair_timings.sweep = t_end - t_begin; // publishing overlaps the sweep
+    g.state_->pair_timings.total = t_end - t_begin;
+    return result;
+}
+
+} // namespace hashgrid
