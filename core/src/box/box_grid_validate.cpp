@@ -17,6 +17,10 @@
 #include <cmath>
 #include <cstdint>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#define HASHGRID_VALIDATE_X86 1
+#endif
+
 namespace hashgrid::detail {
 
 namespace {
@@ -86,15 +90,12 @@ void unite_bounds(Bounds& into, bool first, const int32_t* lo, const int32_t* hi
 /// Fills `out` for boxes [begin, begin + count), 0 < count <= kCellBlock,
 /// without a branch per box, so that the compiler vectorizes the loops (and
 /// an AVX2 copy runs where the CPU has AVX2: the same IEEE operations, the
-/// same cells). `previous` (null: none) are the previous frame's boxes,
-/// compared bit for bit first: a block where none changed is `unchanged`
-/// and nothing else is computed. Else `valid` when every box of the block is
-/// finite, ordered and inside the lattice's range on every axis: then each
-/// cell is AxisCells::cell's (min <= max makes the scaled min <= the scaled
-/// max, so testing the min against the lower end and the max against the
-/// upper covers both); otherwise `check`: the caller checks the block box by
-/// box. The clamp keeps the integer conversion defined for any input; inside
-/// the range it changes no cell (the ends are integers).
+/// same cells). `previous` (null: none) are the previous frame's
+/// boxes, compared bit for bit first: a block where none changed is `unchanged` and nothing else is computed. Else
+/// `valid` when every box of the block is finite, ordered and inside the lattice's range on every axis: then each cell
+/// is AxisCells::cell's (min <= max makes the scaled min <= the scaled max, so testing the min against the lower end
+/// and the max against the upper covers both); otherwise `check`: the caller checks the block box by box. The clamp
+/// keeps the integer conversion defined for any input; inside the range it changes no cell (the ends are integers).
 template <uint32_t D>
 [[gnu::always_inline]] inline BlockKind
 cell_block(const float* const* lows, const float* const* highs, const float* const* previous_lows,
@@ -157,6 +158,10 @@ cell_block(const float* const* lows, const float* const* highs, const float* con
     return valid != 0 ? BlockKind::valid : BlockKind::check;
 }
 
+/// A cell_block compiled for one instruction set (all give the same bytes).
+using CellBlockFn = BlockKind (*)(const float* const*, const float* const*, const float* const*, const float* const*,
+                                  const AxisCells*, uint32_t, uint32_t, CellBlock&);
+
 template <uint32_t D>
 BlockKind cell_block_default(const float* const* lows, const float* const* highs, const float* const* previous_lows,
                              const float* const* previous_highs, const AxisCells* axis, uint32_t begin, uint32_t count,
@@ -164,7 +169,7 @@ BlockKind cell_block_default(const float* const* lows, const float* const* highs
     return cell_block<D>(lows, highs, previous_lows, previous_highs, axis, begin, count, out);
 }
 
-#if defined(__x86_64__) || defined(_M_X64)
+#if HASHGRID_VALIDATE_X86
 template <uint32_t D>
 __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lows, const float* const* highs,
                                                           const float* const* previous_lows,
@@ -173,6 +178,271 @@ __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lo
     return cell_block<D>(lows, highs, previous_lows, previous_highs, axis, begin, count, out);
 }
 #endif
+
+/// One chunk of step 1: its ObjectChunk, the BlockSummary of the block being
+/// evaluated and that block's words of the change bitmaps. Blocks are
+/// evaluated in ascending order; each step below handles one block kind and
+/// ends the block (end_block), so the chunk's sums are in block order.
+template <uint32_t D, bool Compare>
+struct ChunkPass {
+    BoxState& s;
+    const float* const* lows;
+    const float* const* highs;
+    const AxisCells* axis;
+    uint64_t large_cells;
+    bool bounded;
+    ObjectChunk chunk{}; // box_lo/hi 0 and span 0 on unused axes
+    BlockSummary sum{};
+    bool chunk_small = false; // chunk's bounds hold a small object
+    // The block's words of the change bitmaps (a block is one word), stored
+    // once at its end rather than updated in memory per object.
+    uint64_t moved_word = 0;
+    uint64_t leaving_word = 0;
+
+    ChunkPass(BoxState& state, const float* const* l, const float* const* h, const AxisCells* a, uint64_t large,
+              bool is_bounded)
+        : s(state), lows(l), highs(h), axis(a), large_cells(large), bounded(is_bounded) {
+        chunk.bad = BadParticle{kNone, 0, StatusCode::ok};
+        for (uint32_t d = 0; d < 3; ++d) {
+            chunk.cell_lo[d] = INT32_MAX;
+            chunk.cell_hi[d] = INT32_MIN;
+        }
+    }
+
+    void add_bounds(const int32_t* lo, const int32_t* hi, const float* min, const float* max, const int32_t* span) {
+        unite_bounds<D>(sum, sum.any_small == 0, lo, hi, min, max, span);
+        sum.any_small = 1;
+    }
+
+    void add_small(const ObjectScratch& o, uint64_t covered) {
+        sum.entries += covered;
+        const int32_t span[3] = {o.hi[0] - o.lo[0], o.hi[1] - o.lo[1], o.hi[2] - o.lo[2]};
+        add_bounds(o.lo, o.hi, o.min, o.max, span);
+    }
+
+    void start_block() {
+        sum = BlockSummary{};
+        for (uint32_t d = 0; d < 3; ++d) {
+            sum.cell_lo[d] = INT32_MAX;
+            sum.cell_hi[d] = INT32_MIN;
+        }
+    }
+
+    /// Adds the block's sum into the chunk; `keep`: stores it in
+    /// s.block_summary for the next frame (the merge path's summaries).
+    void end_block(uint32_t first, bool keep) {
+        if (keep) s.block_summary[first / kCellBlock] = sum;
+        if constexpr (Compare) {
+            s.change.moved[first / 64] = moved_word;
+            s.change.leaving[first / 64] = leaving_word;
+            moved_word = leaving_word = 0;
+        }
+        chunk.entries += sum.entries;
+        chunk.large += sum.large;
+        if (sum.any_small == 0) return;
+        unite_bounds<D>(chunk, !chunk_small, sum.cell_lo, sum.cell_hi, sum.box_lo, sum.box_hi, sum.span);
+        chunk_small = true;
+    }
+
+    /// Compare only: what object i, whose cell range is now `o`'s, did against
+    /// the previous frame's `old_lo`/`old_hi`. Writes the block's moved and
+    /// leaving bits and the chunk's moved/added/removed (the merge path's
+    /// input) or large_changed (which forces the full sort).
+    void record_change(uint32_t i, const ObjectScratch& o, const int32_t* old_lo, const int32_t* old_hi, bool large,
+                       bool was_large, uint64_t covered) {
+        bool same = true;
+        for (uint32_t d = 0; d < D; ++d)
+            same = same & (o.lo[d] == old_lo[d]) & (o.hi[d] == old_hi[d]);
+        const uint64_t bit = uint64_t{1} << (i & 63);
+        moved_word |= bit;
+        if (large != was_large) {
+            ++chunk.large_changed; // a full build follows
+        } else if (!large && !same) {
+            leaving_word |= bit;
+            ++chunk.moved;
+            chunk.added += covered;
+            ObjectScratch old = o;
+            for (uint32_t d = 0; d < 3; ++d) {
+                old.lo[d] = old_lo[d];
+                old.hi[d] = old_hi[d];
+            }
+            chunk.removed += cells_covered(old);
+        }
+    }
+
+    /// A block whose every box is bit-identical to the previous frame's
+    /// (validated then; the records and s.is_large still hold it). Reads the
+    /// previous summary when `summaries`, else the records; writes nothing to
+    /// the records, only the sums (and the summary again when recounted).
+    void unchanged_block(uint32_t first, uint32_t count, bool summaries) {
+        if (summaries) {
+            sum = s.block_summary[first / kCellBlock];
+            end_block(first, false);
+            return;
+        }
+        const ObjectRecord<D>* __restrict objects = object_records<D>(s);
+        start_block();
+        for (uint32_t i = first; i < first + count; ++i) {
+            if (s.is_large[i] != 0)
+                ++sum.large;
+            else {
+                const ObjectScratch o = unpack<D>(objects[i]);
+                add_small(o, cells_covered(o));
+            }
+        }
+        end_block(first, true);
+    }
+
+    /// The bounds of a `valid` block's small objects (bit j of `small`):
+    /// cell_block's own bounds when all `count` are small, else object by
+    /// object. The full sort sizes its dense box from them.
+    void add_valid_bounds(const CellBlock& block, uint64_t small, uint32_t count) {
+        const uint64_t all = count == kCellBlock ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
+        if (small == all) {
+            add_bounds(block.cell_lo, block.cell_hi, block.box_lo, block.box_hi, block.span);
+            return;
+        }
+        for (uint64_t bits = small; bits != 0; bits &= bits - 1) {
+            const auto j = static_cast<uint32_t>(std::countr_zero(bits));
+            int32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, span[3] = {0, 0, 0};
+            float min[3] = {0, 0, 0}, max[3] = {0, 0, 0};
+            for (uint32_t d = 0; d < D; ++d) {
+                lo[d] = block.lo[d][j];
+                hi[d] = block.hi[d][j];
+                span[d] = hi[d] - lo[d];
+                min[d] = block.min[d][j];
+                max[d] = block.max[d][j];
+            }
+            add_bounds(lo, hi, min, max, span);
+        }
+    }
+
+    /// A block whose every box is valid and in range: cells and boxes come
+    /// from cell_block. Writes the records of the boxes that changed (all,
+    /// without Compare), their change bits, and the sums.
+    void valid_block(const CellBlock& block, uint32_t first, uint32_t count) {
+        ObjectRecord<D>* __restrict objects = object_records<D>(s);
+        start_block();
+        uint64_t small = 0;
+        for (uint32_t j = 0; j < count; ++j) {
+            const uint32_t i = first + j;
+            uint64_t covered = 1;
+            for (uint32_t d = 0; d < D; ++d)
+                covered *= static_cast<uint64_t>(int64_t{block.hi[d][j]} - block.lo[d][j] + 1);
+            const bool large = covered > large_cells;
+            const bool was_large = Compare && s.is_large[i] != 0;
+            if (Compare && block.changed[j] == 0) { // validated last frame, the same cells
+                if (was_large) {
+                    ++sum.large;
+                } else {
+                    sum.entries += covered;
+                    small |= uint64_t{1} << j;
+                }
+                continue;
+            }
+            ObjectRecord<D>& record = objects[i];
+            ObjectScratch o{};
+            int32_t old_lo[3] = {0, 0, 0}, old_hi[3] = {0, 0, 0}; // the previous frame's (Compare)
+            for (uint32_t d = 0; d < D; ++d) {
+                if constexpr (Compare) {
+                    old_lo[d] = record.lo[d];
+                    old_hi[d] = record.hi[d];
+                }
+                o.min[d] = block.min[d][j];
+                o.max[d] = block.max[d][j];
+                o.lo[d] = block.lo[d][j];
+                o.hi[d] = block.hi[d][j];
+            }
+            pack<D>(record, o);
+            if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);
+            if (large) {
+                ++sum.large;
+            } else {
+                sum.entries += covered;
+                small |= uint64_t{1} << j;
+            }
+        }
+        add_valid_bounds(block, small, count);
+        end_block(first, true);
+    }
+
+    /// Box i (its bounds into `o`) with every check: not finite, not ordered,
+    /// or (bounded world) out of range is a status; out of the key range in an
+    /// unbounded world marks the box far (`beyond_keys`). Reads the input only.
+    StatusCode place_box(uint32_t i, ObjectScratch& o, bool& beyond_keys) const {
+        bool finite = true;
+        bool ordered = true;
+        for (uint32_t d = 0; d < 3; ++d) {
+            const float lo = d < D ? lows[d][i] : 0.0f;
+            const float hi = d < D ? highs[d][i] : 0.0f;
+            o.min[d] = lo;
+            o.max[d] = hi;
+            finite = finite && std::isfinite(lo) && std::isfinite(hi);
+            ordered = ordered & (lo <= hi);
+        }
+        beyond_keys = false;
+        if (!finite) return StatusCode::invalid_position;
+        if (!ordered) return StatusCode::invalid_box;
+        o.lo[2] = o.hi[2] = 0;
+        bool in_range = true;
+        for (uint32_t d = 0; d < D; ++d)
+            in_range = axis[d].cell(o.min[d], o.lo[d]) && axis[d].cell(o.max[d], o.hi[d]) && in_range;
+        if (in_range) return StatusCode::ok;
+        if (bounded) return StatusCode::position_out_of_range;
+        mark_far(o);
+        beyond_keys = true;
+        return StatusCode::ok;
+    }
+
+    /// A block with some bad, far or out-of-range box, box by box: records
+    /// the lowest offending box in chunk.bad (the rebuild then fails and keeps
+    /// the previous frame), else writes each changed box's record, its change
+    /// bits and the sums, as valid_block does.
+    void check_block(const CellBlock& block, uint32_t first, uint32_t count) {
+        ObjectRecord<D>* __restrict objects = object_records<D>(s);
+        start_block();
+        for (uint32_t i = first; i < first + count; ++i) {
+            ObjectRecord<D>& record = objects[i];
+            ObjectScratch o = unpack<D>(record);
+            // The previous frame's range and size class of this object (Compare only).
+            bool was_large = false;
+            int32_t old_lo[3] = {0, 0, 0};
+            int32_t old_hi[3] = {0, 0, 0};
+            if constexpr (Compare) {
+                was_large = s.is_large[i] != 0;
+                if (block.changed[i - first] == 0) { // validated last frame; o still holds it
+                    if (was_large)
+                        ++sum.large;
+                    else
+                        add_small(o, cells_covered(o));
+                    continue;
+                }
+                for (uint32_t d = 0; d < 3; ++d) {
+                    old_lo[d] = o.lo[d];
+                    old_hi[d] = o.hi[d];
+                }
+            }
+            bool beyond_keys = false;
+            const StatusCode code = place_box(i, o, beyond_keys);
+            if (code != StatusCode::ok) {
+                if (chunk.bad.count++ == 0) {
+                    chunk.bad.index = i;
+                    chunk.bad.code = code;
+                }
+                continue;
+            }
+            pack<D>(record, o);
+            const uint64_t covered = beyond_keys ? 0 : cells_covered(o);
+            const bool large = beyond_keys || covered > large_cells;
+            if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);
+            if (large)
+                ++sum.large;
+            else
+                add_small(o, covered);
+        }
+        end_block(first, true);
+    }
+};
 
 /// Step 1 for D dimensions: validate each box, compute its cell range into
 /// s.object and, per chunk, the counts, the occupied box and the lowest
@@ -196,245 +466,32 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
     const float* const* const previous_highs = Compare ? s.max : nullptr;
     const Lattice& k = s.cells;
     const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
-    const bool bounded = k.bounded;
-    BlockKind (*evaluate_block)(const float* const*, const float* const*, const float* const*, const float* const*,
-                                const AxisCells*, uint32_t, uint32_t, CellBlock&) = &cell_block_default<D>;
-#if defined(__x86_64__) || defined(_M_X64)
+    CellBlockFn evaluate_block = &cell_block_default<D>;
+#if HASHGRID_VALIDATE_X86
     if (__builtin_cpu_supports("avx2")) evaluate_block = &cell_block_avx2<D>;
 #endif
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        ObjectChunk chunk{}; // box_lo/hi 0 and span 0 on unused axes
-        chunk.bad = BadParticle{kNone, 0, StatusCode::ok};
-        for (uint32_t d = 0; d < 3; ++d) {
-            chunk.cell_lo[d] = INT32_MAX;
-            chunk.cell_hi[d] = INT32_MIN;
-        }
-        ObjectRecord<D>* __restrict objects = object_records<D>(s);
         // Chunks start at multiples of 64 objects: each owns its bitmap words.
-        uint64_t* __restrict moved_bits = s.change.moved;
-        uint64_t* __restrict leaving_bits = s.change.leaving;
-        // The block's words of the change bitmaps (a block is one word),
-        // stored once at its end rather than updated in memory per object.
-        uint64_t moved_word = 0;
-        uint64_t leaving_word = 0;
-        // The block being evaluated: what it adds to the chunk (kept in
-        // s.block_summary for the next frame), and the chunk's union so far.
-        BlockSummary sum{};
-        bool chunk_small = false;
-        const auto add_bounds = [&](const int32_t* lo, const int32_t* hi, const float* min, const float* max,
-                                    const int32_t* span) {
-            unite_bounds<D>(sum, sum.any_small == 0, lo, hi, min, max, span);
-            sum.any_small = 1;
-        };
-        const auto add_small = [&](const ObjectScratch& o, uint64_t covered) {
-            sum.entries += covered;
-            const int32_t span[3] = {o.hi[0] - o.lo[0], o.hi[1] - o.lo[1], o.hi[2] - o.lo[2]};
-            add_bounds(o.lo, o.hi, o.min, o.max, span);
-        };
-        const auto start_block = [&] {
-            sum = BlockSummary{};
-            for (uint32_t d = 0; d < 3; ++d) {
-                sum.cell_lo[d] = INT32_MAX;
-                sum.cell_hi[d] = INT32_MIN;
-            }
-        };
-        // The block's share into the chunk, in block order.
-        const auto end_block = [&](uint32_t first, bool keep) {
-            if (keep) s.block_summary[first / kCellBlock] = sum;
-            if constexpr (Compare) {
-                moved_bits[first / 64] = moved_word;
-                leaving_bits[first / 64] = leaving_word;
-                moved_word = leaving_word = 0;
-            }
-            chunk.entries += sum.entries;
-            chunk.large += sum.large;
-            if (sum.any_small == 0) return;
-            unite_bounds<D>(chunk, !chunk_small, sum.cell_lo, sum.cell_hi, sum.box_lo, sum.box_hi, sum.span);
-            chunk_small = true;
-        };
-        // What an object whose cell range is now `o`'s did against the
-        // previous frame's `old_lo`/`old_hi` (Compare only).
-        const auto record_change = [&](uint32_t i, const ObjectScratch& o, const int32_t* old_lo, const int32_t* old_hi,
-                                       bool large, bool was_large, uint64_t covered) {
-            bool same = true;
-            for (uint32_t d = 0; d < D; ++d)
-                same = same & (o.lo[d] == old_lo[d]) & (o.hi[d] == old_hi[d]);
-            const uint64_t bit = uint64_t{1} << (i & 63);
-            moved_word |= bit;
-            if (large != was_large) {
-                ++chunk.large_changed; // a full build follows
-            } else if (!large && !same) {
-                leaving_word |= bit;
-                ++chunk.moved;
-                chunk.added += covered;
-                ObjectScratch old = o;
-                for (uint32_t d = 0; d < 3; ++d) {
-                    old.lo[d] = old_lo[d];
-                    old.hi[d] = old_hi[d];
-                }
-                chunk.removed += cells_covered(old);
-            }
-        };
+        ChunkPass<D, Compare> pass(s, lows, highs, axis, large_cells, k.bounded);
         CellBlock block;
         for (uint32_t first = begin; first < end; first += kCellBlock) {
             const uint32_t count = end - first < kCellBlock ? end - first : kCellBlock;
-            const BlockKind kind =
-                evaluate_block(lows, highs, previous_lows, previous_highs, axis, first, count, block);
-            if (kind == BlockKind::unchanged) { // every box as last frame: validated then, o holds it
-                if (summaries) {
-                    sum = s.block_summary[first / kCellBlock];
-                    end_block(first, false);
-                    continue;
-                }
-                start_block();
-                for (uint32_t i = first; i < first + count; ++i) {
-                    if (s.is_large[i] != 0)
-                        ++sum.large;
-                    else {
-                        const ObjectScratch o = unpack<D>(objects[i]);
-                        add_small(o, cells_covered(o));
-                    }
-                }
-                end_block(first, true);
-                continue;
+            switch (evaluate_block(lows, highs, previous_lows, previous_highs, axis, first, count, block)) {
+            case BlockKind::unchanged:
+                pass.unchanged_block(first, count, summaries);
+                break;
+            case BlockKind::valid:
+                pass.valid_block(block, first, count);
+                break;
+            case BlockKind::check:
+                pass.check_block(block, first, count);
+                break;
             }
-            start_block();
-            if (kind == BlockKind::valid) {
-                // Every box of the block is valid and in range: cells from the block.
-                uint64_t small = 0;
-                for (uint32_t j = 0; j < count; ++j) {
-                    const uint32_t i = first + j;
-                    uint64_t covered = 1;
-                    for (uint32_t d = 0; d < D; ++d)
-                        covered *= static_cast<uint64_t>(int64_t{block.hi[d][j]} - block.lo[d][j] + 1);
-                    const bool large = covered > large_cells;
-                    const bool was_large = Compare && s.is_large[i] != 0;
-                    if (Compare && block.changed[j] == 0) { // validated last frame, the same cells
-                        if (was_large) {
-                            ++sum.large;
-                        } else {
-                            sum.entries += covered;
-                            small |= uint64_t{1} << j;
-                        }
-                        continue;
-                    }
-                    ObjectRecord<D>& record = objects[i];
-                    ObjectScratch o{};
-                    int32_t old_lo[3] = {0, 0, 0}, old_hi[3] = {0, 0, 0}; // the previous frame's (Compare)
-                    for (uint32_t d = 0; d < D; ++d) {
-                        if constexpr (Compare) {
-                            old_lo[d] = record.lo[d];
-                            old_hi[d] = record.hi[d];
-                        }
-                        o.min[d] = block.min[d][j];
-                        o.max[d] = block.max[d][j];
-                        o.lo[d] = block.lo[d][j];
-                        o.hi[d] = block.hi[d][j];
-                    }
-                    pack<D>(record, o);
-                    if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);
-                    if (large) {
-                        ++sum.large;
-                    } else {
-                        sum.entries += covered;
-                        small |= uint64_t{1} << j;
-                    }
-                }
-                const uint64_t all = count == kCellBlock ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
-                if (small == all) { // the block's bounds are its small objects'
-                    add_bounds(block.cell_lo, block.cell_hi, block.box_lo, block.box_hi, block.span);
-                } else {
-                    for (uint64_t bits = small; bits != 0; bits &= bits - 1) {
-                        const auto j = static_cast<uint32_t>(std::countr_zero(bits));
-                        int32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, span[3] = {0, 0, 0};
-                        float min[3] = {0, 0, 0}, max[3] = {0, 0, 0};
-                        for (uint32_t d = 0; d < D; ++d) {
-                            lo[d] = block.lo[d][j];
-                            hi[d] = block.hi[d][j];
-                            span[d] = hi[d] - lo[d];
-                            min[d] = block.min[d][j];
-                            max[d] = block.max[d][j];
-                        }
-                        add_bounds(lo, hi, min, max, span);
-                    }
-                }
-                end_block(first, true);
-                continue;
-            }
-            // Box by box, with every check.
-            for (uint32_t i = first; i < first + count; ++i) {
-                ObjectRecord<D>& record = objects[i];
-                ObjectScratch o = unpack<D>(record);
-                // The previous frame's range and size class of this object (Compare only).
-                bool was_large = false;
-                int32_t old_lo[3] = {0, 0, 0};
-                int32_t old_hi[3] = {0, 0, 0};
-                if constexpr (Compare) {
-                    was_large = s.is_large[i] != 0;
-                    if (block.changed[i - first] == 0) { // validated last frame; o still holds it
-                        if (was_large)
-                            ++sum.large;
-                        else
-                            add_small(o, cells_covered(o));
-                        continue;
-                    }
-                    for (uint32_t d = 0; d < 3; ++d) {
-                        old_lo[d] = o.lo[d];
-                        old_hi[d] = o.hi[d];
-                    }
-                }
-                bool finite = true;
-                bool ordered = true;
-                for (uint32_t d = 0; d < 3; ++d) {
-                    const float lo = d < D ? lows[d][i] : 0.0f;
-                    const float hi = d < D ? highs[d][i] : 0.0f;
-                    o.min[d] = lo;
-                    o.max[d] = hi;
-                    finite = finite && std::isfinite(lo) && std::isfinite(hi);
-                    ordered = ordered & (lo <= hi);
-                }
-                StatusCode code = StatusCode::ok;
-                bool beyond_keys = false;
-                if (!finite) {
-                    code = StatusCode::invalid_position;
-                } else if (!ordered) {
-                    code = StatusCode::invalid_box;
-                } else {
-                    o.lo[2] = o.hi[2] = 0;
-                    bool in_range = true;
-                    for (uint32_t d = 0; d < D; ++d)
-                        in_range = axis[d].cell(o.min[d], o.lo[d]) && axis[d].cell(o.max[d], o.hi[d]) && in_range;
-                    if (!in_range) {
-                        if (bounded) {
-                            code = StatusCode::position_out_of_range;
-                        } else {
-                            mark_far(o);
-                            beyond_keys = true;
-                        }
-                    }
-                }
-                if (code != StatusCode::ok) {
-                    if (chunk.bad.count++ == 0) {
-                        chunk.bad.index = i;
-                        chunk.bad.code = code;
-                    }
-                    continue;
-                }
-                pack<D>(record, o);
-                const uint64_t covered = beyond_keys ? 0 : cells_covered(o);
-                const bool large = beyond_keys || covered > large_cells;
-                if constexpr (Compare) record_change(i, o, old_lo, old_hi, large, was_large, covered);
-                if (large)
-                    ++sum.large;
-                else
-                    add_small(o, covered);
-            }
-            end_block(first, true);
         }
         if constexpr (D == 2) {
-            if (chunk.entries > 0) chunk.cell_lo[2] = chunk.cell_hi[2] = 0;
+            if (pass.chunk.entries > 0) pass.chunk.cell_lo[2] = pass.chunk.cell_hi[2] = 0;
         }
-        s.object_chunk[begin / grain] = chunk;
+        s.object_chunk[begin / grain] = pass.chunk;
     });
 }
 
