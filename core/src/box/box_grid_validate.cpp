@@ -2,14 +2,16 @@
 // BoxGrid::rebuild, step 1: validate each box and compute its cell range
 // (box_grid_rebuild.cpp has the steps). Boxes go in blocks of 64, one word of
 // the change bitmaps: a block is evaluated ahead without a branch per box
-// (which boxes changed; then cells and bounds, vectorized, AVX2 where the
-// CPU has it). A block where nothing changed since the last frame is counted
-// from its BlockSummary when the last frame's are kept, else from its
-// records; when every box of a block is valid and in range the
-// per-box pass only copies and compares. A block with a bad, far or
-// out-of-range box is checked box by box, which names the lowest offending
-// box and marks far boxes.
+// (which boxes changed; then cells and bounds, vectorized, in the instruction
+// set of the library's one kernel choice, active_pair_kernel). A block where
+// nothing changed since the last frame is counted from its BlockSummary when
+// the last frame's are kept, else from its records; when every box of a
+// block is valid and in range the per-box pass only copies and compares. A
+// block with a bad, far or out-of-range box is checked box by box, which
+// names the lowest offending box and marks far boxes.
 #include "box/box_grid_internal.h"
+
+#include "hashgrid/kernels.h"
 
 #include <algorithm>
 #include <bit>
@@ -19,6 +21,11 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define HASHGRID_VALIDATE_X86 1
+#endif
+// NEON where pair_kernels.cpp offers PairKernel::neon (little-endian aarch64).
+#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <arm_neon.h>
+#define HASHGRID_VALIDATE_NEON 1
 #endif
 
 namespace hashgrid::detail {
@@ -53,6 +60,18 @@ struct CellBlock {
     float box_hi[3];
 };
 
+/// lane_extreme's end: the kBoundLanes lanes lane by lane, then v[k, count).
+template <bool Max>
+[[gnu::always_inline]] inline float lane_finish(const float* lane, const float* __restrict v, uint32_t k,
+                                                uint32_t count) {
+    float m = lane[0];
+    for (uint32_t j = 1; j < kBoundLanes; ++j)
+        m = (Max ? m < lane[j] : lane[j] < m) ? lane[j] : m;
+    for (; k < count; ++k)
+        m = (Max ? m < v[k] : v[k] < m) ? v[k] : m;
+    return m;
+}
+
 /// Smallest (Max: largest) of v[0, count) as a sequence of `x < m ? x : m`
 /// (`m < x ? x : m`) steps in kBoundLanes lanes, then lane by lane.
 template <bool Max>
@@ -64,12 +83,7 @@ template <bool Max>
     for (; k + kBoundLanes <= count; k += kBoundLanes)
         for (uint32_t j = 0; j < kBoundLanes; ++j)
             lane[j] = (Max ? lane[j] < v[k + j] : v[k + j] < lane[j]) ? v[k + j] : lane[j];
-    float m = lane[0];
-    for (uint32_t j = 1; j < kBoundLanes; ++j)
-        m = (Max ? m < lane[j] : lane[j] < m) ? lane[j] : m;
-    for (; k < count; ++k)
-        m = (Max ? m < v[k] : v[k] < m) ? v[k] : m;
-    return m;
+    return lane_finish<Max>(lane, v, k, count);
 }
 
 /// Unites a cell range, a box and a widest span into the bounds of `into`
@@ -89,8 +103,8 @@ void unite_bounds(Bounds& into, bool first, const int32_t* lo, const int32_t* hi
 
 /// Fills `out` for boxes [begin, begin + count), 0 < count <= kCellBlock,
 /// without a branch per box, so that the compiler vectorizes the loops (and
-/// an AVX2 copy runs where the CPU has AVX2: the same IEEE operations, the
-/// same cells). `previous` (null: none) are the previous frame's
+/// an AVX2 copy runs when active_pair_kernel() is avx2: the same IEEE
+/// operations, the same cells; cell_block_neon is its NEON copy). `previous` (null: none) are the previous frame's
 /// boxes, compared bit for bit first: a block where none changed is `unchanged` and nothing else is computed. Else
 /// `valid` when every box of the block is finite, ordered and inside the lattice's range on every axis: then each cell
 /// is AxisCells::cell's (min <= max makes the scaled min <= the scaled max, so testing the min against the lower end
@@ -178,6 +192,163 @@ __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lo
     return cell_block<D>(lows, highs, previous_lows, previous_highs, axis, begin, count, out);
 }
 #endif
+
+#if HASHGRID_VALIDATE_NEON
+/// lane_extreme with its kBoundLanes lanes in two NEON registers: the same
+/// `x < m ? x : m` steps as compare and select (vminq/vmaxq treat NaN
+/// otherwise), then the same lane by lane finish.
+template <bool Max>
+inline float lane_extreme_neon(const float* __restrict v, uint32_t count) {
+    static_assert(kBoundLanes == 8, "two float32x4 registers");
+    float lane[kBoundLanes];
+    for (uint32_t j = 0; j < kBoundLanes; ++j)
+        lane[j] = v[j < count ? j : 0];
+    float32x4_t a = vld1q_f32(lane);
+    float32x4_t b = vld1q_f32(lane + 4);
+    uint32_t k = kBoundLanes;
+    for (; k + kBoundLanes <= count; k += kBoundLanes) {
+        const float32x4_t x = vld1q_f32(v + k);
+        const float32x4_t y = vld1q_f32(v + k + 4);
+        a = vbslq_f32(Max ? vcltq_f32(a, x) : vcltq_f32(x, a), x, a);
+        b = vbslq_f32(Max ? vcltq_f32(b, y) : vcltq_f32(y, b), y, b);
+    }
+    vst1q_f32(lane, a);
+    vst1q_f32(lane + 4, b);
+    return lane_finish<Max>(lane, v, k, count);
+}
+
+/// floor_to_int(clamp_into(t, lower, last)) of two lanes: clamp_into's
+/// compare and select (NaN becomes lower), then a conversion rounding toward
+/// minus infinity, which on the clamped range is floor_to_int's floor.
+inline int32x2_t clamped_floor_neon(float64x2_t t, float64x2_t lower, float64x2_t last) {
+    t = vbslq_f64(vcgtq_f64(t, lower), t, lower);
+    t = vbslq_f64(vcltq_f64(t, last), t, last);
+    return vmovn_s64(vcvtmq_s64_f64(t));
+}
+
+/// cell_block's comparison with the previous frame, four boxes a step:
+/// differ[k] becomes nonzero where box k differs bit for bit.
+template <uint32_t D>
+inline void differ_neon(const float* const* lows, const float* const* highs, const float* const* previous_lows,
+                        const float* const* previous_highs, uint32_t begin, uint32_t count, uint32_t* differ) {
+    for (uint32_t d = 0; d < D; ++d) {
+        const float* low = lows[d] + begin;
+        const float* high = highs[d] + begin;
+        const float* was_low = previous_lows[d] + begin;
+        const float* was_high = previous_highs[d] + begin;
+        uint32_t k = 0;
+        for (; k + 4 <= count; k += 4) {
+            const uint32x4_t x =
+                veorq_u32(vreinterpretq_u32_f32(vld1q_f32(low + k)), vreinterpretq_u32_f32(vld1q_f32(was_low + k)));
+            const uint32x4_t y =
+                veorq_u32(vreinterpretq_u32_f32(vld1q_f32(high + k)), vreinterpretq_u32_f32(vld1q_f32(was_high + k)));
+            vst1q_u32(differ + k, vorrq_u32(vld1q_u32(differ + k), vorrq_u32(x, y)));
+        }
+        for (; k < count; ++k)
+            differ[k] |=
+                (float_bits(low[k]) ^ float_bits(was_low[k])) | (float_bits(high[k]) ^ float_bits(was_high[k]));
+    }
+}
+
+/// cell_block in NEON intrinsics, four boxes a step (two doubles per
+/// register), the rest as cell_block: the same IEEE operations in the same
+/// order, the same cells, kinds and bounds.
+template <uint32_t D>
+BlockKind cell_block_neon(const float* const* lows, const float* const* highs, const float* const* previous_lows,
+                          const float* const* previous_highs, const AxisCells* axis, uint32_t begin, uint32_t count,
+                          CellBlock& out) {
+    uint32_t differ[kCellBlock] = {};
+    if (previous_lows != nullptr) {
+        differ_neon<D>(lows, highs, previous_lows, previous_highs, begin, count, differ);
+        uint32_t any = 0;
+        for (uint32_t k = 0; k < count; ++k)
+            any |= differ[k];
+        if (any == 0) return BlockKind::unchanged;
+    }
+    for (uint32_t k = 0; k < count; ++k)
+        out.changed[k] = differ[k] != 0 ? 1 : 0;
+    uint32_t valid = 1;
+    for (uint32_t d = 0; d < D; ++d) {
+        const float* low = lows[d] + begin;
+        const float* high = highs[d] + begin;
+        const double origin = axis[d].origin;
+        const double scale = axis[d].scale;
+        const double lower = axis[d].lower;
+        const double upper = axis[d].upper;
+        const double last = upper - 1.0;
+        const float64x2_t origin2 = vdupq_n_f64(origin), scale2 = vdupq_n_f64(scale);
+        const float64x2_t lower2 = vdupq_n_f64(lower), upper2 = vdupq_n_f64(upper), last2 = vdupq_n_f64(last);
+        int32x4_t lo_min4 = vdupq_n_s32(INT32_MAX), hi_max4 = vdupq_n_s32(INT32_MIN), span4 = vdupq_n_s32(0);
+        uint32x4_t ok = vdupq_n_u32(~0u);
+        uint32_t k = 0;
+        for (; k + 4 <= count; k += 4) {
+            const float32x4_t l = vld1q_f32(low + k);
+            const float32x4_t h = vld1q_f32(high + k);
+            const float64x2_t tl0 = vmulq_f64(vsubq_f64(vcvt_f64_f32(vget_low_f32(l)), origin2), scale2);
+            const float64x2_t tl1 = vmulq_f64(vsubq_f64(vcvt_high_f64_f32(l), origin2), scale2);
+            const float64x2_t th0 = vmulq_f64(vsubq_f64(vcvt_f64_f32(vget_low_f32(h)), origin2), scale2);
+            const float64x2_t th1 = vmulq_f64(vsubq_f64(vcvt_high_f64_f32(h), origin2), scale2);
+            const uint32x4_t in_lo = vcombine_u32(vmovn_u64(vcgeq_f64(tl0, lower2)), vmovn_u64(vcgeq_f64(tl1, lower2)));
+            const uint32x4_t in_hi = vcombine_u32(vmovn_u64(vcltq_f64(th0, upper2)), vmovn_u64(vcltq_f64(th1, upper2)));
+            ok = vandq_u32(ok, vandq_u32(vandq_u32(in_lo, in_hi), vcleq_f32(l, h)));
+            const int32x4_t a =
+                vcombine_s32(clamped_floor_neon(tl0, lower2, last2), clamped_floor_neon(tl1, lower2, last2));
+            const int32x4_t z =
+                vcombine_s32(clamped_floor_neon(th0, lower2, last2), clamped_floor_neon(th1, lower2, last2));
+            vst1q_f32(out.min[d] + k, l);
+            vst1q_f32(out.max[d] + k, h);
+            vst1q_s32(out.lo[d] + k, a);
+            vst1q_s32(out.hi[d] + k, z);
+            lo_min4 = vminq_s32(lo_min4, a);
+            hi_max4 = vmaxq_s32(hi_max4, z);
+            span4 = vmaxq_s32(span4, vsubq_s32(z, a)); // wraps as cell_block's width does
+        }
+        valid &= vminvq_u32(ok) != 0 ? 1u : 0u;
+        int32_t lo_min = vminvq_s32(lo_min4), hi_max = vmaxvq_s32(hi_max4), span = vmaxvq_s32(span4);
+        for (; k < count; ++k) {
+            const double t_lo = (static_cast<double>(low[k]) - origin) * scale;
+            const double t_hi = (static_cast<double>(high[k]) - origin) * scale;
+            valid &= static_cast<uint32_t>(t_lo >= lower) & static_cast<uint32_t>(t_hi < upper) &
+                     static_cast<uint32_t>(low[k] <= high[k]);
+            const int32_t a = floor_to_int(clamp_into(t_lo, lower, last));
+            const int32_t z = floor_to_int(clamp_into(t_hi, lower, last));
+            out.min[d][k] = low[k];
+            out.max[d][k] = high[k];
+            out.lo[d][k] = a;
+            out.hi[d][k] = z;
+            lo_min = a < lo_min ? a : lo_min;
+            hi_max = z > hi_max ? z : hi_max;
+            const auto width = static_cast<int32_t>(static_cast<uint32_t>(z) - static_cast<uint32_t>(a));
+            span = width > span ? width : span;
+        }
+        out.cell_lo[d] = lo_min;
+        out.cell_hi[d] = hi_max;
+        out.span[d] = span;
+        out.box_lo[d] = lane_extreme_neon<false>(low, count);
+        out.box_hi[d] = lane_extreme_neon<true>(high, count);
+    }
+    return valid != 0 ? BlockKind::valid : BlockKind::check;
+}
+#endif
+
+/// The cell_block of the library's one kernel choice (active_pair_kernel,
+/// set_pair_kernel): AVX2 and NEON have their own; a width without one
+/// takes the next narrower (SSE2: the default build, SSE2 on x86-64).
+template <uint32_t D>
+CellBlockFn cell_block_for(PairKernel kernel) {
+    switch (kernel) {
+#if HASHGRID_VALIDATE_X86
+    case PairKernel::avx2:
+        return &cell_block_avx2<D>;
+#endif
+#if HASHGRID_VALIDATE_NEON
+    case PairKernel::neon:
+        return &cell_block_neon<D>;
+#endif
+    default:
+        return &cell_block_default<D>;
+    }
+}
 
 /// One chunk of step 1: its ObjectChunk, the BlockSummary of the block being
 /// evaluated and that block's words of the change bitmaps. Blocks are
@@ -466,10 +637,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
     const float* const* const previous_highs = Compare ? s.max : nullptr;
     const Lattice& k = s.cells;
     const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
-    CellBlockFn evaluate_block = &cell_block_default<D>;
-#if HASHGRID_VALIDATE_X86
-    if (__builtin_cpu_supports("avx2")) evaluate_block = &cell_block_avx2<D>;
-#endif
+    const CellBlockFn evaluate_block = cell_block_for<D>(active_pair_kernel());
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         // Chunks start at multiples of 64 objects: each owns its bitmap words.
         ChunkPass<D, Compare> pass(s, lows, highs, axis, large_cells, k.bounded);
