@@ -400,7 +400,8 @@ struct ChunkPass {
     }
 
     /// Adds the block's sum into the chunk; `keep`: stores it in
-    /// s.block_summary for the next frame (the merge path's summaries).
+    /// s.block_summary, which the next compared frame reads for this block
+    /// when it is unchanged. With Compare, stores the block's bitmap words.
     void end_block(uint32_t first, bool keep) {
         if (keep) s.block_summary[first / kCellBlock] = sum;
         if constexpr (Compare) {
@@ -441,10 +442,11 @@ struct ChunkPass {
         }
     }
 
-    /// A block whose every box is bit-identical to the previous frame's
-    /// (validated then; the records and s.is_large still hold it). Reads the
-    /// previous summary when `summaries`, else the records; writes nothing to
-    /// the records, only the sums (and the summary again when recounted).
+    /// Compared frames only: a block whose every box is bit-identical to the
+    /// previous frame's (validated then; the records and s.is_large still hold
+    /// it). Reads the previous summary when `summaries`, else the records;
+    /// writes no record, only the sums (and the summary again when recounted)
+    /// and zero change bits, so that a merge leaves its objects in place.
     void unchanged_block(uint32_t first, uint32_t count, bool summaries) {
         if (summaries) {
             sum = s.block_summary[first / kCellBlock];
@@ -466,7 +468,8 @@ struct ChunkPass {
 
     /// The bounds of a `valid` block's small objects (bit j of `small`):
     /// cell_block's own bounds when all `count` are small, else object by
-    /// object. The full sort sizes its dense box from them.
+    /// object. The full sort sizes its dense box from them; they become the
+    /// frame's BoxFrameBounds, which queries and listed rebuilds start from.
     void add_valid_bounds(const CellBlock& block, uint64_t small, uint32_t count) {
         const uint64_t all = count == kCellBlock ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
         if (small == all) {
@@ -490,7 +493,8 @@ struct ChunkPass {
 
     /// A block whose every box is valid and in range: cells and boxes come
     /// from cell_block. Writes the records of the boxes that changed (all,
-    /// without Compare), their change bits, and the sums.
+    /// without Compare: the full sort reads them), their change bits (the
+    /// merge reads them), and the sums.
     void valid_block(const CellBlock& block, uint32_t first, uint32_t count) {
         ObjectRecord<D>* __restrict objects = object_records<D>(s);
         start_block();
