@@ -95,12 +95,16 @@ Status BoxGrid::validate(const BoxGridConfig& c) {
     if (c.world == World::bounded && c.dimensions == 3)
         for (const uint32_t count : c.cell_counts)
             if (count > uint32_t{kKeyLimit3} + 1)
-                return config_error("bounded 3D world: each cell count must be <= 2^20 - 1");
-    if (c.max_objects == 0 || c.max_objects >= (1u << 31)) return config_error("max_objects must be in [1, 2^31)");
+                return detail::make_status(StatusCode::invalid_config,
+                                           "bounded 3D world: each cell count must be <= 2^20 - 1");
+    if (c.max_objects == 0 || c.max_objects >= (1u << 31))
+        return detail::make_status(StatusCode::invalid_config, "max_objects must be in [1, 2^31)");
     if (c.max_cell_entries == 0 || c.max_cell_entries >= (1u << 31))
-        return config_error("max_cell_entries must be in [1, 2^31)");
-    if (c.max_pairs >= (uint64_t{1} << 40)) return config_error("max_pairs must be < 2^40");
-    if (c.large_object_cells == 0) return config_error("large_object_cells must be >= 1");
+        return detail::make_status(StatusCode::invalid_config, "max_cell_entries must be in [1, 2^31)");
+    if (c.max_pairs >= (uint64_t{1} << 40))
+        return detail::make_status(StatusCode::invalid_config, "max_pairs must be < 2^40");
+    if (c.large_object_cells == 0)
+        return detail::make_status(StatusCode::invalid_config, "large_object_cells must be >= 1");
     return {};
 }
 
@@ -171,9 +175,13 @@ Status BoxGrid::rebuild(const ObjectStore& store, const ThreadBackend& backend) 
         return {StatusCode::invalid_argument, 0, 0, 0, "BoxGrid::rebuild: ObjectStore used before a successful init"};
     const ObjectStoreConfig& sc = store.config();
     if (sc.dimensions != config_.dimensions)
-        return config_error("BoxGrid::rebuild: ObjectStoreConfig::dimensions differs from BoxGridConfig::dimensions");
+        return detail::make_status(
+            StatusCode::invalid_config,
+            "BoxGrid::rebuild: ObjectStoreConfig::dimensions differs from BoxGridConfig::dimensions");
     if (sc.max_objects > config_.max_objects)
-        return config_error("BoxGrid::rebuild: ObjectStoreConfig::max_objects exceeds BoxGridConfig::max_objects");
+        return detail::make_status(
+            StatusCode::invalid_config,
+            "BoxGrid::rebuild: ObjectStoreConfig::max_objects exceeds BoxGridConfig::max_objects");
     // Rebuilt from this store's layout before: its change log may list what changed since.
     const bool same_source = built_ && source_store_ == &store && source_layout_ == store.layout_generation();
     const Status s = same_source

@@ -14,6 +14,7 @@
 
 #include "common/bad_input.h"
 #include "common/chunks.h"
+#include "common/status_make.h"
 #include "lattice/cell_coords.h"
 #include "lattice/lattice.h"
 

@@ -31,9 +31,9 @@
 #include "box/box_grid_internal.h"
 #include "box/box_pair_sinks.h"
 #include "box/box_row_walk.h"
-#include "lattice/cell_index.h"
 #include "common/pair_compress.h"
 #include "common/trace_scope.h"
+#include "lattice/cell_index.h"
 
 #include "hashgrid/assert.h"
 #include "hashgrid/grid.h"
@@ -567,13 +567,10 @@ PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_fr
 }
 
 Status bad_query(StatusCode code, uint32_t index, uint32_t count) {
-    Status s;
-    s.code = code;
-    s.index = index;
-    s.count = count;
-    s.message = code == StatusCode::invalid_box ? "query box has min > max on some axis"
-                                                : "query box coordinate is NaN or infinite";
-    return s;
+    return detail::item_status(code,
+                               code == StatusCode::invalid_box ? "query box has min > max on some axis"
+                                                               : "query box coordinate is NaN or infinite",
+                               index, count);
 }
 
 } // namespace

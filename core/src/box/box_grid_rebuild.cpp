@@ -21,8 +21,8 @@
 //    entry's box and first-cell flags for the pair search.
 // 5. After either path: the row table of the occupied cells (write_row_starts).
 #include "box/box_grid_internal.h"
-#include "lattice/radix_sort.h"
 #include "common/trace_scope.h"
+#include "lattice/radix_sort.h"
 
 #include "hashgrid/assert.h"
 
@@ -261,32 +261,26 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
 } // namespace
 
 Status detail::entry_capacity(uint64_t needed) {
-    Status s;
-    s.code = StatusCode::entry_capacity;
-    s.needed = needed;
-    s.message = "boxes cover more cells than BoxGridConfig::max_cell_entries";
-    return s;
+    return detail::capacity_status(StatusCode::entry_capacity,
+                                   "boxes cover more cells than BoxGridConfig::max_cell_entries", needed);
 }
 
 Status detail::bad_box(StatusCode code, uint32_t index, uint32_t count) {
-    Status s;
-    s.code = code;
-    s.index = index;
-    s.count = count;
+    const char* message = "box rejected";
     switch (code) {
     case StatusCode::invalid_position:
-        s.message = "box coordinate is NaN or infinite";
+        message = "box coordinate is NaN or infinite";
         break;
     case StatusCode::invalid_box:
-        s.message = "box has min > max on some axis";
+        message = "box has min > max on some axis";
         break;
     case StatusCode::position_out_of_range:
-        s.message = "box outside the bounded world";
+        message = "box outside the bounded world";
         break;
     default:
         break;
     }
-    return s;
+    return detail::item_status(code, message, index, count);
 }
 
 /// Step 5, after either path: the row table of the frame's occupied cells
@@ -341,11 +335,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
     BoxState& s = state(g);
     const uint32_t n = in.count;
     if (n > s.max_objects) {
-        Status st;
-        st.code = StatusCode::object_capacity;
-        st.needed = n;
-        st.message = "more objects than BoxGridConfig::max_objects";
-        return st;
+        return detail::capacity_status(StatusCode::object_capacity, "more objects than BoxGridConfig::max_objects", n);
     }
     const uint32_t dims = s.dims;
     HASHGRID_ASSERT(n == 0 || (in.min_x != nullptr && in.min_y != nullptr && in.max_x != nullptr &&

@@ -4,6 +4,8 @@
 // with no base), then check the caller's block against the measured size.
 #pragma once
 
+#include "common/status_make.h"
+
 #include "hashgrid/config.h"
 #include "hashgrid/grid.h"
 #include "hashgrid/status.h"
@@ -57,40 +59,25 @@ private:
     uint64_t offset_ = 0;
 };
 
-/// A status with a code and a static message.
-inline Status status_error(StatusCode code, const char* message) {
-    Status s;
-    s.code = code;
-    s.message = message;
-    return s;
-}
-
-inline Status config_error(const char* message) { return status_error(StatusCode::invalid_config, message); }
-
 inline bool positive_finite(float v) { return std::isfinite(v) && v > 0.0f; }
 
 /// init()'s check of a caller block against memory_requirements(): ok, or
 /// memory_too_small (needed = bytes) or memory_misaligned (needed = alignment).
 inline Status check_block(const MemoryRequirements& req, const void* memory, size_t bytes) {
     if (memory == nullptr || bytes < req.bytes) {
-        Status s = status_error(StatusCode::memory_too_small, "memory block smaller than memory_requirements().bytes");
-        s.needed = req.bytes;
-        return s;
+        return capacity_status(StatusCode::memory_too_small, "memory block smaller than memory_requirements().bytes",
+                               req.bytes);
     }
     if ((reinterpret_cast<uintptr_t>(memory) & (req.alignment - 1)) != 0) {
-        Status s =
-            status_error(StatusCode::memory_misaligned, "memory block not aligned to memory_requirements().alignment");
-        s.needed = req.alignment;
-        return s;
+        return capacity_status(StatusCode::memory_misaligned,
+                               "memory block not aligned to memory_requirements().alignment", req.alignment);
     }
     return Status{};
 }
 
 /// init_allocate()'s failure when the one allocation fails.
 inline Status allocation_failed(uint64_t bytes) {
-    Status s = status_error(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed");
-    s.needed = bytes;
-    return s;
+    return capacity_status(StatusCode::memory_too_small, "allocation of memory_requirements().bytes failed", bytes);
 }
 
 /// The end of every successful init(): a block the object allocated itself
@@ -113,7 +100,7 @@ MemoryRequirements block_requirements(const Status& valid, Measure&& measure) {
     if (!r.status.ok()) return r;
     const uint64_t bytes = measure();
     if (bytes > SIZE_MAX) {
-        r.status = config_error("capacities need more memory than this target can address");
+        r.status = make_status(StatusCode::invalid_config, "capacities need more memory than this target can address");
         return r;
     }
     r.bytes = bytes;

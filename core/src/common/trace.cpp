@@ -121,8 +121,9 @@ const char* trace_event_name(const TraceEvent& event) {
 Trace::~Trace() { aligned_free_bytes(owned_memory_); }
 
 MemoryRequirements Trace::memory_requirements(uint32_t capacity) {
-    const Status valid =
-        capacity == 0 || capacity >= (1u << 31) ? config_error("Trace capacity must be in [1, 2^31)") : Status{};
+    const Status valid = capacity == 0 || capacity >= (1u << 31)
+                             ? make_status(StatusCode::invalid_config, "Trace capacity must be in [1, 2^31)")
+                             : Status{};
     return block_requirements(valid, [&] {
         Layout l(nullptr);
         l.take<Slot>(capacity);

@@ -2,6 +2,8 @@
 // Chrome trace-event JSON export of a Trace (hashgrid/trace.h). The text is
 // built in a small stack buffer and handed to the writer piece by piece:
 // nothing is allocated, whatever the ring's size.
+#include "common/status_make.h"
+
 #include "hashgrid/trace.h"
 
 #include <cstdint>
@@ -61,11 +63,9 @@ public:
         r.bytes = total_;
         r.written = written_;
         r.events = events;
-        if (!ok_) {
-            r.status.code = StatusCode::output_too_small;
-            r.status.needed = total_;
-            r.status.message = "write_chrome_trace: the output took only a prefix of the trace";
-        }
+        if (!ok_)
+            r.status = detail::capacity_status(
+                StatusCode::output_too_small, "write_chrome_trace: the output took only a prefix of the trace", total_);
         return r;
     }
 

@@ -14,10 +14,12 @@
 
 namespace hashgrid {
 
+using detail::capacity_status;
 using detail::check_block;
+using detail::item_status;
 using detail::kAlignment;
 using detail::Layout;
-using detail::status_error;
+using detail::make_status;
 
 namespace {
 
@@ -61,18 +63,18 @@ uint64_t lay_out(const ObjectStoreConfig& c, unsigned char* base, Arrays& a) {
 Status validate_box(uint32_t dimensions, const ObjectBox& box) {
     for (uint32_t d = 0; d < dimensions; ++d)
         if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]))
-            return status_error(StatusCode::invalid_position, "box coordinate is NaN or infinite");
+            return make_status(StatusCode::invalid_position, "box coordinate is NaN or infinite");
     for (uint32_t d = 0; d < dimensions; ++d)
-        if (box.min[d] > box.max[d]) return status_error(StatusCode::invalid_box, "box min > max on some axis");
+        if (box.min[d] > box.max[d]) return make_status(StatusCode::invalid_box, "box min > max on some axis");
     return {};
 }
 
 Status invalid_handle() {
-    return status_error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
+    return make_status(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
 }
 
 Status not_initialized() {
-    return status_error(StatusCode::invalid_argument, "ObjectStore used before a successful init");
+    return make_status(StatusCode::invalid_argument, "ObjectStore used before a successful init");
 }
 
 /// Blocks of layout numbers handed out so far, process-wide. Block b (>= 1)
@@ -114,9 +116,9 @@ ObjectChanges ObjectStore::changes_since(uint64_t clock) const {
 
 Status ObjectStore::validate(const ObjectStoreConfig& c) {
     if (c.dimensions != 2 && c.dimensions != 3)
-        return status_error(StatusCode::invalid_config, "dimensions must be 2 or 3");
+        return make_status(StatusCode::invalid_config, "dimensions must be 2 or 3");
     if (c.max_objects == 0 || c.max_objects >= (1u << 31))
-        return status_error(StatusCode::invalid_config, "max_objects must be in [1, 2^31)");
+        return make_status(StatusCode::invalid_config, "max_objects must be in [1, 2^31)");
     return {};
 }
 
@@ -208,16 +210,16 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
     HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
     ObjectAddResult r;
     if (!initialized_) {
-        r.status = status_error(StatusCode::invalid_argument, "ObjectStore::add before a successful init");
+        r.status = make_status(StatusCode::invalid_argument, "ObjectStore::add before a successful init");
         return r;
     }
     r.status = validate_box(config_.dimensions, box);
     if (!r.status.ok()) return r;
     if (free_count_ == 0) {
-        r.status = status_error(StatusCode::object_capacity, retired_ == 0
-                                                                 ? "more objects than ObjectStoreConfig::max_objects"
-                                                                 : "more objects than max_objects minus retired slots");
-        r.status.needed = uint64_t{count_} + 1;
+        r.status = capacity_status(StatusCode::object_capacity,
+                                   retired_ == 0 ? "more objects than ObjectStoreConfig::max_objects"
+                                                 : "more objects than max_objects minus retired slots",
+                                   uint64_t{count_} + 1);
         return r;
     }
     const uint32_t slot = free_ring_[free_head_];
@@ -347,10 +349,8 @@ uint32_t saturate_u32(uint64_t v) { return v < 0xffffffffu ? static_cast<uint32_
 
 /// invalid_argument naming the lowest out-of-range position and how many there are.
 Status bad_indices(uint64_t first, uint64_t count) {
-    Status s = status_error(StatusCode::invalid_argument, "dense index >= ObjectStore::size()");
-    s.index = saturate_u32(first);
-    s.count = saturate_u32(count);
-    return s;
+    return item_status(StatusCode::invalid_argument, "dense index >= ObjectStore::size()", saturate_u32(first),
+                       saturate_u32(count));
 }
 
 /// Checks every index (< size) before anything is written; `at(k)` gives the
@@ -381,15 +381,15 @@ BoxGridConfig box_grid_config_for(const ObjectStoreConfig& store) {
 Status ObjectStore::check_frame(const BoxGridView& frame, const void* in, const void* out, uint64_t count) const {
     if (!initialized_) return not_initialized();
     if (count > 0 && (in == nullptr || out == nullptr))
-        return status_error(StatusCode::invalid_argument, "null input or output array with something to map");
-    if (!frame.built) return status_error(StatusCode::not_built, "the view holds no frame (grid never rebuilt)");
+        return make_status(StatusCode::invalid_argument, "null input or output array with something to map");
+    if (!frame.built) return make_status(StatusCode::not_built, "the view holds no frame (grid never rebuilt)");
     if (frame.source_store != this)
-        return status_error(StatusCode::invalid_argument,
-                            "the frame was not rebuilt from this store (use BoxGrid::rebuild(store, backend))");
+        return make_status(StatusCode::invalid_argument,
+                           "the frame was not rebuilt from this store (use BoxGrid::rebuild(store, backend))");
     if (frame.source_layout != layout_)
-        return status_error(StatusCode::stale_view,
-                            "objects were added, removed or cleared since the grid was rebuilt: rebuild and query "
-                            "again");
+        return make_status(StatusCode::stale_view,
+                           "objects were added, removed or cleared since the grid was rebuilt: rebuild and query "
+                           "again");
     return {};
 }
 
@@ -398,16 +398,16 @@ Status ObjectStore::check_result(const BoxGridView& frame, const QueryResult& re
     const Status s = check_frame(frame, in, out, count);
     if (!s.ok()) return s;
     if (result.layout != frame.source_layout)
-        return status_error(StatusCode::stale_view,
-                            "the result names another layout (a frame rebuilt before an add or remove, another "
-                            "store's, or one not rebuilt from a store): query this frame again");
+        return make_status(StatusCode::stale_view,
+                           "the result names another layout (a frame rebuilt before an add or remove, another "
+                           "store's, or one not rebuilt from a store): query this frame again");
     // These three write a valid prefix of the full order; every other status names no objects.
     const StatusCode code = result.status.code;
     if (code != StatusCode::ok && code != StatusCode::output_too_small && code != StatusCode::pair_capacity)
-        return status_error(StatusCode::invalid_argument,
-                            "the result's status is not ok, output_too_small or pair_capacity: it names no objects");
+        return make_status(StatusCode::invalid_argument,
+                           "the result's status is not ok, output_too_small or pair_capacity: it names no objects");
     if (first > result.written || count > result.written - first)
-        return status_error(StatusCode::invalid_argument, "first + count exceeds the result's written entries");
+        return make_status(StatusCode::invalid_argument, "first + count exceeds the result's written entries");
     return {};
 }
 

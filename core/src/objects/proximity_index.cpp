@@ -13,7 +13,8 @@
 namespace hashgrid {
 
 using detail::check_block;
-using detail::status_error;
+using detail::capacity_status;
+using detail::make_status;
 
 namespace {
 
@@ -76,12 +77,12 @@ ObjectBox client_box(uint32_t dims, const float (&position)[3], const float (&di
 Status check_client(uint32_t dims, const float (&position)[3], const float (&dimensions)[3], const ObjectBox& box) {
     for (uint32_t d = 0; d < dims; ++d)
         if (!std::isfinite(position[d]) || !std::isfinite(dimensions[d]))
-            return status_error(StatusCode::invalid_position, "client position or dimensions NaN or infinite");
+            return make_status(StatusCode::invalid_position, "client position or dimensions NaN or infinite");
     for (uint32_t d = 0; d < dims; ++d)
-        if (dimensions[d] < 0.0f) return status_error(StatusCode::invalid_box, "client dimensions negative");
+        if (dimensions[d] < 0.0f) return make_status(StatusCode::invalid_box, "client dimensions negative");
     for (uint32_t d = 0; d < dims; ++d)
         if (!std::isfinite(box.min[d]) || !std::isfinite(box.max[d]))
-            return status_error(StatusCode::invalid_position, "client box overflows the float range");
+            return make_status(StatusCode::invalid_position, "client box overflows the float range");
     return {};
 }
 
@@ -95,7 +96,7 @@ bool valid_query(uint32_t dims, const float (&position)[3], const float* extent,
     return true;
 }
 
-Status invalid_query(const char* message) { return status_error(StatusCode::invalid_query, message); }
+Status invalid_query(const char* message) { return make_status(StatusCode::invalid_query, message); }
 
 /// A null output with a nonzero capacity, checked before a dirty index is
 /// rebuilt: a refused call changes nothing.
@@ -126,7 +127,7 @@ MemoryRequirements ProximityIndex::memory_requirements(const ProximityIndexConfi
         return r;
     }
     if (l.bytes > SIZE_MAX) {
-        r.status = status_error(StatusCode::invalid_config, "capacities need more memory than this target can address");
+        r.status = make_status(StatusCode::invalid_config, "capacities need more memory than this target can address");
         return r;
     }
     r.bytes = l.bytes;
@@ -193,7 +194,7 @@ Status ProximityIndex::check_box(const ObjectBox& box, uint32_t& entries) const 
                     v = v < lower ? lower : upper - 1.0;
                     continue;
                 }
-                return status_error(StatusCode::position_out_of_range, "client box outside the bounded world");
+                return make_status(StatusCode::position_out_of_range, "client box outside the bounded world");
             }
         }
         // In range, the floors fit int64 exactly (|t| < 2^32).
@@ -213,7 +214,7 @@ Status ProximityIndex::check_box(const ObjectBox& box, uint32_t& entries) const 
 
 namespace {
 Status not_initialized() {
-    return status_error(StatusCode::invalid_argument, "ProximityIndex used before a successful init");
+    return make_status(StatusCode::invalid_argument, "ProximityIndex used before a successful init");
 }
 } // namespace
 
@@ -234,8 +235,8 @@ ObjectAddResult ProximityIndex::create_client(const float (&position)[3], const 
     if (!r.status.ok()) return r;
     if (store_.size() >= store_.capacity()) return store_.add(box, category, mask, user_value); // object_capacity
     if (entry_total_ + entries > config_.grid.max_cell_entries) {
-        r.status = status_error(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries");
-        r.status.needed = entry_total_ + entries;
+        r.status = capacity_status(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries",
+                                   entry_total_ + entries);
         return r;
     }
     r = store_.add(box, category, mask, user_value);
@@ -250,7 +251,7 @@ Status ProximityIndex::update_client(ObjectHandle client, const float (&position
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     if (!initialized_) return not_initialized();
     if (!store_.contains(client))
-        return status_error(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
+        return make_status(StatusCode::invalid_handle, "handle is stale, removed, never issued or from another store");
     const uint32_t dims = config_.grid.dimensions;
     const ObjectBox box = client_box(dims, position, dimensions);
     Status s = check_client(dims, position, dimensions, box);
@@ -260,9 +261,8 @@ Status ProximityIndex::update_client(ObjectHandle client, const float (&position
     if (!s.ok()) return s;
     const uint64_t total = entry_total_ - slot_entries_[client.index] + entries;
     if (total > config_.grid.max_cell_entries) {
-        s = status_error(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries");
-        s.needed = total;
-        return s;
+        return capacity_status(StatusCode::entry_capacity, "client cells exceed BoxGridConfig::max_cell_entries",
+                               total);
     }
     s = store_.move(client, box);
     if (!s.ok()) return s;
@@ -327,8 +327,8 @@ QueryResult ProximityIndex::to_handles(const QueryResult& found, ObjectHandle* o
     for (uint64_t k = 0; k < r.written; ++k)
         out[k] = store_.handle_at(found_[k]);
     if (found.total > capacity) {
-        r.status = status_error(StatusCode::output_too_small, "find_near: more clients than the output capacity");
-        r.status.needed = found.total;
+        r.status = capacity_status(StatusCode::output_too_small, "find_near: more clients than the output capacity",
+                                   found.total);
     }
     return r;
 }
@@ -342,7 +342,7 @@ QueryResult ProximityIndex::find_near(const float (&position)[3], const float (&
         return r;
     }
     if (null_output(out, capacity)) {
-        r.status = status_error(StatusCode::invalid_argument, "find_near: null output with a nonzero capacity");
+        r.status = make_status(StatusCode::invalid_argument, "find_near: null output with a nonzero capacity");
         return r;
     }
     const uint32_t dims = config_.grid.dimensions;
@@ -370,7 +370,7 @@ QueryResult ProximityIndex::find_near_radius(const float (&position)[3], float r
         return r;
     }
     if (null_output(out, capacity)) {
-        r.status = status_error(StatusCode::invalid_argument, "find_near_radius: null output with a nonzero capacity");
+        r.status = make_status(StatusCode::invalid_argument, "find_near_radius: null output with a nonzero capacity");
         return r;
     }
     const uint32_t dims = config_.grid.dimensions;
@@ -391,7 +391,7 @@ PairResult ProximityIndex::find_pairs(Pair* out, uint64_t capacity, const Thread
     HASHGRID_ASSERT(initialized_, "ProximityIndex used before init");
     PairResult r;
     if (initialized_ && null_output(out, capacity)) {
-        r.status = status_error(StatusCode::invalid_argument, "find_pairs: null buffer with a nonzero capacity");
+        r.status = make_status(StatusCode::invalid_argument, "find_pairs: null buffer with a nonzero capacity");
         return r;
     }
     r.status = refresh(backend); // not_initialized() before a successful init

@@ -28,23 +28,23 @@ namespace hashgrid {
 namespace {
 
 using box_query::batch_total;
-using box_query::finish;
+using box_query::query_finish;
 using box_query::stamped;
-using detail::status_error;
+using detail::make_status;
 
 /// The store's checks of a frame (store_queries.h), in order.
 Status store_status(const ObjectStore& store, const BoxGridView& frame) {
     if (!store.initialized())
-        return status_error(StatusCode::invalid_argument, "store query: the store was never initialised");
-    if (!frame.built) return status_error(StatusCode::not_built, "store query: the view holds no frame");
+        return make_status(StatusCode::invalid_argument, "store query: the store was never initialised");
+    if (!frame.built) return make_status(StatusCode::not_built, "store query: the view holds no frame");
     if (frame.source_store != &store)
-        return status_error(StatusCode::invalid_argument,
-                            "store query: the frame was not rebuilt from this store (BoxGrid::rebuild(store, "
-                            "backend), then prepare_box_queries)");
+        return make_status(StatusCode::invalid_argument,
+                           "store query: the frame was not rebuilt from this store (BoxGrid::rebuild(store, "
+                           "backend), then prepare_box_queries)");
     if (frame.source_layout != store.layout_generation())
-        return status_error(StatusCode::stale_view,
-                            "store query: objects were added, removed or cleared since the grid was rebuilt: "
-                            "rebuild, prepare and query again");
+        return make_status(StatusCode::stale_view,
+                           "store query: objects were added, removed or cleared since the grid was rebuilt: "
+                           "rebuild, prepare and query again");
     return {};
 }
 
@@ -105,7 +105,7 @@ template <typename Out, typename Query>
 QueryResult set_into(const ObjectStore& store, Out* out, uint64_t capacity, const Query& query) {
     SetWriter<Out> writer{store, out, capacity};
     const QueryResult r = query(QueryVisitor{&SetWriter<Out>::visit, &writer});
-    return r.status.ok() ? finish(writer.count, capacity) : r;
+    return r.status.ok() ? query_finish(writer.count, capacity) : r;
 }
 
 template <typename Out, typename Query>
@@ -186,7 +186,7 @@ QueryResult ranked_into(const ObjectStore& store, ObjectHit* out, uint64_t capac
     if (r.total <= first || capacity <= kStoreQueryRun) {
         for (uint64_t k = 0; k < r.written; ++k)
             out[k] = object_hit(store, run[k]);
-        return finish(r.total, capacity);
+        return query_finish(r.total, capacity);
     }
     // More hits than the stack buffer holds, and room for more: the visitor
     // form finds the same hits in the same order.
@@ -194,7 +194,7 @@ QueryResult ranked_into(const ObjectStore& store, ObjectHit* out, uint64_t capac
     [[maybe_unused]] const QueryResult v = visit(&RankedWriter<Hit, ObjectHit>::visit, &writer);
     HASHGRID_ASSERT(v.status.ok() && writer.count == std::min(r.total, capacity),
                     "store query: the visitor form found other hits than the buffer form");
-    return finish(r.total, capacity);
+    return query_finish(r.total, capacity);
 }
 
 /// ranked_into for one query through `forms` (RayForms, NearestForms below):
@@ -341,9 +341,9 @@ template <typename Query>
 QueryResult with_object(const ObjectStore& store, ObjectHandle object, const Query& query) {
     if (!store.contains(object)) {
         QueryResult r;
-        r.status = status_error(StatusCode::invalid_handle,
-                                "query_potential_collisions: the object's handle is stale, never issued or "
-                                "from another store");
+        r.status = make_status(StatusCode::invalid_handle,
+                               "query_potential_collisions: the object's handle is stale, never issued or "
+                               "from another store");
         return r;
     }
     return query(store.dense_index(object));

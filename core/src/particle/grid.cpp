@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Config validation, the memory layout and init.
+#include "lattice/cell_table.h"
 #include "particle/grid_internal.h"
 #include "particle/grid_state.h"
-#include "lattice/cell_table.h"
 
 #include "hashgrid/assert.h"
 
@@ -103,13 +103,15 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, GridS
 
 Status validate(const GridConfig& c) {
     if (const Status s = validate(static_cast<const LatticeConfig&>(c)); !s.ok()) return s;
-    if (!positive_finite(c.interaction_distance)) return config_error("interaction_distance must be finite and > 0");
-    if (c.interaction_distance > c.cell_size) return config_error("interaction_distance must be <= cell_size");
+    if (!positive_finite(c.interaction_distance))
+        return make_status(StatusCode::invalid_config, "interaction_distance must be finite and > 0");
+    if (c.interaction_distance > c.cell_size)
+        return make_status(StatusCode::invalid_config, "interaction_distance must be <= cell_size");
     if (c.max_particles == 0 || c.max_particles >= (1u << 31))
-        return config_error("max_particles must be in [1, 2^31)");
-    if (c.max_pairs >= (uint64_t{1} << 40)) return config_error("max_pairs must be < 2^40");
+        return make_status(StatusCode::invalid_config, "max_particles must be in [1, 2^31)");
+    if (c.max_pairs >= (uint64_t{1} << 40)) return make_status(StatusCode::invalid_config, "max_pairs must be < 2^40");
     if (c.world == World::unbounded && (c.max_cells == 0 || c.max_cells >= (1u << 30)))
-        return config_error("max_cells must be in [1, 2^30)");
+        return make_status(StatusCode::invalid_config, "max_cells must be in [1, 2^30)");
     return {};
 }
 

@@ -17,10 +17,10 @@
 // Input in last frame's order in which few particles changed cells replaces
 // step 3 with a merge of those few (rebuild_merge.cpp), the same frame again:
 // bounded worlds, and unbounded frames sorted over last frame's dense box.
-#include "particle/grid_impl.h"
-#include "lattice/wrapped_cells.h"
-#include "particle/rebuild_steps.h"
 #include "common/trace_scope.h"
+#include "lattice/wrapped_cells.h"
+#include "particle/grid_impl.h"
+#include "particle/rebuild_steps.h"
 
 #include "hashgrid/assert.h"
 
@@ -33,11 +33,7 @@ namespace {
 /// The request itself: particle capacity and the coordinate spans.
 Status check_request(const GridConfig& c, const ParticleSpans& p) {
     if (p.count > c.max_particles) {
-        Status s;
-        s.code = StatusCode::particle_capacity;
-        s.needed = p.count;
-        s.message = "more particles than GridConfig::max_particles";
-        return s;
+        return capacity_status(StatusCode::particle_capacity, "more particles than GridConfig::max_particles", p.count);
     }
     HASHGRID_ASSERT(p.count == 0 || (p.x != nullptr && p.y != nullptr && (c.dimensions == 2 || p.z != nullptr)),
                     "ParticleSpans: x, y (and z in 3D) must be set");

@@ -134,11 +134,7 @@ uint32_t table_size_for(uint32_t cells, uint32_t capacity) {
 }
 
 Status cell_capacity(uint64_t distinct) {
-    Status st;
-    st.code = StatusCode::cell_capacity;
-    st.needed = distinct;
-    st.message = "more occupied cells than GridConfig::max_cells";
-    return st;
+    return capacity_status(StatusCode::cell_capacity, "more occupied cells than GridConfig::max_cells", distinct);
 }
 
 void table_from_cell_keys(GridState& s, uint32_t cells, const ThreadBackend& b) {

@@ -117,7 +117,7 @@ void prepare_object_bounds(const Cells& c, BoxQueryGrid& g, Part* parts, const T
 template <typename Sink>
 Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, Sink& sink) {
     const float* p = point.position;
-    if (!finite3(p, c.lat.dims)) return invalid_status("query_point: the point is not finite");
+    if (!finite3(p, c.lat.dims)) return make_status(StatusCode::invalid_query, "query_point: the point is not finite");
     auto consider = [&](uint32_t object) {
         note_tested(sink);
         if (!c.in_layer(object, layer_mask)) return;
@@ -136,7 +136,7 @@ Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, 
         if (inside) {
             const uint32_t cell = c.find(at[0], at[1], at[2]);
             if (cell != detail::kNone) {
-                note_cell(sink);
+                note_cells(sink);
                 for (uint32_t e = c.begin(cell); e < c.end(cell) && !sink.done(); ++e)
                     consider(c.view.entry_object[e]);
             }
@@ -150,7 +150,7 @@ Status point_walk(const Cells& c, const QueryPoint& point, uint32_t layer_mask, 
 template <typename Sink>
 Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& sink) {
     for (uint32_t d = 0; d < c.lat.dims; ++d)
-        if (!(box.min[d] <= box.max[d])) return invalid_status("query_box: min > max or NaN");
+        if (!(box.min[d] <= box.max[d])) return make_status(StatusCode::invalid_query, "query_box: min > max or NaN");
     double lo[3] = {0.0, 0.0, 0.0};
     double hi[3] = {0.0, 0.0, 0.0};
     for (uint32_t d = 0; d < c.lat.dims; ++d) {
@@ -174,9 +174,10 @@ Status box_walk(const Cells& c, const QueryBox& box, uint32_t layer_mask, Sink& 
 
 template <typename Sink>
 Status radius_walk(const Cells& c, const QuerySphere& sphere, uint32_t layer_mask, Sink& sink) {
-    if (!finite3(sphere.center, c.lat.dims)) return invalid_status("query_radius: the centre is not finite");
+    if (!finite3(sphere.center, c.lat.dims))
+        return make_status(StatusCode::invalid_query, "query_radius: the centre is not finite");
     if (std::isnan(sphere.radius) || sphere.radius < 0.0f)
-        return invalid_status("query_radius: radius is NaN or negative");
+        return make_status(StatusCode::invalid_query, "query_radius: radius is NaN or negative");
     // A box passes only if it reaches within radius * (1 + 2^-22) (+ underflow)
     // of the centre on every axis: the widened bounding box holds a cell of it.
     // When radius * radius overflows, d2 = +inf passes too (+inf <= +inf):
@@ -213,10 +214,7 @@ template <typename Sink>
 Status collisions_walk(const Cells& c, uint32_t object, Sink& sink) {
     HASHGRID_ASSERT(object < c.view.object_count, kObjectOutOfRange);
     if (object >= c.view.object_count) {
-        Status s;
-        s.code = StatusCode::invalid_argument;
-        s.message = kObjectOutOfRange;
-        return s;
+        return make_status(StatusCode::invalid_argument, kObjectOutOfRange);
     }
     float qlo[3], qhi[3];
     c.object_box(object, qlo, qhi);
@@ -289,45 +287,45 @@ float point_box_distance2(const float p[3], const float box_min[3], const float 
 QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask, uint32_t* out,
                         uint64_t capacity) {
     return buffer_query(grid, out, capacity, "query_point: null output with capacity > 0",
-                        [&](IndexSink& sink) { return point_walk(Cells(grid), point, layer_mask, sink); });
+                        [&](BufferSink& sink) { return point_walk(Cells(grid), point, layer_mask, sink); });
 }
 
 QueryResult query_point(const BoxQueryGrid& grid, const QueryPoint& point, uint32_t layer_mask, QueryVisitor visitor) {
     return visitor_query(grid, visitor, "query_point: null visitor",
-                         [&](VisitSink& sink) { return point_walk(Cells(grid), point, layer_mask, sink); });
+                         [&](VisitorSink& sink) { return point_walk(Cells(grid), point, layer_mask, sink); });
 }
 
 QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask, uint32_t* out,
                       uint64_t capacity) {
     return buffer_query(grid, out, capacity, "query_box: null output with capacity > 0",
-                        [&](IndexSink& sink) { return box_walk(Cells(grid), box, layer_mask, sink); });
+                        [&](BufferSink& sink) { return box_walk(Cells(grid), box, layer_mask, sink); });
 }
 
 QueryResult query_box(const BoxQueryGrid& grid, const QueryBox& box, uint32_t layer_mask, QueryVisitor visitor) {
     return visitor_query(grid, visitor, "query_box: null visitor",
-                         [&](VisitSink& sink) { return box_walk(Cells(grid), box, layer_mask, sink); });
+                         [&](VisitorSink& sink) { return box_walk(Cells(grid), box, layer_mask, sink); });
 }
 
 QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask, uint32_t* out,
                          uint64_t capacity) {
     return buffer_query(grid, out, capacity, "query_radius: null output with capacity > 0",
-                        [&](IndexSink& sink) { return radius_walk(Cells(grid), sphere, layer_mask, sink); });
+                        [&](BufferSink& sink) { return radius_walk(Cells(grid), sphere, layer_mask, sink); });
 }
 
 QueryResult query_radius(const BoxQueryGrid& grid, const QuerySphere& sphere, uint32_t layer_mask,
                          QueryVisitor visitor) {
     return visitor_query(grid, visitor, "query_radius: null visitor",
-                         [&](VisitSink& sink) { return radius_walk(Cells(grid), sphere, layer_mask, sink); });
+                         [&](VisitorSink& sink) { return radius_walk(Cells(grid), sphere, layer_mask, sink); });
 }
 
 QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, uint32_t* out, uint64_t capacity) {
     return buffer_query(grid, out, capacity, "query_potential_collisions: null output with capacity > 0",
-                        [&](IndexSink& sink) { return collisions_walk(Cells(grid), object, sink); });
+                        [&](BufferSink& sink) { return collisions_walk(Cells(grid), object, sink); });
 }
 
 QueryResult query_potential_collisions(const BoxQueryGrid& grid, uint32_t object, QueryVisitor visitor) {
     return visitor_query(grid, visitor, "query_potential_collisions: null visitor",
-                         [&](VisitSink& sink) { return collisions_walk(Cells(grid), object, sink); });
+                         [&](VisitorSink& sink) { return collisions_walk(Cells(grid), object, sink); });
 }
 
 // ---------------------------------------------------------------------------
@@ -352,17 +350,17 @@ QueryResult set_query_batch(const BoxQueryGrid& grid, TracePhase phase, const Qu
         if (stats == nullptr)
             return detail::run_query_batch(count, offsets, offsets_capacity, out, capacity, trace.backend(),
                                            [&](uint32_t q, uint32_t* o, uint64_t room) {
-                                               IndexSink sink{o, room};
+                                               BufferSink sink{o, room};
                                                const Status walked = walk(cells, queries[q], layer_mask, sink);
-                                               return walk_total(walked, sink.count);
+                                               return walk_total(walked, sink.total);
                                            });
         detail::BatchStats counts;
         const QueryResult r = detail::run_query_batch(
             count, offsets, offsets_capacity, out, capacity, trace.backend(),
             [&](uint32_t q, uint32_t* o, uint64_t room) {
-                CountingIndexSink sink{{o, room}, {}};
+                CountingBufferSink sink{{o, room}, {}};
                 const Status walked = walk(cells, queries[q], layer_mask, sink);
-                const uint64_t total = walk_total(walked, sink.count);
+                const uint64_t total = walk_total(walked, sink.total);
                 counts.add(sink.stats, total);
                 return total;
             },

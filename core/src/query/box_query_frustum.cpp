@@ -34,13 +34,13 @@ Status plane_set(const Cells& c, const Frustum& frustum, PlaneSet& ps) {
     const BoxQueryGrid& grid = c.grid;
     const uint32_t plane_count = frustum.plane_count;
     if (plane_count == 0 || plane_count > kMaxFrustumPlanes)
-        return invalid_status("query_frustum: plane count outside [1, kMaxFrustumPlanes]");
+        return make_status(StatusCode::invalid_query, "query_frustum: plane count outside [1, kMaxFrustumPlanes]");
     const Plane* planes = frustum.planes;
     ps.planes = planes;
     ps.count = plane_count;
     for (uint32_t p = 0; p < plane_count; ++p) {
         if (!finite3(planes[p].normal, c.lat.dims) || !std::isfinite(planes[p].d))
-            return invalid_status("query_frustum: a plane is not finite");
+            return make_status(StatusCode::invalid_query, "query_frustum: a plane is not finite");
         double scale_sum = std::fabs(static_cast<double>(planes[p].d));
         for (uint32_t d = 0; d < c.lat.dims; ++d) {
             double m = static_cast<double>(grid.magnitude[d]);
@@ -196,12 +196,12 @@ Status frustum_walk(const Cells& c, const Frustum& frustum, uint32_t layer_mask,
 QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask, uint32_t* out,
                           uint64_t capacity) {
     return buffer_query(grid, out, capacity, "query_frustum: null output with capacity > 0",
-                        [&](IndexSink& sink) { return frustum_walk(Cells(grid), frustum, layer_mask, sink); });
+                        [&](BufferSink& sink) { return frustum_walk(Cells(grid), frustum, layer_mask, sink); });
 }
 
 QueryResult query_frustum(const BoxQueryGrid& grid, const Frustum& frustum, uint32_t layer_mask, QueryVisitor visitor) {
     return visitor_query(grid, visitor, "query_frustum: null visitor",
-                         [&](VisitSink& sink) { return frustum_walk(Cells(grid), frustum, layer_mask, sink); });
+                         [&](VisitorSink& sink) { return frustum_walk(Cells(grid), frustum, layer_mask, sink); });
 }
 
 QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta, uint32_t count, uint32_t layer_mask,
@@ -209,9 +209,9 @@ QueryResult query_frustum_batch(const BoxQueryGrid& grid, const Frustum* frusta,
                                 const ThreadBackend& backend) {
     return cells_batch(grid, TracePhase::query_frustum_batch, frusta, count, offsets, offsets_capacity, out, capacity,
                        backend, [&](const Cells& c, uint32_t q, uint32_t* o, uint64_t room) {
-                           IndexSink sink{o, room};
+                           BufferSink sink{o, room};
                            const Status walked = frustum_walk(c, frusta[q], layer_mask, sink);
-                           return walk_total(walked, sink.count);
+                           return walk_total(walked, sink.total);
                        });
 }
 

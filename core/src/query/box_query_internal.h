@@ -18,23 +18,23 @@
 // and a search that lands past the row jumps straight to the next occupied
 // row or slab, so empty space costs nothing per cell.
 //
-// Sinks. A set query's walk reports each result to a sink: IndexSink writes
-// the buffer form's prefix and counts, VisitSink calls the caller's visitor
-// and stops the walk (Cells::walk, scan_box, the large-object tail) as soon as
-// it returns false. The walk is written once; the two forms differ only in
-// the sink, so the visitor sees the buffer form's order.
+// Sinks (query_sinks.h). A set query's walk reports each result to a sink:
+// BufferSink writes the buffer form's prefix and counts, VisitorSink calls
+// the caller's visitor and stops the walk (Cells::walk, scan_box, the
+// large-object tail) as soon as it returns false.
 #pragma once
 
-#include "kernels/box_query_kernels.h"
 #include "box/box_row_walk.h"
+#include "common/trace_scope.h"
 #include "hashgrid/assert.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/query_types.h"
+#include "kernels/box_query_kernels.h"
 #include "lattice/cell_index.h"
 #include "query/query_batch.h"
+#include "query/query_sinks.h"
 #include "query/query_visit.h"
-#include "common/trace_scope.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,6 +43,17 @@
 #include <type_traits>
 
 namespace hashgrid::box_query {
+
+// The sinks and results every query shares (query_sinks.h).
+using detail::BufferSink;
+using detail::collect_runs;
+using detail::CountingBufferSink;
+using detail::make_status;
+using detail::note_cells;
+using detail::note_tested;
+using detail::query_finish;
+using detail::query_refused;
+using detail::VisitorSink;
 
 inline constexpr double kDoubleInf = std::numeric_limits<double>::infinity();
 /// Relative widening of double-precision ranges against float rounding.
@@ -242,49 +253,6 @@ struct Cells : detail::CellIndex {
 // ---------------------------------------------------------------------------
 // Sinks and results.
 
-/// Buffer form: writes the first `capacity` results and counts all of them.
-struct IndexSink {
-    uint32_t* out;
-    uint64_t capacity;
-    uint64_t count = 0;
-    void add(uint32_t object) {
-        if (count < capacity) out[count] = object;
-        ++count;
-    }
-    [[nodiscard]] static constexpr bool done() { return false; }
-};
-
-/// IndexSink that also counts the walk's work (QueryStats: batches given a
-/// stats pointer). Only this sink type pays: note_cell() and note_tested()
-/// compile to nothing for every other sink.
-struct CountingIndexSink : IndexSink {
-    QueryStats stats{};
-};
-
-/// A walk read one occupied cell.
-template <typename Sink>
-inline void note_cell(Sink& sink) {
-    if constexpr (requires { sink.stats; }) ++sink.stats.cells;
-}
-/// A walk gives one candidate (cell entry or large object) its exact test.
-template <typename Sink>
-inline void note_tested(Sink& sink) {
-    if constexpr (requires { sink.stats; }) ++sink.stats.tested;
-}
-
-/// Visitor form: one call per result until the visitor returns false.
-struct VisitSink {
-    QueryVisitor visitor;
-    uint64_t count = 0;
-    bool stopped = false;
-    void add(uint32_t object) {
-        HASHGRID_ASSERT(!stopped, "box query: a result after the visitor stopped the query");
-        ++count;
-        if (!visitor.visit(visitor.context, object)) stopped = true;
-    }
-    [[nodiscard]] bool done() const { return stopped; }
-};
-
 // ---------------------------------------------------------------------------
 // Ordered results (nearest, ray).
 
@@ -324,36 +292,8 @@ struct SortedHits {
     }
 };
 
-inline QueryResult finish(uint64_t total, uint64_t capacity) {
-    QueryResult r;
-    r.total = total;
-    r.written = std::min(total, capacity);
-    if (total > capacity) {
-        r.status.code = StatusCode::output_too_small;
-        r.status.needed = total;
-        r.status.message = "query result buffer too small";
-    }
-    return r;
-}
-
-inline Status invalid_status(const char* message) {
-    Status s;
-    s.code = StatusCode::invalid_query;
-    s.message = message;
-    return s;
-}
-
 inline QueryResult invalid(const char* message) {
-    QueryResult r;
-    r.status = invalid_status(message);
-    return r;
-}
-
-inline QueryResult bad_argument(const char* message) {
-    QueryResult r;
-    r.status.code = StatusCode::invalid_argument;
-    r.status.message = message;
-    return r;
+    return query_refused(make_status(StatusCode::invalid_query, message));
 }
 
 /// O(1) check that a BoxQueryGrid came from prepare_box_queries() over a
@@ -376,27 +316,15 @@ inline bool usable(const BoxQueryGrid& g) {
 /// not_built when the view holds no frame, stale_view when the grid has been
 /// rebuilt or re-initialised since the view was taken, else ok. O(1).
 inline Status frame_status(const BoxQueryGrid& g) {
-    Status s;
-    if (!g.view.built) {
-        s.code = StatusCode::not_built;
-        s.message = "box query before a successful rebuild";
-    } else if (g.view.live_frame != nullptr && *g.view.live_frame != g.view.frame) {
-        s.code = StatusCode::stale_view;
-        s.message = "BoxQueryGrid prepared before the grid's last rebuild: call prepare_box_queries again";
-    }
-    return s;
+    if (!g.view.built) return make_status(StatusCode::not_built, "box query before a successful rebuild");
+    if (g.view.live_frame != nullptr && *g.view.live_frame != g.view.frame)
+        return make_status(StatusCode::stale_view,
+                           "BoxQueryGrid prepared before the grid's last rebuild: call prepare_box_queries again");
+    return Status{};
 }
 
 inline constexpr const char* kUnusableGrid =
     "BoxQueryGrid: no view (use prepare_box_queries on a built BoxGrid's view)";
-
-// Programmer errors: asserted (debug and test builds stop there first), then
-// reported as invalid_argument in every build.
-#define HASHGRID_REQUIRE_ARGUMENT(cond, message)                                                                       \
-    do {                                                                                                               \
-        HASHGRID_ASSERT(cond, message);                                                                                \
-        if (!(cond)) return ::hashgrid::box_query::bad_argument(message);                                              \
-    } while (0)
 
 // The view's frame: not_built or stale_view, returned before anything is read.
 #define HASHGRID_REQUIRE_FRAME(grid)                                                                                   \
@@ -418,7 +346,7 @@ inline QueryResult stamped(const BoxQueryGrid& grid, QueryResult r) {
 }
 
 /// Buffer form of a set query: checks the grid and the buffer, then
-/// walk(sink) reports every result to an IndexSink and returns ok, or why the
+/// walk(sink) reports every result to a BufferSink and returns ok, or why the
 /// query is refused (then nothing was written). Stamped.
 template <typename Walk>
 QueryResult buffer_query(const BoxQueryGrid& grid, uint32_t* out, uint64_t capacity, const char* null_output,
@@ -427,10 +355,9 @@ QueryResult buffer_query(const BoxQueryGrid& grid, uint32_t* out, uint64_t capac
         HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
         HASHGRID_REQUIRE_FRAME(grid);
         HASHGRID_REQUIRE_ARGUMENT(out != nullptr || capacity == 0, null_output);
-        IndexSink sink{out, capacity};
-        QueryResult r;
-        r.status = walk(sink);
-        return r.status.ok() ? finish(sink.count, capacity) : r;
+        BufferSink sink{out, capacity};
+        const Status walked = walk(sink);
+        return walked.ok() ? query_finish(sink.total, capacity) : query_refused(walked);
     }());
 }
 
@@ -447,7 +374,7 @@ QueryResult ranked_query(const BoxQueryGrid& grid, const Hit* out, uint64_t capa
     }());
 }
 
-/// Visitor form of the same query: the same checks and walk, with a VisitSink.
+/// Visitor form of the same query: the same checks and walk, with a VisitorSink.
 /// total = calls made; status ok also after an early stop. Stamped.
 template <typename Walk>
 QueryResult visitor_query(const BoxQueryGrid& grid, QueryVisitor visitor, const char* null_visitor, Walk&& walk) {
@@ -455,10 +382,9 @@ QueryResult visitor_query(const BoxQueryGrid& grid, QueryVisitor visitor, const 
         HASHGRID_REQUIRE_ARGUMENT(usable(grid), kUnusableGrid);
         HASHGRID_REQUIRE_FRAME(grid);
         HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, null_visitor);
-        VisitSink sink{visitor};
-        QueryResult r;
-        r.status = walk(sink);
-        if (r.status.ok()) r.total = sink.count;
+        VisitorSink sink{visitor};
+        QueryResult r = query_refused(walk(sink));
+        if (r.status.ok()) r.total = sink.total;
         return r;
     }());
 }
@@ -483,17 +409,15 @@ inline bool valid_ray(const Ray& ray, uint32_t dims) {
 /// index and the store-fed forms): invalid_query with the first invalid ray's
 /// index and how many are invalid, or ok.
 inline Status check_ray_batch(const Ray* rays, uint32_t count, uint32_t dims) {
-    Status status;
+    uint32_t first = 0;
     uint32_t bad = 0;
     for (uint32_t q = 0; q < count; ++q) {
         if (valid_ray(rays[q], dims)) continue;
-        if (bad++ == 0) status.index = q;
+        if (bad++ == 0) first = q;
     }
     if (bad == 0) return {};
-    status.code = StatusCode::invalid_query;
-    status.count = bad;
-    status.message = "query batch: a ray is invalid (NaN/infinite or negative max_t)";
-    return status;
+    return detail::item_status(StatusCode::invalid_query,
+                               "query batch: a ray is invalid (NaN/infinite or negative max_t)", first, bad);
 }
 
 inline bool boxes_overlap(const float alo[3], const float ahi[3], const float blo[3], const float bhi[3],
@@ -582,32 +506,17 @@ inline uint32_t keep_in_layer(const Cells& c, uint32_t layer_mask, uint32_t* out
 /// groups, the hits then filtered by layer. A run without that room is tested one entry
 /// at a time through accept(object, entry), as are the large objects.
 template <typename Kernel, typename Accept>
-void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], uint32_t layer_mask, IndexSink& sink,
+void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], uint32_t layer_mask, BufferSink& sink,
                       Kernel&& kernel, Accept&& accept) {
     using detail::box_query_kernels::EntryRuns;
     const CellBox range = c.cells_of(lo, hi);
     const uint32_t* flags = c.view.entry_flags;
     const detail::box_query_kernels::EntryData entries = c.entry_data();
-    EntryRuns runs;
-    auto finish = [&] {
-        if (runs.count == 0) return;
-        uint32_t* at = sink.out + sink.count;
-        sink.count += keep_in_layer(c, layer_mask, at, kernel(entries, runs, at));
-        runs.count = 0;
-        runs.candidates = 0;
-    };
+    auto runs = collect_runs<EntryRuns>(sink, [&](uint32_t* at, const EntryRuns& held) {
+        return keep_in_layer(c, layer_mask, at, kernel(entries, held, at));
+    });
     auto take = [&](uint32_t b, uint32_t e, uint32_t need) {
-        if (b == e) return;
-        const uint64_t held = runs.candidates + (e - b);
-        if (sink.count <= sink.capacity && sink.capacity - sink.count >= held) {
-            runs.begin[runs.count] = b;
-            runs.end[runs.count] = e;
-            runs.need[runs.count] = need;
-            runs.candidates = held;
-            if (++runs.count == EntryRuns::kCapacity) finish();
-            return;
-        }
-        finish();
+        if (b == e || runs.take(b, e, need)) return;
         for (uint32_t k = b; k < e; ++k)
             if ((flags[k] & need) == need) accept(c.view.entry_object[k], k);
     };
@@ -623,7 +532,7 @@ void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], ui
         take(b, c.end(end - 1), need | 1u);
         return false;
     });
-    finish();
+    runs.finish();
     for (uint32_t j = 0; j < c.view.large_count; ++j)
         accept(c.view.large_object[j], kNoEntry);
 }
@@ -635,14 +544,14 @@ void scan_box_entries(const Cells& c, const double lo[3], const double hi[3], ui
 template <typename Sink, typename Kernel, typename Accept>
 void scan_set_query(const Cells& c, const double lo[3], const double hi[3], uint32_t layer_mask, Sink& sink,
                     Kernel&& kernel, Accept&& accept) {
-    if constexpr (std::is_same_v<Sink, IndexSink>) {
+    if constexpr (std::is_same_v<Sink, BufferSink>) {
         if (entry_kernels_apply(c)) {
             scan_box_entries(c, lo, hi, layer_mask, sink, kernel, accept);
             return;
         }
     }
     scan_box(
-        c, lo, hi, accept, [&] { return sink.done(); }, [&] { note_cell(sink); });
+        c, lo, hi, accept, [&] { return sink.done(); }, [&] { note_cells(sink); });
 }
 
 /// The box of `object`, from the entry's sequential copy when there is one.

@@ -211,11 +211,11 @@ QueryResult nearest_hits(const Cells& c, const QueryNearest& query, uint32_t lay
     const uint32_t k = query.k;
     const float max_d2 = query.max_distance * query.max_distance;
     NearestList list{out, static_cast<uint32_t>(std::min<uint64_t>(k, capacity))};
-    if (list.limit == 0) return finish(count_within(c, query.center, layer_mask, max_d2, k), capacity);
+    if (list.limit == 0) return query_finish(count_within(c, query.center, layer_mask, max_d2, k), capacity);
     nearest_search(c, query, layer_mask, max_d2, list);
     uint32_t count = list.size;
     if (list.full() && list.limit < k) count = count_within(c, query.center, layer_mask, max_d2, k);
-    return finish(count, capacity);
+    return query_finish(count, capacity);
 }
 
 /// The visitor form without its layout stamp.

@@ -335,7 +335,7 @@ QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, Ra
     for (uint32_t j = 0; j < c.view.large_count; ++j)
         if (c.in_layer(c.view.large_object[j], layer_mask)) consider(c.view.large_object[j]);
     std::sort_heap(out, out + size, hit_less);
-    return finish(count, capacity);
+    return query_finish(count, capacity);
 }
 
 } // namespace
@@ -354,7 +354,7 @@ QueryResult ray_first_hit(const Cells& c, const Ray& ray, uint32_t layer_mask, R
     SortedHits<RayHit> list{&best, 1};
     first_hits(c, ray, layer_mask, list, work);
     *hit = best; // index kNoIndex when nothing is hit
-    return finish(list.size, 1);
+    return query_finish(list.size, 1);
 }
 
 /// The visitor form without its layout stamp.

@@ -105,7 +105,7 @@ template <typename Sink>
 bool test_cell_frustum(const View& v, const Frustum& f, uint32_t b, uint32_t e, Sink& sink) {
     note_range(sink, b, e);
     for (uint32_t k = b; k < e; ++k)
-        if (frustum_contains(v, f, k) && !sink(k)) return false;
+        if (frustum_contains(v, f, k) && !sink.add(v.order[k])) return false;
     return true;
 }
 
@@ -464,14 +464,14 @@ PairResult Grid::find_pairs_with(const ParticleSpans& points, Pair* out, uint64_
     const uint32_t per_chunk = spread > 64 ? spread : 64;
     const uint32_t chunks = static_cast<uint32_t>((uint64_t{count} + per_chunk - 1) / per_chunk);
     const float r = v.interaction_distance;
+    // A buffer sink of pairs (point q, particle), not a BufferSink: no run kernel.
     struct PairSink {
-        const uint32_t* order;
         Pair* out;
         uint64_t capacity;
         uint64_t total;
         uint32_t a;
-        bool operator()(uint32_t k) {
-            if (total < capacity) out[total] = Pair{a, order[k]};
+        bool add(uint32_t particle) {
+            if (total < capacity) out[total] = Pair{a, particle};
             ++total;
             return true;
         }
@@ -479,7 +479,7 @@ PairResult Grid::find_pairs_with(const ParticleSpans& points, Pair* out, uint64_
     uint64_t chunk_offsets[kMaxChunks + 1];
     QueryResult result = run_query_batch(chunks, chunk_offsets, uint64_t{chunks} + 1, out, capacity, backend,
                                          [&](uint32_t chunk, Pair* at, uint64_t room) {
-                                             PairSink sink{v.order, at, room, 0, 0};
+                                             PairSink sink{at, room, 0, 0};
                                              const uint32_t begin = chunk * per_chunk;
                                              const uint32_t end = count - begin < per_chunk ? count : begin + per_chunk;
                                              for (uint32_t q = begin; q < end; ++q) {

@@ -277,7 +277,7 @@ QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestHi
     HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "query_nearest: null out with capacity > 0");
     const uint64_t total = run_nearest(v, query, out, capacity);
     if (total == kInvalidQuery) return invalid_result(kInvalidNearest);
-    return finish(total, capacity);
+    return query_finish(total, capacity);
 }
 
 QueryResult query_nearest(const Grid& grid, const QueryNearest& query, NearestVisitor visitor) {

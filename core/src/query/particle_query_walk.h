@@ -5,11 +5,12 @@
 // query must visit are at the top of particle_queries.cpp.
 #pragma once
 
+#include "common/trace_scope.h"
+#include "kernels/query_kernels.h"
 #include "lattice/cell_index.h"
 #include "lattice/wrapped_cells.h"
 #include "query/query_batch.h"
-#include "kernels/query_kernels.h"
-#include "common/trace_scope.h"
+#include "query/query_sinks.h"
 
 #include "hashgrid/assert.h"
 #include "hashgrid/cell_key.h"
@@ -58,49 +59,12 @@ inline bool make_view(const Grid& g, View& v) {
     return true;
 }
 
-inline Status make_status(StatusCode code, const char* message) {
-    Status s;
-    s.code = code;
-    s.message = message;
-    return s;
-}
-
 inline QueryResult not_built_result() {
-    QueryResult r;
-    r.status = make_status(StatusCode::not_built, "particle query before a successful Grid::rebuild");
-    return r;
+    return query_refused(make_status(StatusCode::not_built, "particle query before a successful Grid::rebuild"));
 }
-
-inline QueryResult argument_result(const char* message) {
-    QueryResult r;
-    r.status = make_status(StatusCode::invalid_argument, message);
-    return r;
-}
-
-// Programmer errors: asserted (debug and test builds stop there first), then
-// reported as invalid_argument in every build.
-#define HASHGRID_REQUIRE_ARGUMENT(cond, message)                                                                       \
-    do {                                                                                                               \
-        HASHGRID_ASSERT(cond, message);                                                                                \
-        if (!(cond)) return argument_result(message);                                                                  \
-    } while (0)
 
 inline QueryResult invalid_result(const char* message) {
-    QueryResult r;
-    r.status = make_status(StatusCode::invalid_query, message);
-    return r;
-}
-
-/// ok, or output_too_small with needed = total.
-inline QueryResult finish(uint64_t total, uint64_t capacity) {
-    QueryResult r;
-    r.total = total;
-    r.written = total < capacity ? total : capacity;
-    if (total > capacity) {
-        r.status = make_status(StatusCode::output_too_small, "query output buffer too small");
-        r.status.needed = total;
-    }
-    return r;
+    return query_refused(make_status(StatusCode::invalid_query, message));
 }
 
 inline bool finite_point(const View& v, const float* c) {
@@ -331,116 +295,26 @@ inline float distance2(const View& v, uint32_t k, const float* c) {
     return d2;
 }
 
-/// Writes original indices up to the capacity and counts all of them.
-struct IndexSink {
-    const uint32_t* order;
-    uint32_t* out;
-    uint64_t capacity;
-    uint64_t total = 0;
-
-    bool operator()(uint32_t sorted_position) {
-        if (total < capacity) out[total] = order[sorted_position];
-        ++total;
-        return true;
-    }
-};
-
-/// IndexSink that also counts the walk's work (QueryStats: batches given a
-/// stats pointer). Only this sink type pays for counting: note_range()
-/// compiles to nothing for every other sink.
-struct CountingIndexSink : IndexSink {
-    QueryStats stats{};
-};
-
 /// A walk read the particles [b, e) of one run (`cells` cell reads) and tests each.
 template <typename Sink>
 inline void note_range(Sink& sink, uint32_t b, uint32_t e, uint32_t cells = 1) {
-    if constexpr (requires { sink.stats; }) {
-        sink.stats.cells += cells;
-        sink.stats.tested += e - b;
-    }
-    (void)cells;
+    note_cells(sink, cells);
+    note_tested(sink, e - b);
 }
-
-/// A walk tested one cell box (a row, a cell) against a frustum's planes.
-template <typename Sink>
-inline void note_cull(Sink& sink) {
-    if constexpr (requires { sink.stats; }) ++sink.stats.cull_tests;
-}
-
-/// Sinks that write original indices to a buffer (IndexSink and its counting
-/// form) take a query's runs from a run kernel, many runs per call.
-template <typename Sink>
-inline constexpr bool kRunSink = std::is_base_of_v<IndexSink, Sink>;
-
-/// A query's runs on their way to a run kernel (query_kernels.h): a run is
-/// held while the sink's buffer has room for every candidate held, so the
-/// kernel's results always fit; `call(out, runs)` runs the kernel.
-template <typename Sink, typename Call>
-struct RunCollector {
-    Sink& sink;
-    Call call;
-    query_kernels::Runs runs{};
-
-    /// Takes the run [b, e) (true), or hands the held runs to the kernel and
-    /// declines (false: the caller tests [b, e) one by one, counting past
-    /// the capacity).
-    bool take(uint32_t b, uint32_t e) {
-        if constexpr (kRunSink<Sink>) {
-            const uint64_t held = runs.candidates + (e - b);
-            if (sink.total <= sink.capacity && sink.capacity - sink.total >= held) {
-                runs.begin[runs.count] = b;
-                runs.end[runs.count] = e;
-                runs.candidates = held;
-                if (++runs.count == query_kernels::Runs::kCapacity) finish();
-                return true;
-            }
-            finish();
-        }
-        (void)b;
-        (void)e;
-        return false;
-    }
-    /// Hands the held runs to the kernel (the walk's end, or before a run it
-    /// declines).
-    void finish() {
-        if constexpr (kRunSink<Sink>) {
-            if (runs.count == 0) return;
-            sink.total += call(sink.out + sink.total, runs);
-            runs.count = 0;
-            runs.candidates = 0;
-        }
-    }
-};
-
-template <typename Sink, typename Call>
-RunCollector(Sink&, Call) -> RunCollector<Sink, Call>;
-
-/// Hands original indices to a visitor until it says stop; counts the calls.
-struct VisitorSink {
-    const uint32_t* order;
-    QueryVisitor visitor;
-    uint64_t total = 0;
-
-    bool operator()(uint32_t sorted_position) {
-        ++total;
-        return visitor.visit(visitor.context, order[sorted_position]);
-    }
-};
 
 /// Particles with d2 < fl(radius * radius), in sorted order.
 template <typename Sink>
 inline void radius_visit(const View& v, const float* c, float radius, Sink& sink) {
     const double tr = static_cast<double>(radius) * v.lat.scale;
     const float r2 = radius * radius;
-    RunCollector runs{sink, [&](uint32_t* out, const query_kernels::Runs& held) {
-                          return v.kernels.radius(v.run, c, r2, held, out);
-                      }};
+    auto runs = collect_runs<query_kernels::Runs>(sink, [&](uint32_t* out, const query_kernels::Runs& held) {
+        return v.kernels.radius(v.run, c, r2, held, out);
+    });
     auto test = [&](uint32_t b, uint32_t e, uint32_t cells) {
         note_range(sink, b, e, cells);
         if (runs.take(b, e)) return true;
         for (uint32_t k = b; k < e; ++k)
-            if (distance2(v, k, c) < r2 && !sink(k)) return false;
+            if (distance2(v, k, c) < r2 && !sink.add(v.order[k])) return false;
         return true;
     };
     if (v.wrapped) {
@@ -473,7 +347,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
 }
 
 inline uint64_t radius_collect(const View& v, const float* c, float radius, uint32_t* out, uint64_t capacity) {
-    IndexSink sink{v.order, out, capacity};
+    BufferSink sink{out, capacity};
     radius_visit(v, c, radius, sink);
     return sink.total;
 }
@@ -501,16 +375,16 @@ inline bool box_contains(const View& v, const QueryBox& box, uint32_t k) {
 /// test), index sinks take whole runs from the box run kernel.
 template <bool box_kernel = false, typename Accept, typename Sink>
 inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept, Sink& sink) {
-    RunCollector runs{sink, [&](uint32_t* out, const query_kernels::Runs& held) {
-                          return v.kernels.box(v.run, box.min, box.max, held, out);
-                      }};
+    auto runs = collect_runs<query_kernels::Runs>(sink, [&](uint32_t* out, const query_kernels::Runs& held) {
+        return v.kernels.box(v.run, box.min, box.max, held, out);
+    });
     auto test = [&](uint32_t b, uint32_t e, uint32_t cells) {
         note_range(sink, b, e, cells);
         if constexpr (box_kernel) {
             if (runs.take(b, e)) return true;
         }
         for (uint32_t k = b; k < e; ++k)
-            if (accept(k) && !sink(k)) return false;
+            if (accept(k) && !sink.add(v.order[k])) return false;
         return true;
     };
     if (v.wrapped) {
@@ -580,10 +454,10 @@ inline QueryResult collect(const Grid& grid, const Query& query, uint32_t* out, 
     View v;
     if (!make_view(grid, v)) return not_built_result();
     HASHGRID_REQUIRE_ARGUMENT(capacity == 0 || out != nullptr, "particle query: null out with capacity > 0");
-    IndexSink sink{v.order, out, capacity};
+    BufferSink sink{out, capacity};
     const uint64_t total = run(v, query, sink);
     if (total == kInvalidQuery) return invalid_result(invalid);
-    return finish(total, capacity);
+    return query_finish(total, capacity);
 }
 
 /// The visitor form: the same run with a sink that calls the visitor.
@@ -593,7 +467,7 @@ inline QueryResult visit_results(const Grid& grid, const Query& query, QueryVisi
     View v;
     if (!make_view(grid, v)) return not_built_result();
     HASHGRID_REQUIRE_ARGUMENT(visitor.visit != nullptr, "particle query: null visit function");
-    VisitorSink sink{v.order, visitor};
+    VisitorSink sink{visitor};
     const uint64_t total = run(v, query, sink);
     if (total == kInvalidQuery) return invalid_result(invalid);
     QueryResult r;
@@ -621,7 +495,7 @@ inline QueryResult run_batch_of(const Grid& grid, TracePhase phase, const Query*
 template <typename SinkRun>
 auto index_batch_run(SinkRun&& run) {
     return [run](const View& v, const auto& query, uint32_t* at, uint64_t room) {
-        IndexSink sink{v.order, at, room};
+        BufferSink sink{at, room};
         return run(v, query, sink);
     };
 }
@@ -640,7 +514,7 @@ inline QueryResult index_batch_of(const Grid& grid, TracePhase phase, const Quer
     const QueryResult r = run_batch_of(
         grid, phase, queries, count, offsets, offsets_capacity, out, capacity, backend,
         [&](const View& v, const Query& query, uint32_t* at, uint64_t room) {
-            CountingIndexSink sink{{v.order, at, room}, {}};
+            CountingBufferSink sink{{at, room}, {}};
             const uint64_t total = sink_run(v, query, sink);
             counts.add(sink.stats, total);
             return total;
