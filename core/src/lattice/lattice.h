@@ -64,6 +64,12 @@ struct Lattice {
         return floor_to_int(clamp_into(t, lower(d), upper(d) - 1.0));
     }
 
+    /// Cell of world coordinate p on axis d (any double, NaN gives lo), clamped into [lo, hi].
+    [[nodiscard]] int32_t clamped_cell_of(uint32_t d, double p) const { return clamped_cell(d, scaled(d, p)); }
+    /// World coordinate where cell k starts on axis d (approximately: ranges
+    /// built from it are widened by their users).
+    [[nodiscard]] double boundary(uint32_t d, int64_t k) const { return origin[d] + static_cast<double>(k) / scale; }
+
     /// Packed key of unbounded cell coordinates in `dims` dimensions.
     static uint64_t pack(uint32_t dims, int32_t x, int32_t y, int32_t z) {
         return dims == 3 ? pack_key3(x, y, z) : pack_key2(x, y);

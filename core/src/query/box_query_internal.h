@@ -35,6 +35,7 @@
 #include "query/query_batch.h"
 #include "query/query_sinks.h"
 #include "query/query_visit.h"
+#include "query/segment_walk.h"
 
 #include <algorithm>
 #include <cmath>
@@ -45,9 +46,13 @@
 namespace hashgrid::box_query {
 
 // The sinks and results every query shares (query_sinks.h).
+using detail::boxes_meet;
 using detail::BufferSink;
+using detail::CellBox;
 using detail::collect_runs;
 using detail::CountingBufferSink;
+using detail::kAbsoluteSlack;
+using detail::kDoubleInf;
 using detail::make_status;
 using detail::note_cells;
 using detail::note_tested;
@@ -55,23 +60,8 @@ using detail::query_finish;
 using detail::query_refused;
 using detail::VisitorSink;
 
-inline constexpr double kDoubleInf = std::numeric_limits<double>::infinity();
 /// Relative widening of double-precision ranges against float rounding.
 inline constexpr double kRelativeSlack = 0x1p-20;
-/// Absolute widening: covers underflow of float squares and products.
-inline constexpr double kAbsoluteSlack = 0x1p-70;
-
-/// Inclusive box of cell coordinates (z = 0..0 in 2D).
-struct CellBox {
-    int32_t lo[3];
-    int32_t hi[3];
-};
-
-inline bool boxes_meet(const CellBox& a, const CellBox& b) {
-    for (uint32_t d = 0; d < 3; ++d)
-        if (a.lo[d] > b.hi[d] || b.lo[d] > a.hi[d]) return false;
-    return true;
-}
 
 /// A walk that never stops early (buffer forms, rays, nearest).
 inline constexpr bool never_stop() { return false; }
@@ -120,11 +110,9 @@ struct Cells : detail::CellIndex {
         return d;
     }
     /// Clamped cell coordinate of a (double) coordinate; d < dims.
-    [[nodiscard]] int32_t cell(uint32_t d, double p) const { return lat.clamped_cell(d, lat.scaled(d, p)); }
+    [[nodiscard]] int32_t cell(uint32_t d, double p) const { return lat.clamped_cell_of(d, p); }
     /// World coordinate where cell k starts (approximately: ranges built from it are widened).
-    [[nodiscard]] double boundary(uint32_t d, int64_t k) const {
-        return lat.origin[d] + static_cast<double>(k) / lat.scale;
-    }
+    [[nodiscard]] double boundary(uint32_t d, int64_t k) const { return lat.boundary(d, k); }
 
     /// Every object of the frame is in the layer mask (no category to read).
     [[nodiscard]] bool all_in_layer(uint32_t layer_mask) const {

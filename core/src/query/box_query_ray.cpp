@@ -2,34 +2,17 @@
 // Ray queries of the box grid (box_queries.h): query_ray, its visitor form,
 // query_ray_first and their batches.
 //
-// Amanatides & Woo step from cell boundary to cell boundary along the ray.
-// Here the steps cut the t range into pieces, and each piece scans the cells
-// within eps of its part of the ray (usually one or two cells per axis). Why
-// the widening: hits are decided by the slab test (ray_box_hit, in double),
-// which can accept a box that the exact ray misses by a rounding error (a ray
-// through a cell corner or along a cell edge). How far: at the accepted t,
-// each axis' computed t1 <= t <= t2 with t1 = fl(fl(min - o) / dir), within
-// 2 ulp (relative) of the exact (min - o) / dir, so the exact point o + t dir
-// lies within about 2^-52 (|o| + |min|) of the box on every axis; the
-// traversal's own positions o + t dir and cell bounds add a few ulp of the
-// same size. eps = 2^-46 (|o| + magnitude) covers all of it 16 times over:
-// from an origin 1e10 away, 1.5e-4, a small part of any cell. (A margin
-// relative to the origin's magnitude is unavoidable: from 1e20 away the slab
-// test itself cannot tell the world's boxes apart and accepts a band about
-// 2e4 wide.)
-//
-// Cost. Pieces as wide as several cells would each rescan what their
-// neighbours scanned; when the pieces times their widening would read more
-// than about two scans of the occupied cells (a ray from very far away, a
-// long ray through a sparse extent), the query scans the occupied cells once
-// instead (scan_all_small): the same hits, found in another order and ranked
-// by (t, index) either way. So no ray costs more than a few scans of the
-// frame's cells, whatever its origin and direction. Piece cell ranges only grow along the ray (monotone in t on
-// every axis), so an object whose cell range meets two pieces also meets
-// every piece between them: an object is reported from a piece only when its
-// range misses the previous piece (the "previous cell of the path" rule of a
-// lattice path, applied to pieces), and within the piece from the cell of
-// max(piece.lo, object.lo). No set, no second report, no missed corner.
+// The cells a ray crosses come from the segment walk (segment_walk.h):
+// pieces of the ray, each with the cells within the slab test's rounding of
+// its part of the ray. Piece cell ranges only grow along the ray (monotone
+// in t on every axis), so an object whose cell range meets two pieces also
+// meets every piece between them: an object is reported from a piece only
+// when its range misses the previous piece (the "previous cell of the path"
+// rule of a lattice path, applied to pieces), and within the piece from the
+// cell of max(piece.lo, object.lo). No set, no second report, no missed
+// corner. A walk that would cost more than about two scans of the occupied
+// cells is declined, and the query scans the occupied cells once instead
+// (scan_all_small): the same hits, ranked by (t, index) either way.
 //
 // First hits. query_ray_first and the visitor form share one search for the
 // first m hits in (t, index) order, optionally only those after a given hit
@@ -39,6 +22,7 @@
 // still on the ray's path from there, so the pieces from t on meet it.
 #include "query/box_query_batch.h"
 #include "query/box_query_internal.h"
+#include "query/segment_walk.h"
 
 #include "hashgrid/box_queries.h"
 
@@ -50,10 +34,8 @@ namespace hashgrid {
 namespace {
 
 using namespace box_query;
-
-/// Margin of the traversal against the slab test's rounding, relative to the
-/// magnitudes involved (see the file comment).
-constexpr double kRaySlack = 0x1p-46;
+using detail::SegmentExtent;
+using detail::walk_segment;
 
 /// Work counts of one ray search (QueryStats::cells and ::tested; null: none).
 struct RayWork {
@@ -66,144 +48,20 @@ struct RayWork {
     }
 };
 
-/// The ray in double, its rounding margin per axis, and the t range left
-/// after clipping it to the union of the small objects' boxes.
-struct RaySpan {
-    uint32_t dims;
-    double o[3];
-    double dir[3];
-    double eps[3];
-    double t0;
-    double t1;
-
-    [[nodiscard]] double position(uint32_t d, double t) const { return dir[d] == 0.0 ? o[d] : o[d] + t * dir[d]; }
-};
-
-/// Clips the ray to the union of the small objects' boxes, widened by eps;
-/// false when nothing of it is left.
-bool clip_ray(const Cells& c, const Ray& ray, RaySpan& r) {
+/// What the segment walk needs of the grid: its occupied cells' range and
+/// count, and the union and magnitudes of its small objects' boxes.
+SegmentExtent segment_extent(const Cells& c) {
     const BoxQueryGrid& g = c.grid;
-    r.dims = c.lat.dims;
-    r.t0 = 0.0;
-    r.t1 = static_cast<double>(ray.max_t);
-    for (uint32_t d = 0; d < r.dims; ++d) {
-        r.o[d] = static_cast<double>(ray.origin[d]);
-        r.dir[d] = static_cast<double>(ray.direction[d]);
-        r.eps[d] = kRaySlack * (std::fabs(r.o[d]) + static_cast<double>(g.magnitude[d])) + kAbsoluteSlack;
-        const double lo = static_cast<double>(g.box_lo[d]) - 2.0 * r.eps[d];
-        const double hi = static_cast<double>(g.box_hi[d]) + 2.0 * r.eps[d];
-        if (r.dir[d] == 0.0) {
-            if (r.o[d] < lo || r.o[d] > hi) return false;
-            continue;
-        }
-        double ta = (lo - r.o[d]) / r.dir[d];
-        double tb = (hi - r.o[d]) / r.dir[d];
-        if (ta > tb) std::swap(ta, tb);
-        r.t0 = std::max(r.t0, ta);
-        r.t1 = std::min(r.t1, tb);
+    SegmentExtent e;
+    e.cells = g.has_cells ? c.cell_count : 0;
+    for (uint32_t d = 0; d < 3; ++d) {
+        e.cell_lo[d] = g.cell_lo[d];
+        e.cell_hi[d] = g.cell_hi[d];
+        e.box_lo[d] = static_cast<double>(g.box_lo[d]);
+        e.box_hi[d] = static_cast<double>(g.box_hi[d]);
+        e.magnitude[d] = static_cast<double>(g.magnitude[d]);
     }
-    return r.t0 <= r.t1;
-}
-
-/// About how many pieces the traversal of [t0, t1] makes (up to a few for
-/// rounding), times how many cells wide the eps margin makes each piece
-/// beyond its own (1 while eps is under half a cell): the cells the
-/// traversal reads, in units of a narrow piece's.
-double piece_estimate(const Cells& c, const RaySpan& r) {
-    const BoxQueryGrid& g = c.grid;
-    double crossings = 1.0;
-    double widening = 1.0;
-    for (uint32_t d = 0; d < r.dims; ++d) {
-        const double extent = static_cast<double>(int64_t{g.cell_hi[d]} - g.cell_lo[d] + 1);
-        widening *= std::min(extent, 1.0 + std::floor(2.0 * r.eps[d] * c.lat.scale));
-        if (r.dir[d] == 0.0) continue;
-        const int32_t a = std::clamp(c.cell(d, r.position(d, r.t0)), g.cell_lo[d], g.cell_hi[d]);
-        const int32_t b = std::clamp(c.cell(d, r.position(d, r.t1)), g.cell_lo[d], g.cell_hi[d]);
-        crossings += std::fabs(static_cast<double>(a) - static_cast<double>(b));
-    }
-    return crossings * widening;
-}
-
-/// Next boundary to cross per axis from t0 (interior boundaries of the extent
-/// only: beyond them the clamped cell does not change), and its t (+inf: none).
-void first_boundaries(const Cells& c, const RaySpan& r, int64_t next[3], double t_next[3]) {
-    const BoxQueryGrid& g = c.grid;
-    for (uint32_t d = 0; d < r.dims; ++d) {
-        if (r.dir[d] == 0.0) continue;
-        const double f = std::floor((r.position(d, r.t0) - c.lat.origin[d]) * c.lat.scale);
-        const int64_t first = int64_t{g.cell_lo[d]} + 1;
-        const int64_t last = g.cell_hi[d];
-        if (first > last) continue;
-        const double clamped = std::clamp(f, static_cast<double>(first - 1), static_cast<double>(last + 1));
-        int64_t k = static_cast<int64_t>(clamped);
-        if (r.dir[d] > 0.0) {
-            k = std::max(k + 1, first);
-            if (k > last) continue;
-        } else {
-            k = std::min(k, last);
-            if (k < first) continue;
-        }
-        next[d] = k;
-        t_next[d] = (c.boundary(d, k) - r.o[d]) / r.dir[d];
-    }
-}
-
-/// Pieces of the ray (see the file comment): calls visit(piece, previous or
-/// null, t_end) in order along the ray until visit returns false. The ray is
-/// clipped to the union of the small objects' boxes first, so a ray far
-/// longer than the world costs the cells it crosses inside it. Returns false,
-/// having visited nothing, when the pieces (weighted by their widening:
-/// piece_estimate) would read more than about two scans of the occupied
-/// cells (2 * cells + 64; a long ray through a
-/// sparse extent, a ray from very far away): the caller then scans the
-/// occupied cells instead (scan_all_small), which gives the same hits. With t_from > 0
-/// the pieces start at t_from: they then meet every small object that the
-/// slab test hits with t_exit >= t_from.
-template <typename Visit>
-bool traverse_ray(const Cells& c, const Ray& ray, Visit&& visit, double t_from = 0.0) {
-    const BoxQueryGrid& g = c.grid;
-    if (!g.has_cells) return true;
-    RaySpan r;
-    if (!clip_ray(c, ray, r)) return true;
-    r.t0 = std::max(r.t0, t_from);
-    if (!(r.t0 <= r.t1)) return true;
-    if (piece_estimate(c, r) > 2.0 * static_cast<double>(c.cell_count) + 64.0) return false;
-    int64_t next[3] = {0, 0, 0};
-    double t_next[3] = {kDoubleInf, kDoubleInf, kDoubleInf};
-    first_boundaries(c, r, next, t_next);
-
-    CellBox previous{};
-    bool has_previous = false;
-    double ts = r.t0;
-    for (;;) {
-        uint32_t axis = 3;
-        double te = r.t1;
-        for (uint32_t d = 0; d < r.dims; ++d) {
-            if (t_next[d] < te) {
-                te = t_next[d];
-                axis = d;
-            }
-        }
-        te = std::max(te, ts);
-        CellBox piece{};
-        for (uint32_t d = 0; d < r.dims; ++d) {
-            const double a = r.position(d, ts);
-            const double b = r.position(d, te);
-            piece.lo[d] = std::max(c.cell(d, std::min(a, b) - r.eps[d]), g.cell_lo[d]);
-            piece.hi[d] = std::min(c.cell(d, std::max(a, b) + r.eps[d]), g.cell_hi[d]);
-        }
-        if (!visit(piece, has_previous ? &previous : nullptr, te)) return true;
-        previous = piece;
-        has_previous = true;
-        if (axis == 3) return true;
-        ts = te;
-        next[axis] += r.dir[axis] > 0.0 ? 1 : -1;
-        if (next[axis] < int64_t{g.cell_lo[axis]} + 1 || next[axis] > int64_t{g.cell_hi[axis]}) {
-            t_next[axis] = kDoubleInf;
-        } else {
-            t_next[axis] = (c.boundary(axis, next[axis]) - r.o[axis]) / r.dir[axis];
-        }
-    }
+    return e;
 }
 
 /// Small objects of a piece, once along the whole ray: calls hit(object) for
@@ -249,8 +107,8 @@ void first_hits(const Cells& c, const Ray& ray, uint32_t layer_mask, SortedHits<
     double t_from = 0.0;
     if (list.after != nullptr && std::isfinite(list.after->t))
         t_from = std::max(0.0, static_cast<double>(list.after->t) * (1.0 - kRelativeSlack) - kAbsoluteSlack);
-    if (!traverse_ray(
-            c, ray,
+    if (!walk_segment(
+            c.lat, segment_extent(c), ray,
             [&](const CellBox& piece, const CellBox* previous, double t_end) {
                 scan_piece(c, piece, previous, layer_mask, work, consider);
                 // An unseen object's slab t exceeds t_end up to rounding (float t: 2^-24 relative).
@@ -327,7 +185,7 @@ QueryResult ray_hits(const Cells& cells, const Ray& ray, uint32_t layer_mask, Ra
         }
     };
     // Hits are ranked by (t, index) whatever the order they are found in.
-    if (!traverse_ray(c, ray, [&](const CellBox& piece, const CellBox* previous, double) {
+    if (!walk_segment(c.lat, segment_extent(c), ray, [&](const CellBox& piece, const CellBox* previous, double) {
             scan_piece(c, piece, previous, layer_mask, work, consider);
             return true;
         }))
