@@ -170,9 +170,10 @@ Status BoxGrid::rebuild(const BoxSpans& boxes, const ThreadBackend& backend) {
 
 Status BoxGrid::rebuild(const ObjectStore& store, const ThreadBackend& backend) {
     HASHGRID_ASSERT(initialized_, "BoxGrid::rebuild called before a successful init");
-    if (!initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
+    if (!initialized_) return detail::make_status(StatusCode::not_built, "box grid not initialized");
     if (!store.initialized())
-        return {StatusCode::invalid_argument, 0, 0, 0, "BoxGrid::rebuild: ObjectStore used before a successful init"};
+        return detail::make_status(StatusCode::invalid_argument,
+                                   "BoxGrid::rebuild: ObjectStore used before a successful init");
     const ObjectStoreConfig& sc = store.config();
     if (sc.dimensions != config_.dimensions)
         return detail::make_status(

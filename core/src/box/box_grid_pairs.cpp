@@ -472,9 +472,11 @@ PairResult settle(uint64_t total, uint64_t max_pairs, uint64_t capacity) {
     result.total = total;
     result.written = std::min({total, max_pairs, capacity});
     if (total > max_pairs)
-        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than BoxGridConfig::max_pairs"};
+        result.status =
+            detail::capacity_status(StatusCode::pair_capacity, "more pairs than BoxGridConfig::max_pairs", total);
     else if (total > capacity)
-        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
+        result.status =
+            detail::capacity_status(StatusCode::output_too_small, "pair buffer smaller than the pair count", total);
     return result;
 }
 
@@ -580,11 +582,12 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
     if (!g.initialized_ || !g.built_) {
-        result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
+        result.status = detail::make_status(StatusCode::not_built, "find_pairs before a successful rebuild");
         return result;
     }
     if (out == nullptr && capacity > 0) {
-        result.status = {StatusCode::invalid_argument, 0, 0, 0, "find_pairs: null buffer with nonzero capacity"};
+        result.status =
+            detail::make_status(StatusCode::invalid_argument, "find_pairs: null buffer with nonzero capacity");
         return result;
     }
     BoxState& s = state(g);
@@ -624,7 +627,7 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs_with: null buffer with nonzero capacity");
     PairResult result;
     if (!g.initialized_ || !g.built_) {
-        result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs_with before a successful rebuild"};
+        result.status = detail::make_status(StatusCode::not_built, "find_pairs_with before a successful rebuild");
         return result;
     }
     BoxState& s = state(g);
@@ -635,8 +638,8 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
                                (dims == 2 || (queries.min_z != nullptr && queries.max_z != nullptr))),
                     "BoxSpans: min/max x, y (and z in 3D) must be set");
     if (spans_missing(queries, dims) || (out == nullptr && capacity > 0)) {
-        result.status = {StatusCode::invalid_argument, 0, 0, 0,
-                         "find_pairs_with: null query span or null buffer with nonzero capacity"};
+        result.status = detail::make_status(StatusCode::invalid_argument,
+                                            "find_pairs_with: null query span or null buffer with nonzero capacity");
         return result;
     }
     QueryInput in{{queries.min_x, queries.min_y, queries.min_z},

@@ -331,7 +331,7 @@ void detail::write_row_starts(BoxState& s, const ThreadBackend& b) {
 
 Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
-    if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
+    if (!g.initialized_) return detail::make_status(StatusCode::not_built, "box grid not initialized");
     BoxState& s = state(g);
     const uint32_t n = in.count;
     if (n > s.max_objects) {
@@ -342,7 +342,7 @@ Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBacken
                                in.max_y != nullptr && (dims == 2 || (in.min_z != nullptr && in.max_z != nullptr))),
                     "BoxSpans: min/max x, y (and z in 3D) must be set");
     if (spans_missing(in, dims))
-        return {StatusCode::invalid_argument, 0, 0, 0, "BoxSpans: min/max x, y (and z in 3D) must be set"};
+        return detail::make_status(StatusCode::invalid_argument, "BoxSpans: min/max x, y (and z in 3D) must be set");
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
     trace.begin(TracePhase::box_rebuild);
     trace.begin(TraceStep::box_rebuild_validate);

@@ -2,8 +2,8 @@
 // CSR neighbour lists from a pair array: degree count, exclusive scan, fill
 // with per-particle atomic cursors, then each list sorted ascending (entries
 // are distinct, so the result does not depend on the fill's timing).
-#include "particle/grid_impl.h"
 #include "common/trace_scope.h"
+#include "particle/grid_impl.h"
 
 #include "hashgrid/assert.h"
 
@@ -21,21 +21,23 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
                             uint32_t* indices, uint64_t indices_capacity, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(pairs != nullptr || pair_count == 0, "neighbor_lists: null pairs with nonzero count");
     if (state_ == nullptr || !state_->built)
-        return {StatusCode::not_built, 0, 0, 0, "neighbor_lists before a successful rebuild"};
+        return detail::make_status(StatusCode::not_built, "neighbor_lists before a successful rebuild");
     if (pairs == nullptr && pair_count > 0)
-        return {StatusCode::invalid_argument, 0, 0, 0, "neighbor_lists: null pairs with a nonzero pair_count"};
+        return detail::make_status(StatusCode::invalid_argument,
+                                   "neighbor_lists: null pairs with a nonzero pair_count");
     HASHGRID_ASSERT((offsets != nullptr || offsets_capacity == 0) && (indices != nullptr || indices_capacity == 0),
                     "neighbor_lists: null output with a nonzero capacity");
     if ((offsets == nullptr && offsets_capacity > 0) || (indices == nullptr && indices_capacity > 0))
-        return {StatusCode::invalid_argument, 0, 0, 0,
-                "neighbor_lists: null offsets or indices with a nonzero capacity"};
+        return detail::make_status(StatusCode::invalid_argument,
+                                   "neighbor_lists: null offsets or indices with a nonzero capacity");
     const uint32_t n = state_->count;
     if (offsets == nullptr || offsets_capacity < uint64_t{n} + 1)
-        return {StatusCode::output_too_small, uint64_t{n} + 1, 0, 0, "offsets needs particle_count() + 1 entries"};
+        return detail::capacity_status(StatusCode::output_too_small, "offsets needs particle_count() + 1 entries",
+                                       uint64_t{n} + 1);
     const uint64_t total = 2 * pair_count;
     if (total > 0xffffffffu)
-        return {StatusCode::output_too_small, total, 0, 0, "neighbour lists exceed 32-bit offsets"};
-    if (pair_count > 0xffffffffu) return {StatusCode::output_too_small, total, 0, 0, "too many pairs"};
+        return detail::capacity_status(StatusCode::output_too_small, "neighbour lists exceed 32-bit offsets", total);
+    if (pair_count > 0xffffffffu) return detail::capacity_status(StatusCode::output_too_small, "too many pairs", total);
     const auto pairs_n = static_cast<uint32_t>(pair_count);
     PhaseTrace trace(trace_, caller_backend); // the loops run through trace.backend()
     const ThreadBackend& b = trace.backend();
@@ -65,12 +67,13 @@ Status Grid::neighbor_lists(const Pair* pairs, uint64_t pair_count, uint32_t* of
     });
     if (first_bad != ~uint64_t{0}) {
         HASHGRID_ASSERT(false, "neighbor_lists: pair out of range (a < b < particle_count() required)");
-        return {StatusCode::invalid_argument, 0, static_cast<uint32_t>(first_bad), 0,
-                "neighbor_lists: a pair is not {a < b < particle_count()}; index = lowest such pair"};
+        return detail::item_status(StatusCode::invalid_argument,
+                                   "neighbor_lists: a pair is not {a < b < particle_count()}; index = lowest such pair",
+                                   static_cast<uint32_t>(first_bad), 0);
     }
     exclusive_scan(b, degree, n, offsets, degree, state_->chunk_scratch);
     if (total > 0 && (indices == nullptr || indices_capacity < total))
-        return {StatusCode::output_too_small, total, 0, 0, "indices needs 2 * pair_count entries"};
+        return detail::capacity_status(StatusCode::output_too_small, "indices needs 2 * pair_count entries", total);
     parallel_chunks(b, pairs_n, kPairItems, [&](uint32_t begin, uint32_t end, uint32_t) {
         for (uint32_t i = begin; i < end; ++i) {
             indices[atomic_add(degree[pairs[i].a], 1)] = pairs[i].b;

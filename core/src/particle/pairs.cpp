@@ -11,10 +11,10 @@
 // of its cell and its forward neighbour ranges, which all lie after k and are
 // visited in ascending order. The order therefore depends on the input only,
 // not on chunking, threads or the SIMD width.
-#include "particle/grid_impl.h"
-#include "lattice/wrapped_cells.h"
-#include "particle/pair_sweep.h"
 #include "common/trace_scope.h"
+#include "lattice/wrapped_cells.h"
+#include "particle/grid_impl.h"
+#include "particle/pair_sweep.h"
 
 #include "hashgrid/assert.h"
 
@@ -126,11 +126,12 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
     if (g.state_ == nullptr || !g.state_->built) {
-        result.status = {StatusCode::not_built, 0, 0, 0, "find_pairs before a successful rebuild"};
+        result.status = detail::make_status(StatusCode::not_built, "find_pairs before a successful rebuild");
         return result;
     }
     if (out == nullptr && capacity > 0) {
-        result.status = {StatusCode::invalid_argument, 0, 0, 0, "find_pairs: null buffer with nonzero capacity"};
+        result.status =
+            detail::make_status(StatusCode::invalid_argument, "find_pairs: null buffer with nonzero capacity");
         return result;
     }
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
@@ -298,9 +299,11 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
         trace.next(TraceStep::pair_prefix);
         if (published < target) complete_prefix(published, target);
         result.written = target;
-        result.status = {StatusCode::pair_capacity, total, 0, 0, "more pairs than GridConfig::max_pairs"};
+        result.status =
+            detail::capacity_status(StatusCode::pair_capacity, "more pairs than GridConfig::max_pairs", total);
     } else if (total > capacity) {
-        result.status = {StatusCode::output_too_small, total, 0, 0, "pair buffer smaller than the pair count"};
+        result.status =
+            detail::capacity_status(StatusCode::output_too_small, "pair buffer smaller than the pair count", total);
     }
     const uint64_t t_end = clock_ns();
     g.state_->pair_timings = PairTimings{};

@@ -38,7 +38,8 @@ Status check_request(const GridConfig& c, const ParticleSpans& p) {
     HASHGRID_ASSERT(p.count == 0 || (p.x != nullptr && p.y != nullptr && (c.dimensions == 2 || p.z != nullptr)),
                     "ParticleSpans: x, y (and z in 3D) must be set");
     if (p.count > 0 && (p.x == nullptr || p.y == nullptr || (c.dimensions == 3 && p.z == nullptr)))
-        return {StatusCode::invalid_argument, 0, 0, 0, "ParticleSpans: x, y (and z in 3D) must be set when count > 0"};
+        return detail::make_status(StatusCode::invalid_argument,
+                                   "ParticleSpans: x, y (and z in 3D) must be set when count > 0");
     return {};
 }
 
@@ -172,7 +173,7 @@ Status Grid::rebuild(const ParticleSpans& particles, const ThreadBackend& backen
 
 Status Grid::Impl::rebuild(Grid& g, const ParticleSpans& p, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(g.initialized_, "Grid::rebuild called before a successful init");
-    if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "grid not initialized"};
+    if (!g.initialized_) return detail::make_status(StatusCode::not_built, "grid not initialized");
     const Status request = check_request(g.config_, p);
     if (!request.ok()) return request;
     GridState& s = *g.state_;

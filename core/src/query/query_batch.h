@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/chunks.h"
+#include "common/status_make.h"
 
 #include "hashgrid/assert.h"
 #include "hashgrid/query_types.h"
@@ -54,16 +55,16 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
     HASHGRID_ASSERT(offsets != nullptr, "query batch: offsets is null");
     HASHGRID_ASSERT(out != nullptr || capacity == 0, "query batch: null output with capacity > 0");
     if (offsets == nullptr) {
-        result.status = {StatusCode::invalid_argument, 0, 0, 0, "query batch: offsets is null"};
+        result.status = detail::make_status(StatusCode::invalid_argument, "query batch: offsets is null");
         return result;
     }
     if (out == nullptr && capacity != 0) {
-        result.status = {StatusCode::invalid_argument, 0, 0, 0, "query batch: null output with capacity > 0"};
+        result.status = detail::make_status(StatusCode::invalid_argument, "query batch: null output with capacity > 0");
         return result;
     }
     if (offsets_capacity < uint64_t{count} + 1) {
-        result.status = {StatusCode::output_too_small, uint64_t{count} + 1, 0, 0,
-                         "query batch: offsets need count + 1 entries"};
+        result.status = detail::capacity_status(StatusCode::output_too_small,
+                                                "query batch: offsets need count + 1 entries", uint64_t{count} + 1);
         return result;
     }
     const uint32_t grain = query_batch_grain(count);
@@ -103,8 +104,9 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
         }
     }
     if (bad != 0) {
-        result.status = {StatusCode::invalid_query, 0, first_bad, bad,
-                         "query batch: a query is invalid (NaN or infinite value, negative size, k == 0, ...)"};
+        result.status = detail::item_status(
+            StatusCode::invalid_query,
+            "query batch: a query is invalid (NaN or infinite value, negative size, k == 0, ...)", first_bad, bad);
         return result;
     }
     // Chunk c's fitted results sit at from = c * region and go to
@@ -146,7 +148,8 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
     result.total = total;
     result.written = std::min(total, capacity);
     if (total > capacity)
-        result.status = {StatusCode::output_too_small, total, 0, 0, "query batch: result buffer too small"};
+        result.status =
+            detail::capacity_status(StatusCode::output_too_small, "query batch: result buffer too small", total);
     return result;
 }
 

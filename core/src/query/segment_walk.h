@@ -61,7 +61,7 @@ struct SegmentExtent {
 
 /// Margin of the traversal against the slab test's rounding, relative to the
 /// magnitudes involved (see the file comment).
-constexpr double kRaySlack = 0x1p-46;
+inline constexpr double kRaySlack = 0x1p-46;
 
 /// The ray in double, its rounding margin per axis, and the t range left
 /// after clipping it to the union of the small objects' boxes.
@@ -78,7 +78,7 @@ struct SegmentSpan {
 
 /// Clips the ray to the union of the small objects' boxes, widened by eps;
 /// false when nothing of it is left.
-bool clip_segment(const Lattice& lat, const SegmentExtent& e, const Ray& ray, SegmentSpan& r) {
+inline bool clip_segment(const Lattice& lat, const SegmentExtent& e, const Ray& ray, SegmentSpan& r) {
     r.dims = lat.dims;
     r.t0 = 0.0;
     r.t1 = static_cast<double>(ray.max_t);
@@ -105,7 +105,7 @@ bool clip_segment(const Lattice& lat, const SegmentExtent& e, const Ray& ray, Se
 /// rounding), times how many cells wide the eps margin makes each piece
 /// beyond its own (1 while eps is under half a cell): the cells the
 /// traversal reads, in units of a narrow piece's.
-double piece_estimate(const Lattice& lat, const SegmentExtent& e, const SegmentSpan& r) {
+inline double piece_estimate(const Lattice& lat, const SegmentExtent& e, const SegmentSpan& r) {
     double crossings = 1.0;
     double widening = 1.0;
     for (uint32_t d = 0; d < r.dims; ++d) {
@@ -121,8 +121,8 @@ double piece_estimate(const Lattice& lat, const SegmentExtent& e, const SegmentS
 
 /// Next boundary to cross per axis from t0 (interior boundaries of the extent
 /// only: beyond them the clamped cell does not change), and its t (+inf: none).
-void first_boundaries(const Lattice& lat, const SegmentExtent& e, const SegmentSpan& r, int64_t next[3],
-                      double t_next[3]) {
+inline void first_boundaries(const Lattice& lat, const SegmentExtent& e, const SegmentSpan& r, int64_t next[3],
+                             double t_next[3]) {
     for (uint32_t d = 0; d < r.dims; ++d) {
         if (r.dir[d] == 0.0) continue;
         const double f = std::floor((r.position(d, r.t0) - lat.origin[d]) * lat.scale);
