@@ -10,6 +10,7 @@
 
 #include "hashgrid/grid.h"
 #include "kernels/hit_buffer.h"
+#include "kernels/kernel_dispatch.h"
 
 namespace hashgrid::detail::box_query_kernels {
 
@@ -243,24 +244,33 @@ HASHGRID_AVX2 uint32_t radius_avx2(const EntryData& d, const float* c, float r2,
 #endif
 
 template <uint32_t D>
-EntryKernels kernels_of(PairKernel isa) {
-    switch (isa) {
+constexpr EntryKernels kScalar{box_scalar<D>, radius_scalar<D>};
 #if HASHGRID_QUERY_X86
-    case PairKernel::avx2:
-        return {box_avx2<D>, radius_avx2<D>};
-    case PairKernel::sse2:
-        return {box_sse2<D>, radius_sse2<D>};
+template <uint32_t D>
+constexpr EntryKernels kSse2{box_sse2<D>, radius_sse2<D>};
+template <uint32_t D>
+constexpr EntryKernels kAvx2{box_avx2<D>, radius_avx2<D>};
 #endif
-    default:
-        return {box_scalar<D>, radius_scalar<D>};
-    }
+
+/// The versions this build has; kernel_dispatch picks one.
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<EntryKernels> widths() {
+    kernel_dispatch::Widths<EntryKernels> w;
+    w.scalar = &kScalar<D>;
+#if HASHGRID_QUERY_X86
+    w.sse2 = &kSse2<D>;
+    w.avx2 = &kAvx2<D>;
+#endif
+    return w;
 }
+
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<EntryKernels> kWidths = widths<D>();
 
 } // namespace
 
 EntryKernels entry_kernels(uint32_t dims) {
-    const PairKernel isa = active_pair_kernel();
-    return dims == 3 ? kernels_of<3>(isa) : kernels_of<2>(isa);
+    return dims == 3 ? kernel_dispatch::active_table(kWidths<3>) : kernel_dispatch::active_table(kWidths<2>);
 }
 
 } // namespace hashgrid::detail::box_query_kernels

@@ -7,6 +7,7 @@
 #include "kernels/query_kernels.h"
 
 #include "kernels/hit_buffer.h"
+#include "kernels/kernel_dispatch.h"
 
 namespace hashgrid::detail::query_kernels {
 
@@ -194,24 +195,36 @@ HASHGRID_AVX2 uint32_t radius_avx2(const RunData& d, const float* c, float r2, c
 #endif
 
 template <uint32_t D>
-RunKernels kernels_of(PairKernel isa) {
-    switch (isa) {
+constexpr RunKernels kScalar{box_scalar<D>, radius_scalar<D>};
 #if HASHGRID_QUERY_X86
-    case PairKernel::avx2:
-        return {box_avx2<D>, radius_avx2<D>};
-    case PairKernel::sse2:
-        return {box_sse2<D>, radius_sse2<D>};
+template <uint32_t D>
+constexpr RunKernels kSse2{box_sse2<D>, radius_sse2<D>};
+template <uint32_t D>
+constexpr RunKernels kAvx2{box_avx2<D>, radius_avx2<D>};
 #endif
-    default:
-        return {box_scalar<D>, radius_scalar<D>};
-    }
+
+/// The versions this build has; kernel_dispatch picks one.
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<RunKernels> widths() {
+    kernel_dispatch::Widths<RunKernels> w;
+    w.scalar = &kScalar<D>;
+#if HASHGRID_QUERY_X86
+    w.sse2 = &kSse2<D>;
+    w.avx2 = &kAvx2<D>;
+#endif
+#if HASHGRID_QUERY_NEON
+    w.neon = &kNeon<D>;
+#endif
+    return w;
 }
+
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<RunKernels> kWidths = widths<D>();
 
 } // namespace
 
 RunKernels run_kernels(uint32_t dims) {
-    const PairKernel isa = active_pair_kernel();
-    return dims == 3 ? kernels_of<3>(isa) : kernels_of<2>(isa);
+    return dims == 3 ? kernel_dispatch::active_table(kWidths<3>) : kernel_dispatch::active_table(kWidths<2>);
 }
 
 } // namespace hashgrid::detail::query_kernels

@@ -5,8 +5,9 @@
 // wrapped_cells.h) and the chunk's box of cells, or, when the frame guesses
 // last frame's dense box (KeyParams::guess), each particle's index in that
 // box and the chunk's bucket counts. A branch-free fast block
-// (AVX2 where available) does the work; a chunk it reports bad is redone on
+// (AVX2 where set_pair_kernel allows) does the work; a chunk it reports bad is redone on
 // the checked path, which names the lowest offending particle.
+#include "kernel_dispatch.h"
 #include "lattice/wrapped_cells.h"
 #include "particle/rebuild_steps.h"
 
@@ -161,6 +162,27 @@ __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t
 }
 #endif
 
+/// The key block's signature, one function per instruction set.
+using KeyBlock = bool (*)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*, int32_t*, uint32_t&);
+
+/// The key block's versions for one configuration, picked by set_pair_kernel
+/// like the other kernels (kernel_dispatch.h).
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
+struct KeyBlocks {
+    static constexpr KeyBlock scalar = &key_block_default<D, Bounded, Clamp, Radius, Guess>;
+#if defined(__x86_64__) || defined(_M_X64)
+    static constexpr KeyBlock avx2 = &key_block_avx2<D, Bounded, Clamp, Radius, Guess>;
+#endif
+    static constexpr kernel_dispatch::Widths<KeyBlock> versions() {
+        kernel_dispatch::Widths<KeyBlock> w;
+        w.scalar = &scalar;
+#if defined(__x86_64__) || defined(_M_X64)
+        w.avx2 = &avx2;
+#endif
+        return w;
+    }
+};
+
 /// The checked path over [begin, end), for a chunk the fast block reported:
 /// invalid particles, or (unbounded) coordinates beyond the fast formula's
 /// range. Unbounded: every key and the chunk's box come from here. Counts the
@@ -213,11 +235,7 @@ void key_pass(const RebuildFrame& f, GridState& s, const ThreadBackend& b) {
     int32_t* const box = s.chunk_box;
     uint32_t* const hist = s.bucket_hist;
     BadParticle* const bad = s.bad;
-    bool (*block)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*, int32_t*, uint32_t&) =
-        &key_block_default<D, Bounded, Clamp, Radius, Guess>;
-#if defined(__x86_64__) || defined(_M_X64)
-    if (__builtin_cpu_supports("avx2")) block = &key_block_avx2<D, Bounded, Clamp, Radius, Guess>;
-#endif
+    const KeyBlock block = kernel_dispatch::active_table(KeyBlocks<D, Bounded, Clamp, Radius, Guess>::versions());
     parallel_chunks(b, f.n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         const uint32_t chunk = begin / grain;
         int32_t* chunk_box = box + uint64_t{chunk} * 6;
