@@ -16,6 +16,12 @@
 #include <immintrin.h>
 #define HASHGRID_QUERY_X86 1
 #endif
+// NEON on little-endian aarch64 (the byte numbering the compress table
+// assumes); a big-endian build keeps the scalar kernels.
+#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <arm_neon.h>
+#define HASHGRID_QUERY_NEON 1
+#endif
 
 namespace hashgrid::detail::hit_buffer {
 
@@ -82,6 +88,54 @@ __attribute__((target("avx2"))) inline uint32_t append8(uint32_t m, const uint32
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(buffer + n), _mm256_permutevar8x32_epi32(idx, pick));
     return n + static_cast<uint32_t>(__builtin_popcount(m));
 }
+#elif HASHGRID_QUERY_NEON
+/// Copies n hits from the stack buffer to out + written; returns the new
+/// count. Vector copies of exactly n entries rather than memcpy: a query's
+/// hits are a few hundred entries, and a library call costs more than the copy.
+inline uint32_t flush(const uint32_t* buffer, uint32_t n, uint32_t* out, uint32_t written) {
+    uint32_t* to = out + written;
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_u32(to + i, vld1q_u32(buffer + i));
+    if ((n - i) & 2u) {
+        vst1_u32(to + i, vld1_u32(buffer + i));
+        i += 2;
+    }
+    if ((n - i) & 1u) to[i] = buffer[i];
+    return written + n;
+}
+
+/// kCompressTable4.bytes[m]: the byte shuffle that moves the 32-bit lanes set
+/// in the 4-bit mask m to the front in ascending order, then zeros.
+struct CompressTable4 {
+    uint8_t bytes[16][16];
+    constexpr CompressTable4() : bytes{} {
+        for (uint32_t m = 0; m < 16; ++m) {
+            uint32_t n = 0;
+            for (uint32_t lane = 0; lane < 4; ++lane)
+                if ((m >> lane) & 1u) {
+                    for (uint32_t b = 0; b < 4; ++b)
+                        bytes[m][4 * n + b] = static_cast<uint8_t>(4 * lane + b);
+                    ++n;
+                }
+        }
+    }
+};
+inline constexpr CompressTable4 kCompressTable4{};
+
+/// Bit l set where lane l of the comparison result `all_or_none` is set.
+inline uint32_t lane_mask4(uint32x4_t all_or_none) {
+    static constexpr uint32_t kWeights[4] = {1, 2, 4, 8};
+    return vaddvq_u32(vandq_u32(all_or_none, vld1q_u32(kWeights)));
+}
+
+/// The lanes of mask m (bits 0-3) of index[0..3] appended to buffer + n by
+/// one table lookup and one vector store; returns the new n.
+inline uint32_t append4_neon(uint32_t m, const uint32_t* index, uint32_t* buffer, uint32_t n) {
+    const uint8x16_t idx = vreinterpretq_u8_u32(vld1q_u32(index));
+    vst1q_u32(buffer + n, vreinterpretq_u32_u8(vqtbl1q_u8(idx, vld1q_u8(kCompressTable4.bytes[m]))));
+    return n + static_cast<uint32_t>(__builtin_popcount(m));
+}
 #else
 /// Copies n hits from the stack buffer to out + written; returns the new count.
 inline uint32_t flush(const uint32_t* buffer, uint32_t n, uint32_t* out, uint32_t written) {
@@ -127,7 +181,7 @@ uint32_t collect_scalar(Test test, const uint32_t* const index, const RunList& r
     return flush(buffer, n, out, written);
 }
 
-#if HASHGRID_QUERY_X86
+#if HASHGRID_QUERY_X86 || HASHGRID_QUERY_NEON
 /// The last e - q (< width) candidates of a run, for a test that may not
 /// read past the run: one at a time.
 template <typename Test>
@@ -139,7 +193,9 @@ inline uint32_t collect_tail(const Test& test, const uint32_t* index, uint32_t q
     }
     return n;
 }
+#endif
 
+#if HASHGRID_QUERY_X86
 /// SSE2: 4 lanes tested at once.
 template <typename Test, typename RunList>
 uint32_t collect_sse2(Test test, const uint32_t* const index, const RunList& runs, uint32_t* out) {
@@ -195,6 +251,38 @@ __attribute__((target("avx2"))) uint32_t collect_avx2(Test test, const uint32_t*
         }
         if constexpr (Test::kReadsPastEnd)
             n = append8(test(q) & ((1u << (e - q)) - 1u), index + q, buffer, n);
+        else
+            n = collect_tail(test, index, q, e, buffer, n);
+    }
+    return flush(buffer, n, out, written);
+}
+#endif
+
+#if HASHGRID_QUERY_NEON
+/// NEON: 4 lanes tested at once, the hits compressed by one table lookup.
+template <typename Test, typename RunList>
+uint32_t collect_neon(Test test, const uint32_t* const index, const RunList& runs, uint32_t* out) {
+    alignas(16) uint32_t buffer[kBuffer];
+    uint32_t written = 0;
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < runs.count; ++r) {
+        start_run(test, runs, r);
+        const uint32_t e = runs.end[r];
+        uint32_t q = runs.begin[r];
+        for (; e - q >= 4; q += 4) {
+            if (n > kPiece - 4) {
+                written = flush(buffer, n, out, written);
+                n = 0;
+            }
+            n = append4_neon(test(q), index + q, buffer, n);
+        }
+        if (q == e) continue;
+        if (n > kPiece - 4) {
+            written = flush(buffer, n, out, written);
+            n = 0;
+        }
+        if constexpr (Test::kReadsPastEnd)
+            n = append4_neon(test(q) & ((1u << (e - q)) - 1u), index + q, buffer, n);
         else
             n = collect_tail(test, index, q, e, buffer, n);
     }
