@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The particle queries' run kernels (query_kernels.h): scalar everywhere,
-// SSE2 and AVX2 (through a target attribute, chosen at run time) on x86-64.
+// SSE2 and AVX2 (through a target attribute, chosen at run time) on x86-64,
+// NEON on little-endian aarch64.
 //
 // A kernel call tests a list of runs (a query's rows) and collects the hits
 // through a stack buffer (hit_buffer.h).
@@ -194,6 +195,67 @@ HASHGRID_AVX2 uint32_t radius_avx2(const RunData& d, const float* c, float r2, c
 #undef HASHGRID_AVX2
 #endif
 
+#if HASHGRID_QUERY_NEON
+// ---------------------------------------------------------------------------
+// NEON: 4 lanes tested at once (the SSE2 tests' operations; vmulq and vaddq
+// stay unfused under the build's -ffp-contract=off), the hit lanes' indices
+// moved to the front by one table lookup (hit_buffer.h).
+
+template <uint32_t D>
+struct BoxTestNeon {
+    static constexpr bool kReadsPastEnd = true; ///< The grid keeps kPad entries past its last particle.
+    Coordinates p;
+    float32x4_t lo[3], hi[3];
+    BoxTestNeon(const RunData& d, const float* l, const float* h) : p(coordinates(d)) {
+        for (uint32_t a = 0; a < D; ++a) {
+            lo[a] = vdupq_n_f32(l[a]);
+            hi[a] = vdupq_n_f32(h[a]);
+        }
+    }
+    /// Lane mask of the particles at [q, q + 4) inside the closed box.
+    [[nodiscard]] uint32_t operator()(uint32_t q) const {
+        uint32x4_t inside = vdupq_n_u32(~0u);
+        for (uint32_t a = 0; a < D; ++a) {
+            const float32x4_t x = vld1q_f32(p[a] + q);
+            inside = vandq_u32(inside, vandq_u32(vcgeq_f32(x, lo[a]), vcleq_f32(x, hi[a])));
+        }
+        return lane_mask4(inside);
+    }
+};
+
+template <uint32_t D>
+struct RadiusTestNeon {
+    static constexpr bool kReadsPastEnd = true; ///< The grid keeps kPad entries past its last particle.
+    Coordinates p;
+    float32x4_t c[3], r2;
+    RadiusTestNeon(const RunData& d, const float* centre, float radius2) : p(coordinates(d)), r2(vdupq_n_f32(radius2)) {
+        for (uint32_t a = 0; a < D; ++a)
+            c[a] = vdupq_n_f32(centre[a]);
+    }
+    /// Lane mask of the particles at [q, q + 4) with d2 < r2.
+    [[nodiscard]] uint32_t operator()(uint32_t q) const {
+        const float32x4_t dx = vsubq_f32(vld1q_f32(p[0] + q), c[0]);
+        const float32x4_t dy = vsubq_f32(vld1q_f32(p[1] + q), c[1]);
+        float32x4_t d2 = vaddq_f32(vmulq_f32(dx, dx), vmulq_f32(dy, dy));
+        if constexpr (D == 3) {
+            const float32x4_t dz = vsubq_f32(vld1q_f32(p[2] + q), c[2]);
+            d2 = vaddq_f32(d2, vmulq_f32(dz, dz));
+        }
+        return lane_mask4(vcltq_f32(d2, r2));
+    }
+};
+
+template <uint32_t D>
+uint32_t box_neon(const RunData& d, const float* lo, const float* hi, const Runs& runs, uint32_t* out) {
+    return collect_neon(BoxTestNeon<D>(d, lo, hi), d.order, runs, out);
+}
+
+template <uint32_t D>
+uint32_t radius_neon(const RunData& d, const float* c, float r2, const Runs& runs, uint32_t* out) {
+    return collect_neon(RadiusTestNeon<D>(d, c, r2), d.order, runs, out);
+}
+#endif
+
 template <uint32_t D>
 constexpr RunKernels kScalar{box_scalar<D>, radius_scalar<D>};
 #if HASHGRID_QUERY_X86
@@ -201,6 +263,10 @@ template <uint32_t D>
 constexpr RunKernels kSse2{box_sse2<D>, radius_sse2<D>};
 template <uint32_t D>
 constexpr RunKernels kAvx2{box_avx2<D>, radius_avx2<D>};
+#endif
+#if HASHGRID_QUERY_NEON
+template <uint32_t D>
+constexpr RunKernels kNeon{box_neon<D>, radius_neon<D>};
 #endif
 
 /// The versions this build has; kernel_dispatch picks one.

@@ -3,7 +3,7 @@
 // runs of sorted positions [b, e) (each the particles of one or more
 // consecutive cells: a query's rows), the original indices of the particles
 // that pass written run by run in ascending position order. One kernel per
-// instruction set (scalar; SSE2 and AVX2 on x86-64), picked by the same
+// instruction set (scalar; SSE2 and AVX2 on x86-64; NEON on aarch64), picked by the same
 // process-wide setting as the pair kernels (set_pair_kernel). Every kernel
 // performs the scalar test's IEEE operations in the same order (no FMA), so
 // all give identical output.
