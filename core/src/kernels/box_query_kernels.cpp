@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The box-object queries' entry kernels (box_query_kernels.h): scalar
 // everywhere, SSE2 and AVX2 (through a target attribute, chosen at run time)
-// on x86-64, over the run loops and hit buffer of hit_buffer.h. Over a
+// on x86-64, NEON on little-endian aarch64, over the run loops and hit buffer of hit_buffer.h. Over a
 // grid's own view the entry arrays have readable slots past the last entry
 // (EntryData::padded), so a run's last partial vector is tested whole and
 // masked; over a view built by hand they may end at the last entry, and the
@@ -243,6 +243,85 @@ HASHGRID_AVX2 uint32_t radius_avx2(const EntryData& d, const float* c, float r2,
 #undef HASHGRID_AVX2
 #endif
 
+#if HASHGRID_QUERY_NEON
+// ---------------------------------------------------------------------------
+// NEON: 4 entries at once. The radius test's v is the scalar test's select
+// (vbslq) rather than the x86 kernels' max: NEON's max returns NaN where the
+// scalar comparisons fall through to another branch.
+
+template <uint32_t D, bool Padded>
+struct BoxTestNeon {
+    static constexpr bool kReadsPastEnd = Padded;
+    BoxTest<D> one;
+    float32x4_t lo[3], hi[3];
+    uint32x4_t need;
+    BoxTestNeon(const EntryData& d, const float* l, const float* h) : one(d, l, h), need(vdupq_n_u32(0)) {
+        for (uint32_t a = 0; a < D; ++a) {
+            lo[a] = vdupq_n_f32(l[a]);
+            hi[a] = vdupq_n_f32(h[a]);
+        }
+    }
+    void start_run(const EntryRuns& runs, uint32_t r) {
+        one.start_run(runs, r);
+        need = vdupq_n_u32(runs.need[r]);
+    }
+    /// Lane mask of the entries at [q, q + 4) that pass.
+    [[nodiscard]] uint32_t operator()(uint32_t q) const {
+        const uint32x4_t f = vld1q_u32(one.p.flags + q);
+        uint32x4_t meets = vceqq_u32(vandq_u32(f, need), need);
+        for (uint32_t a = 0; a < D; ++a) {
+            const float32x4_t el = vld1q_f32(one.p.lo[a] + q);
+            const float32x4_t eh = vld1q_f32(one.p.hi[a] + q);
+            meets = vandq_u32(meets, vandq_u32(vcleq_f32(lo[a], eh), vcleq_f32(el, hi[a])));
+        }
+        return lane_mask4(meets);
+    }
+};
+
+template <uint32_t D, bool Padded>
+struct RadiusTestNeon {
+    static constexpr bool kReadsPastEnd = Padded;
+    RadiusTest<D> one;
+    float32x4_t c[3], r2;
+    uint32x4_t need;
+    RadiusTestNeon(const EntryData& d, const float* centre, float radius2)
+        : one(d, centre, radius2), r2(vdupq_n_f32(radius2)), need(vdupq_n_u32(0)) {
+        for (uint32_t a = 0; a < D; ++a)
+            c[a] = vdupq_n_f32(centre[a]);
+    }
+    void start_run(const EntryRuns& runs, uint32_t r) {
+        one.start_run(runs, r);
+        need = vdupq_n_u32(runs.need[r]);
+    }
+    /// Lane mask of the entries at [q, q + 4) that pass.
+    [[nodiscard]] uint32_t operator()(uint32_t q) const {
+        const float32x4_t zero = vdupq_n_f32(0.0f);
+        float32x4_t d2 = zero;
+        for (uint32_t a = 0; a < D; ++a) {
+            const float32x4_t l = vld1q_f32(one.p.lo[a] + q);
+            const float32x4_t h = vld1q_f32(one.p.hi[a] + q);
+            const float32x4_t above = vbslq_f32(vcgtq_f32(c[a], h), vsubq_f32(c[a], h), zero);
+            const float32x4_t v = vbslq_f32(vcltq_f32(c[a], l), vsubq_f32(l, c[a]), above);
+            d2 = vaddq_f32(d2, vmulq_f32(v, v));
+        }
+        const uint32x4_t f = vld1q_u32(one.p.flags + q);
+        return lane_mask4(vandq_u32(vceqq_u32(vandq_u32(f, need), need), vcleq_f32(d2, r2)));
+    }
+};
+
+template <uint32_t D>
+uint32_t box_neon(const EntryData& d, const float* lo, const float* hi, const EntryRuns& runs, uint32_t* out) {
+    return d.padded ? collect_neon(BoxTestNeon<D, true>(d, lo, hi), d.object, runs, out)
+                    : collect_neon(BoxTestNeon<D, false>(d, lo, hi), d.object, runs, out);
+}
+
+template <uint32_t D>
+uint32_t radius_neon(const EntryData& d, const float* c, float r2, const EntryRuns& runs, uint32_t* out) {
+    return d.padded ? collect_neon(RadiusTestNeon<D, true>(d, c, r2), d.object, runs, out)
+                    : collect_neon(RadiusTestNeon<D, false>(d, c, r2), d.object, runs, out);
+}
+#endif
+
 template <uint32_t D>
 constexpr EntryKernels kScalar{box_scalar<D>, radius_scalar<D>};
 #if HASHGRID_QUERY_X86
@@ -250,6 +329,10 @@ template <uint32_t D>
 constexpr EntryKernels kSse2{box_sse2<D>, radius_sse2<D>};
 template <uint32_t D>
 constexpr EntryKernels kAvx2{box_avx2<D>, radius_avx2<D>};
+#endif
+#if HASHGRID_QUERY_NEON
+template <uint32_t D>
+constexpr EntryKernels kNeon{box_neon<D>, radius_neon<D>};
 #endif
 
 /// The versions this build has; kernel_dispatch picks one.
@@ -260,6 +343,9 @@ constexpr kernel_dispatch::Widths<EntryKernels> widths() {
 #if HASHGRID_QUERY_X86
     w.sse2 = &kSse2<D>;
     w.avx2 = &kAvx2<D>;
+#endif
+#if HASHGRID_QUERY_NEON
+    w.neon = &kNeon<D>;
 #endif
     return w;
 }

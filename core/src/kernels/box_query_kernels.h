@@ -3,7 +3,7 @@
 // the cell entries over runs of entries [b, e) (the entries of one or more
 // consecutive cells of a query's row), the objects of the entries that pass
 // written run by run in ascending entry order. One kernel per instruction set
-// (scalar; SSE2 and AVX2 on x86-64), picked by the same process-wide setting
+// (scalar; SSE2 and AVX2 on x86-64; NEON on aarch64), picked by the same process-wide setting
 // as the pair kernels (set_pair_kernel). Every kernel performs the scalar
 // test's IEEE operations in the same order (no FMA), so all give identical
 // output; none reads past a run's end unless the arrays are padded
