@@ -5,13 +5,17 @@
 // wrapped_cells.h) and the chunk's box of cells, or, when the frame guesses
 // last frame's dense box (KeyParams::guess), each particle's index in that
 // box and the chunk's bucket counts. A branch-free fast block
-// (AVX2 where set_pair_kernel allows) does the work; a chunk it reports bad is redone on
+// (AVX2 or NEON where set_pair_kernel allows) does the work; a chunk it reports bad is redone on
 // the checked path, which names the lowest offending particle.
 #include "kernel_dispatch.h"
 #include "lattice/wrapped_cells.h"
 #include "particle/rebuild_steps.h"
 
 #include <cmath>
+
+#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <arm_neon.h>
+#endif
 
 namespace hashgrid::detail {
 
@@ -162,6 +166,113 @@ __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t
 }
 #endif
 
+#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HASHGRID_KEYS_NEON 1
+// NEON: the cells of two particles at once (float64x2_t), the same IEEE
+// operations as key_block: exact float -> double conversions, the subtraction
+// and the product, clamp_into's two selects and floor_to_int's truncation and
+// correction; the index, key and box of each lane then as key_block writes
+// them. An odd last particle goes through key_block.
+template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
+bool key_block_neon(const KeyParams& k, uint32_t begin, uint32_t end, uint32_t* particle_cell, uint64_t* particle_key,
+                    int32_t* box, uint32_t& wrapped) {
+    const float* px = k.coord[0];
+    const float* py = k.coord[1];
+    const float* pz = D == 3 ? k.coord[2] : k.coord[0];
+    const float* pr = Radius ? k.radius : k.coord[0];
+    const float64x2_t o[3] = {vdupq_n_f64(k.lattice.origin[0]), vdupq_n_f64(k.lattice.origin[1]),
+                              vdupq_n_f64(k.lattice.origin[2])};
+    const float64x2_t scale = vdupq_n_f64(k.lattice.scale);
+    const float64x2_t lo = vdupq_n_f64(k.lower);
+    const float64x2_t up[3] = {vdupq_n_f64(k.upper[0]), vdupq_n_f64(k.upper[1]), vdupq_n_f64(k.upper[2])};
+    const float64x2_t up1[3] = {vdupq_n_f64(k.upper[0] - 1.0), vdupq_n_f64(k.upper[1] - 1.0),
+                                vdupq_n_f64(k.upper[2] - 1.0)};
+    const float32x2_t cell_size = vdup_n_f32(k.lattice.cell_size);
+    const uint32_t nx = k.lattice.n[0], nxy = k.lattice.n[0] * k.lattice.n[1];
+    const int32_t gx = k.guess_lo[0], gy = k.guess_lo[1], gz = k.guess_lo[2];
+    const uint32_t gex = k.guess_extent[0], gey = k.guess_extent[1], gez = k.guess_extent[2];
+    const uint32_t gexy = gex * gey;
+    int32_t lo_c[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
+    int32_t hi_c[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+    uint32_t wraps = 0;
+    uint64x2_t valid = vdupq_n_u64(~uint64_t{0});
+    uint32_t i = begin;
+    for (; end - i >= 2; i += 2) {
+        const float* const p[3] = {px, py, pz};
+        int64x2_t cell[3] = {vdupq_n_s64(0), vdupq_n_s64(0), vdupq_n_s64(0)};
+        for (uint32_t a = 0; a < D; ++a) {
+            const float32x2_t v = vld1_f32(p[a] + i);
+            const float64x2_t t = vmulq_f64(vsubq_f64(vcvt_f64_f32(v), o[a]), scale);
+            if constexpr (Bounded && Clamp) {
+                const uint32x2_t finite = vceq_f32(vsub_f32(v, v), vdup_n_f32(0.0f));
+                valid = vandq_u64(valid, vreinterpretq_u64_s64(vmovl_s32(vreinterpret_s32_u32(finite))));
+            } else {
+                valid = vandq_u64(valid, vandq_u64(vcgeq_f64(t, lo), vcltq_f64(t, up[a])));
+            }
+            float64x2_t c = vbslq_f64(vcgtq_f64(t, lo), t, lo);
+            c = vbslq_f64(vcltq_f64(c, up1[a]), c, up1[a]);
+            const int64x2_t whole = vcvtq_s64_f64(c);
+            // floor_to_int: one less where the truncation lies above (all-ones adds -1).
+            cell[a] = vaddq_s64(whole, vreinterpretq_s64_u64(vcgtq_f64(vcvtq_f64_s64(whole), c)));
+        }
+        if constexpr (Radius) {
+            const float32x2_t r = vld1_f32(pr + i);
+            const uint32x2_t ok =
+                vand_u32(vcgt_f32(r, vdup_n_f32(0.0f)), vcle_f32(vmul_f32(r, vdup_n_f32(2.0f)), cell_size));
+            valid = vandq_u64(valid, vreinterpretq_u64_s64(vmovl_s32(vreinterpret_s32_u32(ok))));
+        }
+        const int32x2_t cx2 = vmovn_s64(cell[0]), cy2 = vmovn_s64(cell[1]), cz2 = vmovn_s64(cell[2]);
+        int32_t cx[2], cy[2], cz[2];
+        vst1_s32(cx, cx2);
+        vst1_s32(cy, cy2);
+        vst1_s32(cz, cz2);
+        for (uint32_t l = 0; l < 2; ++l) {
+            if constexpr (Bounded) {
+                uint32_t linear = static_cast<uint32_t>(cx[l]) + nx * static_cast<uint32_t>(cy[l]);
+                if constexpr (D == 3) linear += nxy * static_cast<uint32_t>(cz[l]);
+                particle_cell[i + l] = linear;
+            } else {
+                const int32_t w[3] = {wrap_fast_cell<D>(cx[l]), wrap_fast_cell<D>(cy[l]),
+                                      D == 3 ? wrap_fast_cell<D>(cz[l]) : cz[l]};
+                wraps |= static_cast<uint32_t>(w[0] != cx[l]) | static_cast<uint32_t>(w[1] != cy[l]) |
+                         static_cast<uint32_t>(w[2] != cz[l]);
+                if constexpr (Guess)
+                    particle_cell[i + l] = guessed_box_index<D>(w[0], w[1], w[2], gx, gy, gz, gex, gey, gez, gexy);
+                else
+                    particle_key[i + l] = D == 3 ? pack_key3(w[0], w[1], w[2]) : pack_key2(w[0], w[1]);
+                for (uint32_t a = 0; a < 3; ++a) {
+                    lo_c[a] = w[a] < lo_c[a] ? w[a] : lo_c[a];
+                    hi_c[a] = w[a] > hi_c[a] ? w[a] : hi_c[a];
+                }
+            }
+        }
+    }
+    bool ok = (vgetq_lane_u64(valid, 0) & vgetq_lane_u64(valid, 1)) != 0;
+    if (i < end) {
+        int32_t tail_box[6] = {};
+        uint32_t tail_wrapped = 0;
+        ok = key_block<D, Bounded, Clamp, Radius, Guess>(k, i, end, particle_cell, particle_key, tail_box,
+                                                         tail_wrapped) &&
+             ok;
+        wraps |= tail_wrapped;
+        if constexpr (!Bounded) {
+            for (uint32_t a = 0; a < 3; ++a) {
+                lo_c[a] = tail_box[a] < lo_c[a] ? tail_box[a] : lo_c[a];
+                hi_c[a] = tail_box[3 + a] > hi_c[a] ? tail_box[3 + a] : hi_c[a];
+            }
+        }
+    }
+    wrapped = wraps;
+    if constexpr (!Bounded) {
+        for (uint32_t a = 0; a < 3; ++a) {
+            box[a] = lo_c[a];
+            box[3 + a] = hi_c[a];
+        }
+    }
+    return ok;
+}
+#endif
+
 /// The key block's signature, one function per instruction set.
 using KeyBlock = bool (*)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint64_t*, int32_t*, uint32_t&);
 
@@ -173,11 +284,17 @@ struct KeyBlocks {
 #if defined(__x86_64__) || defined(_M_X64)
     static constexpr KeyBlock avx2 = &key_block_avx2<D, Bounded, Clamp, Radius, Guess>;
 #endif
+#if HASHGRID_KEYS_NEON
+    static constexpr KeyBlock neon = &key_block_neon<D, Bounded, Clamp, Radius, Guess>;
+#endif
     static constexpr kernel_dispatch::Widths<KeyBlock> versions() {
         kernel_dispatch::Widths<KeyBlock> w;
         w.scalar = &scalar;
 #if defined(__x86_64__) || defined(_M_X64)
         w.avx2 = &avx2;
+#endif
+#if HASHGRID_KEYS_NEON
+        w.neon = &neon;
 #endif
         return w;
     }
