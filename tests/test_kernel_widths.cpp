@@ -111,7 +111,8 @@ TEST_CASE("particle query runs: every width gives the scalar width's bytes, and 
                         b.max[a] = c + half;
                     }
                     const uint32_t j = rng.below(s.size());
-                    b.max[0] = std::max(b.min[0], s.x[j]); // a particle on the closed face
+                    b.max[0] = std::max(b.min[0], s.x[j]); // particles on the closed faces
+                    b.min[1] = std::min(b.max[1], s.y[rng.below(s.size())]);
                     sphere.radius = q == 0 ? 80.0f : half;
                     if (q % 3 == 1) {
                         // Particle j exactly at the radius (d2 == r2: not a result).
@@ -234,7 +235,8 @@ TEST_CASE("box object query entries: every width gives the scalar width's bytes,
                         b.max[a] = centre + half;
                     }
                     const uint32_t j = rng.below(n);
-                    b.max[0] = std::max(b.min[0], s.lo[0][j]); // an object touching the closed face
+                    b.max[0] = std::max(b.min[0], s.lo[0][j]); // objects touching the closed faces
+                    b.min[1] = std::min(b.max[1], s.hi[1][rng.below(n)]);
                     sphere.radius = q == 0 ? 80.0f : half;
                     if (q % 3 == 1) {
                         // Object j exactly at the radius (d2 == r2: a result).
@@ -329,12 +331,22 @@ TEST_CASE("rebuild keys: every width gives the scalar width's cells and status, 
                 INFO("dims " << dims << " keys " << keys_name(keys) << " n " << n);
                 Scene s = mixed_scene(rng, dims, n, 30.0f);
                 if (keys == Keys::radii) add_radii(rng, s, 0.01f, 0.99f);
+                // Negative coordinates too: the keys floor, they do not truncate.
+                for (uint32_t i = 0; i < n; ++i) {
+                    s.x[i] -= 15.0f;
+                    s.y[i] -= 15.0f;
+                    if (dims == 3) s.z[i] -= 15.0f;
+                }
                 hashgrid::GridConfig config = unbounded_config(dims, 2.0f, 2.0f, s.size(), 1);
-                if (keys == Keys::bounded || keys == Keys::clamped) config = bounded_config(s, config, 1);
+                if (keys == Keys::bounded || keys == Keys::clamped) {
+                    for (uint32_t a = 0; a < dims; ++a)
+                        config.origin[a] = -16.0f;
+                    config = bounded_config(s, config, 1);
+                }
                 if (keys == Keys::clamped) {
                     config.out_of_bounds = hashgrid::OutOfBounds::clamp;
                     for (uint32_t i = 0; i < n; i += 3)
-                        s.x[i] = i % 2 == 0 ? -5.0f : 1000.0f;
+                        s.x[i] = i % 2 == 0 ? -25.0f : 1000.0f;
                 }
                 if (keys == Keys::invalid) {
                     // A bad particle on every lane position of its vector, and
