@@ -4,9 +4,9 @@
 // bucket counts. Unbounded: a packed 64-bit key (wrapped, lattice/
 // wrapped_cells.h) and the chunk's box of cells, or, when the frame guesses
 // last frame's dense box (KeyParams::guess), each particle's index in that
-// box and the chunk's bucket counts. A branch-free fast block
-// (AVX2 or NEON where set_pair_kernel allows) does the work; a chunk it reports bad is redone on
-// the checked path, which names the lowest offending particle.
+// box and the chunk's bucket counts. A branch-free fast block (AVX2 or NEON
+// where set_pair_kernel allows) does the work; a chunk it reports bad is
+// redone on the checked path, which names the lowest offending particle.
 #include "kernel_dispatch.h"
 #include "lattice/wrapped_cells.h"
 #include "particle/rebuild_steps.h"
