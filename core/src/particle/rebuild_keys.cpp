@@ -7,7 +7,7 @@
 // box and the chunk's bucket counts. A branch-free fast block (AVX2 or NEON
 // where set_pair_kernel allows) does the work; a chunk it reports bad is
 // redone on the checked path, which names the lowest offending particle.
-#include "kernel_dispatch.h"
+#include "kernels/kernel_dispatch.h"
 #include "lattice/wrapped_cells.h"
 #include "particle/rebuild_steps.h"
 

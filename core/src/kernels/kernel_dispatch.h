@@ -7,7 +7,7 @@
 // would run, and forcing scalar always reaches the scalar code.
 #pragma once
 
-#include "hashgrid/grid.h"
+#include "hashgrid/kernels.h"
 
 namespace hashgrid::detail::kernel_dispatch {
 
