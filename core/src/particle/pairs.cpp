@@ -117,6 +117,183 @@ bool Sink::refill() {
 
 } // namespace detail::pair_sweep
 
+namespace {
+
+// A chunk's state in GridState::chunk_overflow, which the frontier reads.
+constexpr uint8_t kChunkPending = 0;    // still sweeping: its thread publishes it
+constexpr uint8_t kChunkSwept = 1;      // every pair in the pool
+constexpr uint8_t kChunkOverflowed = 2; // the pool ran out
+constexpr uint8_t kChunkInPlace = 3;    // written in the caller's buffer (Sink's direct mode)
+
+/// The sweep's view of the frame: sorted positions and radii, the order,
+/// the cell index and r^2. A frame sorted over its dense box still has the
+/// box's cell starts: swept as a bounded grid over the box, with the same
+/// pairs and order, unless the box touches the wrap seam (a box spanning the
+/// whole period has neighbours at its two ends, which only the keyed sweep
+/// finds).
+SweepData sweep_data(const GridState& frame, const GridConfig& c, const CellTableView& cells) {
+    SweepData s{};
+    const bool box_sweep =
+        frame.mapped && frame.box_starts && box_clear_of_seam(frame.map_lo, frame.map_extent, c.dimensions);
+    static_cast<CellIndex&>(s) = box_sweep ? make_box_cell_index(make_lattice(c), frame.dense_start, frame.map_extent)
+                                           : make_cell_index(make_lattice(c), cells);
+    s.x = frame.sorted[0];
+    s.y = frame.sorted[1];
+    s.z = frame.sorted[2];
+    s.radius = frame.sorted_radius;
+    s.order = frame.order;
+    s.r2 = c.interaction_distance * c.interaction_distance;
+    return s;
+}
+
+/// Publishes chunks into the caller's buffer in chunk order, as soon as all
+/// earlier ones are done, by whichever thread finishes the last missing one:
+/// the copy reads pool blocks that are still in cache and overlaps the other
+/// threads' sweeping. `frontier` is (next chunk to publish, its offset):
+/// frontier_word. A chunk that the frontier reaches while it runs (on one
+/// thread, every chunk from its start) writes the rest of its pairs in place
+/// (Sink's direct mode): nothing left to copy. Publishing stops for good at
+/// the first chunk that overflowed the pool or would end past max_pairs; what
+/// was published is then a prefix of the canonical order. A published
+/// chunk's blocks go back to the pool's free list, so later chunks write into
+/// blocks still in cache (and the pool runs out later).
+///
+/// Reads the chunks' state (chunk_overflow), pair count and first block;
+/// writes `out` (below `capacity`) and `frontier`.
+struct Publisher {
+    GridState& frame;
+    Pool& pool;
+    Pair* out;
+    uint64_t capacity;
+    uint64_t max_pairs;
+    uint32_t chunks;
+    uint64_t frontier = 0; // atomic via atomic_ref
+
+    /// Copies the chunk's first `count` pairs from its pool blocks to `offset`
+    /// (up to `capacity`); with `recycle`, its blocks then go back to the pool.
+    void publish_chunk(uint32_t chunk, uint64_t offset, uint64_t count, bool recycle) {
+        const uint64_t last = offset + count < capacity ? offset + count : capacity;
+        uint64_t pos = offset;
+        const uint32_t first = frame.chunk_first_block[chunk];
+        uint32_t block = first;
+        while (pos < last) {
+            const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
+            // copy <= kPairBlock and the pool is addressable: size_t is enough.
+            copy_out(out, pos, frame.pair_pool + static_cast<size_t>(block) * kPairBlock, static_cast<size_t>(copy));
+            pos += copy;
+            block = pool.link(block);
+        }
+        end_copies();
+        if (!recycle || first == kNone) return;
+        // Published for good: its blocks serve later chunks while still in cache.
+        uint32_t tail = first;
+        for (uint32_t link = pool.link(tail); link != kNone; link = pool.link(tail))
+            tail = link;
+        pool.push_free(first, tail);
+    }
+
+    /// Moves the frontier over every finished chunk it reaches, publishing
+    /// those swept into the pool, until a pending chunk or the stop.
+    void advance() {
+        std::atomic_ref<uint64_t> front(frontier);
+        for (;;) {
+            uint64_t word = front.load(std::memory_order_seq_cst);
+            const uint32_t next = frontier_chunk(word);
+            const uint64_t offset = frontier_offset(word);
+            if (next >= chunks) return;
+            const uint8_t state = std::atomic_ref<uint8_t>(frame.chunk_overflow[next]).load(std::memory_order_seq_cst);
+            if (state == kChunkPending) return; // its thread will continue from here
+            const uint64_t count = frame.chunk_pair_count[next];
+            const bool stop = state == kChunkOverflowed || offset + count > max_pairs;
+            const uint64_t to = stop ? frontier_word(chunks, offset) : frontier_word(next + 1, offset + count);
+            if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
+            if (stop) return;
+            if (state == kChunkSwept) publish_chunk(next, offset, count, true); // in place: nothing to copy
+        }
+    }
+};
+
+/// Sweeps every chunk of home particles into the pool or in place, and
+/// publishes them in chunk order. Reads the sweep's view of the frame;
+/// writes each chunk's state, pair count and first block, `out` and the
+/// frontier.
+void sweep_chunks(const ThreadBackend& b, uint32_t n, const SweepData& s, SweepFn sweep, PairFilter filter,
+                  Publisher& publisher) {
+    const uint64_t direct_limit = publisher.capacity < publisher.max_pairs ? publisher.capacity : publisher.max_pairs;
+    GridState& frame = publisher.frame;
+    parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        const uint32_t chunk = begin / kPairGrain;
+        Sink sink;
+        sink.pool = &publisher.pool;
+        sink.filter = filter;
+        sink.buffer = direct_limit > 0 ? publisher.out : nullptr;
+        sink.limit = direct_limit;
+        sink.frontier = &publisher.frontier;
+        sink.chunk = chunk;
+        sweep(s, begin, end, sink);
+        uint8_t state = sink.overflow ? kChunkOverflowed : kChunkSwept;
+        if (sink.direct) {
+            end_copies(); // the chain's copy
+            // Written in place (up to the capacity). One that ends past
+            // max_pairs stops publishing in advance(), and complete_prefix
+            // searches it again, as every chunk not swept into the pool.
+            state = kChunkInPlace;
+        }
+        frame.chunk_first_block[chunk] = sink.first_block;
+        frame.chunk_pair_count[chunk] = sink.count;
+        // seq_cst store, then seq_cst load of the frontier in advance(): of a
+        // finishing thread and one stopped at this chunk, one sees the other.
+        std::atomic_ref<uint8_t>(frame.chunk_overflow[chunk]).store(state, std::memory_order_seq_cst);
+        publisher.advance();
+    });
+}
+
+/// Over max_pairs, which chunks kept their pairs in the pool depends on
+/// timing: completes the canonical prefix of `target` pairs (those below
+/// `published` are in place), so that the output is a function of the input
+/// alone. Turns the chunks' pair counts into exclusive offsets (they are not
+/// read again); writes `out` below `target`.
+void complete_prefix(const ThreadBackend& b, const SweepData& s, SweepFn sweep, PairFilter filter, Publisher& publisher,
+                     uint64_t published, uint64_t target) {
+    GridState& frame = publisher.frame;
+    const uint32_t chunks = publisher.chunks;
+    uint64_t offset = 0;
+    uint32_t first = chunks; // first chunk not (fully) published
+    uint32_t last = 0;       // one past the last chunk below target
+    for (uint32_t ch = 0; ch < chunks; ++ch) {
+        const uint64_t count = frame.chunk_pair_count[ch];
+        frame.chunk_pair_count[ch] = offset;
+        if (offset + count > published && first == chunks) first = ch;
+        if (offset < target) last = ch + 1;
+        offset += count;
+    }
+    // Each remaining chunk below target lands at its fixed offset: copied from
+    // the pool when its sweep kept every pair there, searched again straight
+    // into the caller's buffer (stopping at target) when the pool ran out or
+    // it was written in place and ended past max_pairs.
+    parallel_chunks(b, last - first, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
+        for (uint32_t i = begin; i < end; ++i) {
+            const uint32_t ch = first + i;
+            const uint64_t at = frame.chunk_pair_count[ch];
+            const uint64_t next = ch + 1 < chunks ? frame.chunk_pair_count[ch + 1] : offset;
+            const uint64_t stop = next < target ? next : target;
+            if (frame.chunk_overflow[ch] == kChunkSwept) {
+                publisher.publish_chunk(ch, at, stop - at, false); // stop <= target <= capacity
+            } else {
+                Sink again;
+                again.cur = publisher.out + at;
+                again.end = publisher.out + stop;
+                again.filter = filter;
+                const uint32_t home_begin = ch * kPairGrain;
+                const uint32_t home_end = frame.count - home_begin < kPairGrain ? frame.count : home_begin + kPairGrain;
+                sweep(s, home_begin, home_end, again);
+            }
+        }
+    });
+}
+
+} // namespace
+
 PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& backend, PairFilter filter) {
     return Impl::find_pairs(*this, out, capacity, backend, filter);
 }
@@ -139,165 +316,33 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
     trace.begin(TracePhase::find_pairs);
     trace.begin(TraceStep::pair_sweep);
     const GridConfig& c = g.config_;
-    SweepData s{};
-    const GridState& frame = *g.state_;
-    // A frame sorted over its dense box still has the box's cell starts:
-    // swept as a bounded grid over the box, with the same pairs and order,
-    // unless the box touches the wrap seam (a box spanning the whole period
-    // has neighbours at its two ends, which only the keyed sweep finds).
-    const bool box_sweep =
-        frame.mapped && frame.box_starts && box_clear_of_seam(frame.map_lo, frame.map_extent, c.dimensions);
-    static_cast<CellIndex&>(s) = box_sweep ? make_box_cell_index(make_lattice(c), frame.dense_start, frame.map_extent)
-                                           : make_cell_index(make_lattice(c), g.cells());
-    s.x = g.state_->sorted[0];
-    s.y = g.state_->sorted[1];
-    s.z = g.state_->sorted[2];
-    s.radius = g.state_->sorted_radius;
-    s.order = g.state_->order;
-    s.r2 = c.interaction_distance * c.interaction_distance;
+    GridState& frame = *g.state_;
+    const SweepData s = sweep_data(frame, c, g.cells());
 
     const uint64_t t_begin = clock_ns();
-    const uint32_t n = g.state_->count;
+    const uint32_t n = frame.count;
     const uint32_t chunks = chunk_count(n, kPairGrain);
-    Pool pool{g.state_->pair_pool, g.state_->block_next, g.state_->block_count};
-    const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, g.state_->has_radius);
-    // Chunks are published in chunk order as soon as all earlier ones are
-    // done, by whichever thread finishes the last missing one: the copy reads
-    // pool blocks that are still in cache and overlaps the other threads'
-    // sweeping. `frontier` is (next chunk to publish, its offset): frontier_word.
-    // A chunk that the frontier reaches while it runs (on one thread, every
-    // chunk from its start) writes the rest of its pairs in place (Sink's
-    // direct mode): nothing left to copy. Publishing stops for good at the
-    // first chunk that overflowed the pool or would end past max_pairs; what
-    // was published is then a prefix of the canonical order. Chunk states:
-    // 0 pending, 1 swept into the pool, 2 overflowed, 3 written in place. A
-    // published chunk's blocks go back to the pool's free list, so later
-    // chunks write into blocks still in cache (and the pool runs out later).
-    std::memset(g.state_->chunk_overflow, 0, chunks);
+    Pool pool{frame.pair_pool, frame.block_next, frame.block_count};
+    const auto sweep = sweep_for(active_pair_kernel(), c.dimensions, frame.has_radius);
+    std::memset(frame.chunk_overflow, kChunkPending, chunks);
     const uint64_t max_pairs = c.max_pairs;
-    uint64_t frontier = 0;
-    auto publish_chunk = [&](uint32_t chunk, uint64_t offset, uint64_t count, bool recycle) {
-        const uint64_t last = offset + count < capacity ? offset + count : capacity;
-        uint64_t pos = offset;
-        const uint32_t first = g.state_->chunk_first_block[chunk];
-        uint32_t block = first;
-        while (pos < last) {
-            const uint64_t copy = last - pos < kPairBlock ? last - pos : kPairBlock;
-            // copy <= kPairBlock and the pool is addressable: size_t is enough.
-            copy_out(out, pos, g.state_->pair_pool + static_cast<size_t>(block) * kPairBlock,
-                     static_cast<size_t>(copy));
-            pos += copy;
-            block = pool.link(block);
-        }
-        end_copies();
-        if (!recycle || first == kNone) return;
-        // Published for good: its blocks serve later chunks while still in cache.
-        uint32_t tail = first;
-        for (uint32_t link = pool.link(tail); link != kNone; link = pool.link(tail))
-            tail = link;
-        pool.push_free(first, tail);
-    };
-    auto advance = [&] {
-        std::atomic_ref<uint64_t> front(frontier);
-        for (;;) {
-            uint64_t word = front.load(std::memory_order_seq_cst);
-            const uint32_t next = frontier_chunk(word);
-            const uint64_t offset = frontier_offset(word);
-            if (next >= chunks) return;
-            const uint8_t state =
-                std::atomic_ref<uint8_t>(g.state_->chunk_overflow[next]).load(std::memory_order_seq_cst);
-            if (state == 0) return; // its thread will continue from here
-            const uint64_t count = g.state_->chunk_pair_count[next];
-            const bool stop = state == 2 || offset + count > max_pairs;
-            const uint64_t to = stop ? frontier_word(chunks, offset) : frontier_word(next + 1, offset + count);
-            if (!front.compare_exchange_strong(word, to, std::memory_order_seq_cst)) continue;
-            if (stop) return;
-            if (state == 1) publish_chunk(next, offset, count, true); // 3: written in place
-        }
-    };
-    const uint64_t direct_limit = capacity < max_pairs ? capacity : max_pairs;
-    parallel_chunks(b, n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        const uint32_t chunk = begin / kPairGrain;
-        Sink sink;
-        sink.pool = &pool;
-        sink.filter = filter;
-        sink.buffer = direct_limit > 0 ? out : nullptr;
-        sink.limit = direct_limit;
-        sink.frontier = &frontier;
-        sink.chunk = chunk;
-        sweep(s, begin, end, sink);
-        uint8_t state = sink.overflow ? 2 : 1;
-        if (sink.direct) {
-            end_copies(); // the chain's copy
-            // Written in place (up to the capacity). One that ends past
-            // max_pairs stops publishing in advance(), and complete_prefix
-            // searches it again, as every chunk not swept into the pool.
-            state = 3;
-        }
-        g.state_->chunk_first_block[chunk] = sink.first_block;
-        g.state_->chunk_pair_count[chunk] = sink.count;
-        // seq_cst store, then seq_cst load of the frontier in advance(): of a
-        // finishing thread and one stopped at this chunk, one sees the other.
-        std::atomic_ref<uint8_t>(g.state_->chunk_overflow[chunk]).store(state, std::memory_order_seq_cst);
-        advance();
-    });
-
-    // Over max_pairs, which chunks kept their pairs in the pool depends on
-    // timing. complete_prefix(published, target) makes the output a function
-    // of the input alone: it completes the canonical prefix up to `target`.
-    auto complete_prefix = [&](uint64_t published, uint64_t target) {
-        // Chunk counts become exclusive offsets in place (they are not read again).
-        uint64_t offset = 0;
-        uint32_t first = chunks; // first chunk not (fully) published
-        uint32_t last = 0;       // one past the last chunk below target
-        for (uint32_t ch = 0; ch < chunks; ++ch) {
-            const uint64_t count = g.state_->chunk_pair_count[ch];
-            g.state_->chunk_pair_count[ch] = offset;
-            if (offset + count > published && first == chunks) first = ch;
-            if (offset < target) last = ch + 1;
-            offset += count;
-        }
-        // Each remaining chunk below target lands at its fixed offset: copied from
-        // the pool when its sweep kept every pair there, searched again straight
-        // into the caller's buffer (stopping at target) when the pool ran out or
-        // it was written in place and ended past max_pairs.
-        parallel_chunks(b, last - first, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t i = begin; i < end; ++i) {
-                const uint32_t ch = first + i;
-                const uint64_t at = g.state_->chunk_pair_count[ch];
-                const uint64_t next = ch + 1 < chunks ? g.state_->chunk_pair_count[ch + 1] : offset;
-                const uint64_t stop = next < target ? next : target;
-                if (g.state_->chunk_overflow[ch] == 1) {
-                    publish_chunk(ch, at, stop - at, false); // stop <= target <= capacity
-                } else {
-                    Sink again;
-                    again.cur = out + at;
-                    again.end = out + stop;
-                    again.filter = filter;
-                    const uint32_t home_begin = ch * kPairGrain;
-                    const uint32_t home_end =
-                        g.state_->count - home_begin < kPairGrain ? g.state_->count : home_begin + kPairGrain;
-                    sweep(s, home_begin, home_end, again);
-                }
-            }
-        });
-    };
+    Publisher publisher{frame, pool, out, capacity, max_pairs, chunks};
+    sweep_chunks(b, n, s, sweep, filter, publisher);
 
     uint64_t total = 0;
     for (uint32_t ch = 0; ch < chunks; ++ch)
-        total += g.state_->chunk_pair_count[ch];
-    const uint64_t published = frontier_offset(frontier);
+        total += frame.chunk_pair_count[ch];
+    const uint64_t published = frontier_offset(publisher.frontier);
     result.total = total;
     result.written = published < capacity ? published : capacity;
     if (published != total) {
         // Over max_pairs (a hard limit; the pool's per-chunk slack does not
-        // count). Which chunks kept their pairs in the pool depends on timing,
-        // so the output must not: complete the canonical prefix up to
-        // min(max_pairs, capacity) pairs, whatever was published so far.
+        // count): the output is the canonical prefix of min(max_pairs,
+        // capacity) pairs, whatever was published so far.
         HASHGRID_ASSERT(total > max_pairs, "publishing stopped below max_pairs");
         const uint64_t target = max_pairs < capacity ? max_pairs : capacity;
         trace.next(TraceStep::pair_prefix);
-        if (published < target) complete_prefix(published, target);
+        if (published < target) complete_prefix(b, s, sweep, filter, publisher, published, target);
         result.written = target;
         result.status =
             detail::capacity_status(StatusCode::pair_capacity, "more pairs than GridConfig::max_pairs", total);
@@ -306,9 +351,9 @@ PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const T
             detail::capacity_status(StatusCode::output_too_small, "pair buffer smaller than the pair count", total);
     }
     const uint64_t t_end = clock_ns();
-    g.state_->pair_timings = PairTimings{};
-    g.state_->pair_timings.sweep = t_end - t_begin; // publishing overlaps the sweep
-    g.state_->pair_timings.total = t_end - t_begin;
+    frame.pair_timings = PairTimings{};
+    frame.pair_timings.sweep = t_end - t_begin; // publishing overlaps the sweep
+    frame.pair_timings.total = t_end - t_begin;
     return result;
 }
 
