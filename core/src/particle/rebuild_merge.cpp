@@ -244,23 +244,23 @@ struct DisplacedCursor {
     }
 };
 
-/// Writes the frame: cell starts, the permutation and the sorted copy, by
-/// chunks of cells holding about kMergeGrain of last frame's positions.
-/// Their first cells and those cells' old starts are saved first (in
-/// bound_cell and bound_old, room for kept_limit / kMergeGrain + 2 each),
-/// before any chunk overwrites cell_start.
-///
-/// A chunk walks its old positions once, merging the kept particles with its
-/// cells' displaced ones by (cell, index): runs of kept particles are copied
-/// whole, and branches fire only at displaced particles. Then it writes its
-/// cells' starts (old start, minus the displaced before it, plus the
-/// displaced of lower cells).
-template <uint32_t D, bool Radius>
-void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, const Displaced& moved,
-                 uint32_t kept_limit, uint32_t* bound_cell, uint32_t* bound_old, const ThreadBackend& b) {
-    const uint32_t cells = f.cells;
-    uint32_t* const start = merge_starts(s, f);
-    const uint32_t chunks = chunk_count(kept_limit, kMergeGrain);
+/// One chunk of write_cells: its cells [c0, c1), their old positions
+/// [lo, hi) (clamped to kept_limit), the next chunk's first old start
+/// (end_old: cell_start[c1] may already be overwritten) and the range
+/// [d_first, d_end) of the sorted displaced particles that fall in its cells.
+struct CellChunk {
+    uint32_t c0, c1;
+    uint32_t lo, hi;
+    uint32_t end_old;
+    uint32_t d_first, d_end;
+};
+
+/// Saves the first cell of every chunk of write_cells (cells holding about
+/// kMergeGrain of last frame's positions each) and that cell's old start,
+/// before any chunk overwrites them: bound_cell and bound_old, chunks + 1
+/// entries each. Reads the old starts.
+void save_chunk_bounds(const uint32_t* start, uint32_t cells, uint32_t chunks, uint32_t* bound_cell,
+                       uint32_t* bound_old) {
     for (uint32_t k = 0; k <= chunks; ++k) {
         const uint32_t c =
             k == 0        ? 0
@@ -269,127 +269,167 @@ void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, c
         bound_cell[k] = c;
         bound_old[k] = start[c];
     }
-    parallel_chunks(b, chunks, 1, [&](uint32_t first, uint32_t last, uint32_t) {
-        // Local copies: stores into the frame's arrays must not make the
-        // compiler reload these for every particle.
-        uint32_t* __restrict const order = s.order;
-        float* __restrict out[3] = {s.sorted[0], s.sorted[1], s.sorted[2]};
-        float* __restrict const out_radius = s.sorted_radius;
-        const float* in[3] = {f.keys.coord[0], f.keys.coord[1], f.keys.coord[2]};
-        const float* const in_radius = f.keys.radius;
-        const uint32_t* const moved_index = s.stage_index;
-        const float* moved_pos[3] = {s.stage_pos[0], s.stage_pos[1], s.stage_pos[2]};
-        const float* const moved_radius = s.stage_radius;
-        const uint32_t* const moved_cell = moved.cell;
-        const uint32_t* const moved_slot = moved.slot;
-        for (uint32_t k = first; k < last; ++k) {
-            const uint32_t c0 = bound_cell[k], c1 = bound_cell[k + 1];
-            if (c0 == c1) continue;
-            const uint32_t lo = std::min(bound_old[k], kept_limit);
-            const uint32_t hi = std::min(bound_old[k + 1], kept_limit);
-            const uint32_t d_first =
-                static_cast<uint32_t>(std::lower_bound(moved_cell, moved_cell + moved.count, c0) - moved_cell);
-            const uint32_t d_end = static_cast<uint32_t>(
-                std::lower_bound(moved_cell + d_first, moved_cell + moved.count, c1) - moved_cell);
+}
 
-            // Particles first, while cell_start still holds this chunk's old
-            // starts (the next chunk's first old start is bound_old[k + 1]).
-            // A displaced particle goes before the first kept particle of its
-            // cell with a larger index: its cell's old range lies wholly before
-            // or after its index (else it would be kept), so that is the range's
-            // start or end. These insertion points ascend with (cell, index),
-            // and between them and the displaced positions the kept particles
-            // are runs copied as they stand.
-            auto old_start = [&](uint32_t c) { return std::min(c == c1 ? bound_old[k + 1] : start[c], kept_limit); };
-            auto insertion = [&](uint32_t at) {
-                if (at >= d_end) return kNone;
-                const uint32_t c = moved_cell[at];
-                const uint32_t begin = old_start(c);
-                return moved_index[moved_slot[at]] < begin ? begin : old_start(c + 1);
-            };
-            DisplacedCursor out_of_place(lists, lo);
-            uint32_t p = lo - out_of_place.rank() + d_first;
-            const uint32_t p_end = hi - DisplacedCursor(lists, hi).rank() + d_end; // this chunk's output
-            uint32_t dp = d_first;
-            auto emit_moved = [&](uint32_t at) {
-                const uint32_t slot = moved_slot[at];
-                order[p] = moved_index[slot];
+/// Chunk k of write_cells, from the saved bounds and the sorted displaced cells.
+CellChunk cell_chunk(uint32_t k, const uint32_t* bound_cell, const uint32_t* bound_old, uint32_t kept_limit,
+                     const Displaced& moved) {
+    CellChunk ch;
+    ch.c0 = bound_cell[k];
+    ch.c1 = bound_cell[k + 1];
+    ch.lo = std::min(bound_old[k], kept_limit);
+    ch.hi = std::min(bound_old[k + 1], kept_limit);
+    ch.end_old = bound_old[k + 1];
+    const uint32_t* const cell = moved.cell;
+    ch.d_first = static_cast<uint32_t>(std::lower_bound(cell, cell + moved.count, ch.c0) - cell);
+    ch.d_end = static_cast<uint32_t>(std::lower_bound(cell + ch.d_first, cell + moved.count, ch.c1) - cell);
+    return ch;
+}
+
+/// The particles of one chunk's cells: order, sorted positions and radii at
+/// the chunk's output positions. Reads the old starts of its cells (before
+/// write_chunk_starts overwrites them), the input positions of its kept
+/// particles and the staged ones of its displaced particles.
+///
+/// One walk over the chunk's old positions merges the kept particles with
+/// the displaced ones by (cell, index): runs of kept particles are copied
+/// whole, and branches fire only at displaced particles. A displaced particle
+/// goes before the first kept particle of its cell with a larger index: its
+/// cell's old range lies wholly before or after its index (else it would be
+/// kept), so that is the range's start or end. These insertion points ascend
+/// with (cell, index), and between them and the displaced positions the kept
+/// particles are runs copied as they stand.
+template <uint32_t D, bool Radius>
+void merge_chunk_particles(GridState& s, const RebuildFrame& f, const ChunkLists& lists, const Displaced& moved,
+                           uint32_t kept_limit, const uint32_t* start, const CellChunk& ch) {
+    // Local copies: stores into the frame's arrays must not make the
+    // compiler reload these for every particle.
+    uint32_t* __restrict const order = s.order;
+    float* __restrict out[3] = {s.sorted[0], s.sorted[1], s.sorted[2]};
+    float* __restrict const out_radius = s.sorted_radius;
+    const float* in[3] = {f.keys.coord[0], f.keys.coord[1], f.keys.coord[2]};
+    const float* const in_radius = f.keys.radius;
+    const uint32_t* const moved_index = s.stage_index;
+    const float* moved_pos[3] = {s.stage_pos[0], s.stage_pos[1], s.stage_pos[2]};
+    const float* const moved_radius = s.stage_radius;
+    const uint32_t* const moved_cell = moved.cell;
+    const uint32_t* const moved_slot = moved.slot;
+    const uint32_t c1 = ch.c1, lo = ch.lo, hi = ch.hi, d_end = ch.d_end;
+
+    auto old_start = [&](uint32_t c) { return std::min(c == c1 ? ch.end_old : start[c], kept_limit); };
+    auto insertion = [&](uint32_t at) {
+        if (at >= d_end) return kNone;
+        const uint32_t c = moved_cell[at];
+        const uint32_t begin = old_start(c);
+        return moved_index[moved_slot[at]] < begin ? begin : old_start(c + 1);
+    };
+    DisplacedCursor out_of_place(lists, lo);
+    uint32_t p = lo - out_of_place.rank() + ch.d_first;
+    const uint32_t p_end = hi - DisplacedCursor(lists, hi).rank() + d_end; // this chunk's output
+    uint32_t dp = ch.d_first;
+    auto emit_moved = [&](uint32_t at) {
+        const uint32_t slot = moved_slot[at];
+        order[p] = moved_index[slot];
+        for (uint32_t d = 0; d < D; ++d)
+            out[d][p] = moved_pos[d][slot];
+        if constexpr (Radius) out_radius[p] = moved_radius[slot];
+        ++p;
+    };
+    uint32_t next_insert = insertion(dp);
+    for (uint32_t i = lo;;) {
+        while (next_insert <= i) {
+            emit_moved(dp);
+            next_insert = insertion(++dp);
+        }
+        if (i >= hi) break;
+        if (i == out_of_place.position) {
+            out_of_place.next();
+            ++i;
+            continue;
+        }
+        const uint32_t run_end = std::min({hi, out_of_place.position, next_insert});
+        const uint32_t len = run_end - i;
+        const uint32_t whole = (len + kRunBlock - 1) / kRunBlock * kRunBlock;
+        if (p + whole <= p_end && i + whole <= f.n) {
+            // Whole blocks (runs are short: a few particles per cell):
+            // what a last block writes past the run lies in this chunk's
+            // output and is written again after, and reads stay in the input.
+            for (uint32_t t = 0; t < whole; t += kRunBlock) {
+                for (uint32_t u = 0; u < kRunBlock; ++u)
+                    order[p + t + u] = i + t + u;
                 for (uint32_t d = 0; d < D; ++d)
-                    out[d][p] = moved_pos[d][slot];
-                if constexpr (Radius) out_radius[p] = moved_radius[slot];
-                ++p;
-            };
-            uint32_t next_insert = insertion(dp);
-            for (uint32_t i = lo;;) {
-                while (next_insert <= i) {
-                    emit_moved(dp);
-                    next_insert = insertion(++dp);
-                }
-                if (i >= hi) break;
-                if (i == out_of_place.position) {
-                    out_of_place.next();
-                    ++i;
-                    continue;
-                }
-                const uint32_t run_end = std::min({hi, out_of_place.position, next_insert});
-                const uint32_t len = run_end - i;
-                const uint32_t whole = (len + kRunBlock - 1) / kRunBlock * kRunBlock;
-                if (p + whole <= p_end && i + whole <= f.n) {
-                    // Whole blocks (runs are short: a few particles per cell):
-                    // what a last block writes past the run lies in this chunk's
-                    // output and is written again after, and reads stay in the input.
-                    for (uint32_t t = 0; t < whole; t += kRunBlock) {
-                        for (uint32_t u = 0; u < kRunBlock; ++u)
-                            order[p + t + u] = i + t + u;
-                        for (uint32_t d = 0; d < D; ++d)
-                            std::memcpy(out[d] + p + t, in[d] + i + t, kRunBlock * sizeof(float));
-                        if constexpr (Radius)
-                            std::memcpy(out_radius + p + t, in_radius + i + t, kRunBlock * sizeof(float));
-                    }
-                } else {
-                    for (uint32_t t = 0; t < len; ++t) {
-                        order[p + t] = i + t;
-                        for (uint32_t d = 0; d < D; ++d)
-                            out[d][p + t] = in[d][i + t];
-                        if constexpr (Radius) out_radius[p + t] = in_radius[i + t];
-                    }
-                }
-                p += len;
-                i = run_end;
+                    std::memcpy(out[d] + p + t, in[d] + i + t, kRunBlock * sizeof(float));
+                if constexpr (Radius) std::memcpy(out_radius + p + t, in_radius + i + t, kRunBlock * sizeof(float));
             }
-            for (; dp < d_end; ++dp)
-                emit_moved(dp);
-
-            // Cell starts: old start, minus the displaced before it, plus the
-            // displaced of lower cells. Each old start is read just before
-            // this chunk overwrites it; no other chunk writes these cells.
-            // The cells run in segments over which the second term holds
-            // (up to the next displaced particle's cell); the first changes
-            // only where an old start passes a displaced position.
-            {
-                DisplacedCursor displaced_before(lists, lo);
-                uint32_t rank = displaced_before.rank();
-                uint32_t next_displaced = displaced_before.position;
-                uint32_t before = d_first; // displaced of cells below c
-                for (uint32_t c = c0; c < c1;) {
-                    while (before < d_end && moved_cell[before] < c)
-                        ++before;
-                    const uint32_t segment_end = before < d_end ? std::min(moved_cell[before] + 1, c1) : c1;
-                    for (; c < segment_end; ++c) {
-                        const uint32_t old = old_start(c);
-                        if (next_displaced < old) [[unlikely]] {
-                            while (displaced_before.position < old)
-                                displaced_before.next();
-                            rank = displaced_before.rank();
-                            next_displaced = displaced_before.position;
-                        }
-                        start[c] = old - rank + before;
-                    }
-                }
+        } else {
+            for (uint32_t t = 0; t < len; ++t) {
+                order[p + t] = i + t;
+                for (uint32_t d = 0; d < D; ++d)
+                    out[d][p + t] = in[d][i + t];
+                if constexpr (Radius) out_radius[p + t] = in_radius[i + t];
             }
         }
+        p += len;
+        i = run_end;
+    }
+    for (; dp < d_end; ++dp)
+        emit_moved(dp);
+}
+
+/// The starts of one chunk's cells, over their old starts: old start, minus
+/// the displaced before it, plus the displaced of lower cells. Each old start
+/// is read just before it is overwritten; no other chunk writes these cells.
+///
+/// The cells run in segments over which the second term holds (up to the
+/// next displaced particle's cell); the first changes only where an old start
+/// passes a displaced position.
+void write_chunk_starts(uint32_t* start, const ChunkLists& lists, const Displaced& moved, uint32_t kept_limit,
+                        const CellChunk& ch) {
+    const uint32_t* const moved_cell = moved.cell;
+    const uint32_t c1 = ch.c1, d_end = ch.d_end;
+    auto old_start = [&](uint32_t c) { return std::min(c == c1 ? ch.end_old : start[c], kept_limit); };
+    DisplacedCursor displaced_before(lists, ch.lo);
+    uint32_t rank = displaced_before.rank();
+    uint32_t next_displaced = displaced_before.position;
+    uint32_t before = ch.d_first; // displaced of cells below c
+    for (uint32_t c = ch.c0; c < c1;) {
+        while (before < d_end && moved_cell[before] < c)
+            ++before;
+        const uint32_t segment_end = before < d_end ? std::min(moved_cell[before] + 1, c1) : c1;
+        for (; c < segment_end; ++c) {
+            const uint32_t old = old_start(c);
+            if (next_displaced < old) [[unlikely]] {
+                while (displaced_before.position < old)
+                    displaced_before.next();
+                rank = displaced_before.rank();
+                next_displaced = displaced_before.position;
+            }
+            start[c] = old - rank + before;
+        }
+    }
+}
+
+/// Writes the frame: cell starts, the permutation and the sorted copy, by
+/// chunks of cells holding about kMergeGrain of last frame's positions.
+/// Their bounds are saved first (in bound_cell and bound_old, room for
+/// kept_limit / kMergeGrain + 2 each), before any chunk overwrites
+/// cell_start; then each chunk writes its particles while cell_start still
+/// holds its cells' old starts, and then their new starts.
+template <uint32_t D, bool Radius>
+void write_cells(GridState& s, const RebuildFrame& f, const ChunkLists& lists, const Displaced& moved,
+                 uint32_t kept_limit, uint32_t* bound_cell, uint32_t* bound_old, const ThreadBackend& b) {
+    uint32_t* const start = merge_starts(s, f);
+    const uint32_t chunks = chunk_count(kept_limit, kMergeGrain);
+    save_chunk_bounds(start, f.cells, chunks, bound_cell, bound_old);
+    parallel_chunks(b, chunks, 1, [&](uint32_t first, uint32_t last, uint32_t) {
+        for (uint32_t k = first; k < last; ++k) {
+            const CellChunk ch = cell_chunk(k, bound_cell, bound_old, kept_limit, moved);
+            if (ch.c0 == ch.c1) continue;
+            merge_chunk_particles<D, Radius>(s, f, lists, moved, kept_limit, start, ch);
+            write_chunk_starts(start, lists, moved, kept_limit, ch);
+        }
     });
-    start[cells] = f.n;
+    start[f.cells] = f.n;
 }
 
 template <uint32_t D, bool Radius>
