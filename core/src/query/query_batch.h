@@ -33,6 +33,81 @@ inline uint32_t query_batch_grain(uint32_t count) {
     return grain > kMinGrain ? grain : kMinGrain;
 }
 
+/// The batch's arguments checked: invalid_argument for a null `offsets`, or
+/// a null `out` with capacity; output_too_small for fewer than count + 1
+/// offsets; otherwise ok. Reads and writes nothing.
+inline Status batch_arguments(uint32_t count, const uint64_t* offsets, uint64_t offsets_capacity, const void* out,
+                              uint64_t capacity) {
+    HASHGRID_ASSERT(offsets != nullptr, "query batch: offsets is null");
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query batch: null output with capacity > 0");
+    if (offsets == nullptr) return detail::make_status(StatusCode::invalid_argument, "query batch: offsets is null");
+    if (out == nullptr && capacity != 0)
+        return detail::make_status(StatusCode::invalid_argument, "query batch: null output with capacity > 0");
+    if (offsets_capacity < uint64_t{count} + 1)
+        return detail::capacity_status(StatusCode::output_too_small, "query batch: offsets need count + 1 entries",
+                                       uint64_t{count} + 1);
+    return {};
+}
+
+/// What scan_batch_offsets found: the batch's total and its invalid queries.
+struct BatchScan {
+    uint64_t total = 0;
+    uint32_t invalid = 0;       // queries that returned kInvalidQuery
+    uint32_t first_invalid = 0; // the lowest of them
+};
+
+/// Turns the queries' totals in offsets[1, count] into the batch's offsets
+/// (offsets[0] = 0), unless some query is invalid: then the offsets after the
+/// first invalid one are left as they are.
+inline BatchScan scan_batch_offsets(uint32_t count, uint64_t* offsets) {
+    BatchScan scan;
+    offsets[0] = 0;
+    for (uint32_t q = 0; q < count; ++q) {
+        if (offsets[q + 1] == kInvalidQuery) {
+            if (scan.invalid++ == 0) scan.first_invalid = q;
+            continue;
+        }
+        if (scan.invalid == 0) {
+            scan.total += offsets[q + 1];
+            offsets[q + 1] = scan.total;
+        }
+    }
+    return scan;
+}
+
+/// Moves each chunk's fitted results from its region (c * region) to their
+/// offset, below `capacity`; reads the offsets and fitted[chunks]. True when
+/// some chunk has queries that did not fit.
+///
+/// Chunk c's fitted results sit at from = c * region and go to
+/// to = offsets[first query]: both ranges ascend with c, the sources are
+/// disjoint, and each source lies within its region. A chunk moving up
+/// (to > from) can only land on sources of chunks after it that move up
+/// too, so those go first (descending); a chunk moving down can only land
+/// on its own source (memmove) or on sources already moved.
+template <typename Out>
+bool move_fitted_results(uint32_t count, uint32_t grain, uint32_t chunks, uint64_t region, const uint64_t* offsets,
+                         const uint32_t* fitted, Out* out, uint64_t capacity) {
+    auto move_fitted = [&](uint32_t c) {
+        const uint32_t q0 = c * grain;
+        const uint64_t to = offsets[q0];
+        const uint64_t from = uint64_t{c} * region;
+        if (to >= capacity || to == from) return;
+        const uint64_t length = std::min(offsets[fitted[c]] - to, capacity - to);
+        if (length != 0)
+            std::memmove(out + static_cast<size_t>(to), out + static_cast<size_t>(from),
+                         static_cast<size_t>(length) * sizeof(Out));
+    };
+    for (uint32_t c = chunks; c-- > 0;)
+        if (offsets[c * grain] > uint64_t{c} * region) move_fitted(c);
+    bool overflowed = false;
+    for (uint32_t c = 0; c < chunks; ++c) {
+        if (offsets[c * grain] < uint64_t{c} * region) move_fitted(c);
+        overflowed = overflowed || uint64_t{fitted[c]} != std::min<uint64_t>(count, uint64_t{c + 1} * grain);
+    }
+    return overflowed;
+}
+
 /// run(q, out, room) runs query q alone: it writes its first min(total, room)
 /// results to out (null when room is 0) in the single query's order and
 /// returns its exact total, or kInvalidQuery.
@@ -44,7 +119,8 @@ inline uint32_t query_batch_grain(uint32_t count) {
 /// order, and only the queries that did not fit run again, at their final
 /// offsets: a chunk with more results than its share costs a second run of
 /// its own overflow, not of the whole batch. The moves never overwrite
-/// results not yet moved (move_fitted, below).
+/// results not yet moved (move_fitted_results). Results past `capacity` are
+/// not written.
 ///
 /// `rerun`, when given, is set to true before any query runs again, so that
 /// a run that counts work (QueryStats) counts each query once.
@@ -52,21 +128,8 @@ template <typename Out, typename Run>
 QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_capacity, Out* out, uint64_t capacity,
                             const ThreadBackend& backend, Run&& run, bool* rerun = nullptr) {
     QueryResult result;
-    HASHGRID_ASSERT(offsets != nullptr, "query batch: offsets is null");
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "query batch: null output with capacity > 0");
-    if (offsets == nullptr) {
-        result.status = detail::make_status(StatusCode::invalid_argument, "query batch: offsets is null");
-        return result;
-    }
-    if (out == nullptr && capacity != 0) {
-        result.status = detail::make_status(StatusCode::invalid_argument, "query batch: null output with capacity > 0");
-        return result;
-    }
-    if (offsets_capacity < uint64_t{count} + 1) {
-        result.status = detail::capacity_status(StatusCode::output_too_small,
-                                                "query batch: offsets need count + 1 entries", uint64_t{count} + 1);
-        return result;
-    }
+    result.status = batch_arguments(count, offsets, offsets_capacity, out, capacity);
+    if (!result.status.ok()) return result;
     const uint32_t grain = query_batch_grain(count);
     const uint32_t chunks = static_cast<uint32_t>((uint64_t{count} + grain - 1) / grain);
     const uint64_t region = chunks != 0 ? capacity / chunks : 0;
@@ -89,51 +152,15 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
         }
         fitted[begin / grain] = fit;
     });
-    uint64_t total = 0;
-    uint32_t bad = 0;
-    uint32_t first_bad = 0;
-    offsets[0] = 0;
-    for (uint32_t q = 0; q < count; ++q) {
-        if (offsets[q + 1] == kInvalidQuery) {
-            if (bad++ == 0) first_bad = q;
-            continue;
-        }
-        if (bad == 0) {
-            total += offsets[q + 1];
-            offsets[q + 1] = total;
-        }
-    }
-    if (bad != 0) {
-        result.status = detail::item_status(
-            StatusCode::invalid_query,
-            "query batch: a query is invalid (NaN or infinite value, negative size, k == 0, ...)", first_bad, bad);
+    const BatchScan scan = scan_batch_offsets(count, offsets);
+    if (scan.invalid != 0) {
+        result.status =
+            detail::item_status(StatusCode::invalid_query,
+                                "query batch: a query is invalid (NaN or infinite value, negative size, k == 0, ...)",
+                                scan.first_invalid, scan.invalid);
         return result;
     }
-    // Chunk c's fitted results sit at from = c * region and go to
-    // to = offsets[first query]: both ranges ascend with c, the sources are
-    // disjoint, and each source lies within its region. A chunk moving up
-    // (to > from) can only land on sources of chunks after it that move up
-    // too, so those go first (descending); a chunk moving down can only land
-    // on its own source (memmove) or on sources already moved. Results past
-    // `capacity` are not written.
-    auto move_fitted = [&](uint32_t c) {
-        const uint32_t q0 = c * grain;
-        const uint64_t to = offsets[q0];
-        const uint64_t from = uint64_t{c} * region;
-        if (to >= capacity || to == from) return;
-        const uint64_t length = std::min(offsets[fitted[c]] - to, capacity - to);
-        if (length != 0)
-            std::memmove(out + static_cast<size_t>(to), out + static_cast<size_t>(from),
-                         static_cast<size_t>(length) * sizeof(Out));
-    };
-    for (uint32_t c = chunks; c-- > 0;)
-        if (offsets[c * grain] > uint64_t{c} * region) move_fitted(c);
-    bool overflowed = false;
-    for (uint32_t c = 0; c < chunks; ++c) {
-        if (offsets[c * grain] < uint64_t{c} * region) move_fitted(c);
-        overflowed = overflowed || uint64_t{fitted[c]} != std::min<uint64_t>(count, uint64_t{c + 1} * grain);
-    }
-    if (overflowed) {
+    if (move_fitted_results(count, grain, chunks, region, offsets, fitted, out, capacity)) {
         if (rerun != nullptr) *rerun = true;
         parallel_chunks(backend, count, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
             for (uint32_t q = fitted[begin / grain]; q < end; ++q) {
@@ -145,6 +172,7 @@ QueryResult run_query_batch(uint32_t count, uint64_t* offsets, uint64_t offsets_
             }
         });
     }
+    const uint64_t total = scan.total;
     result.total = total;
     result.written = std::min(total, capacity);
     if (total > capacity)
