@@ -235,13 +235,13 @@ void sweep_chunks(const ThreadBackend& b, uint32_t n, const SweepData& s, SweepF
         if (sink.direct) {
             end_copies(); // the chain's copy
             // Written in place (up to the capacity). One that ends past
-            // max_pairs stops publishing in advance(), and complete_prefix
+            // max_pairs stops publishing in Publisher::advance(), and complete_prefix
             // searches it again, as every chunk not swept into the pool.
             state = kChunkInPlace;
         }
         frame.chunk_first_block[chunk] = sink.first_block;
         frame.chunk_pair_count[chunk] = sink.count;
-        // seq_cst store, then seq_cst load of the frontier in advance(): of a
+        // seq_cst store, then seq_cst load of the frontier in Publisher::advance(): of a
         // finishing thread and one stopped at this chunk, one sees the other.
         std::atomic_ref<uint8_t>(frame.chunk_overflow[chunk]).store(state, std::memory_order_seq_cst);
         publisher.advance();
