@@ -50,6 +50,10 @@ namespace hashgrid {
 class ObjectStore; // objects.h
 class Trace;       // trace.h
 
+namespace detail {
+struct BoxState; // the grid's private state, at the start of its memory block
+} // namespace detail
+
 /// Everything fixed at init for a box grid. All capacities are hard limits.
 /// The lattice fields (dimensions, cell_size, world, origin, cell_counts,
 /// out_of_bounds) are those of LatticeConfig (lattice_config.h); a bounded 3D
@@ -293,7 +297,7 @@ private:
     void* owned_memory_ = nullptr;
     Trace* trace_ = nullptr;
     // Layout and frame state: see box_grid.cpp.
-    void* state_ = nullptr;
+    detail::BoxState* state_ = nullptr;
 };
 
 } // namespace hashgrid

@@ -513,8 +513,8 @@ void build_coarse_grid(BoxState& s);
 } // namespace detail
 
 struct BoxGrid::Impl {
-    static detail::BoxState& state(BoxGrid& g) { return *static_cast<detail::BoxState*>(g.state_); }
-    static const detail::BoxState& state(const BoxGrid& g) { return *static_cast<const detail::BoxState*>(g.state_); }
+    static detail::BoxState& state(BoxGrid& g) { return *g.state_; }
+    static const detail::BoxState& state(const BoxGrid& g) { return *g.state_; }
     static bool built(const BoxGrid& g) { return g.built_; }
     static void set_built(BoxGrid& g) {
         g.built_ = true;
