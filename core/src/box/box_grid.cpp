@@ -240,7 +240,7 @@ BoxGridView BoxGrid::view() const {
     }
     v.entry_flags = s.entry_flags;
     v.entry_padding = kEntryPad;
-    if (s.has_rows) v.row_start = s.row_start;
+    if (s.valid.rows) v.row_start = s.row_start;
     v.large_object = s.large_object;
     if (!built_) return v; // an empty frame
     v.object_count = s.object_count;

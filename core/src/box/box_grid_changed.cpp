@@ -211,7 +211,7 @@ void measure_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t gr
             set_bound(f, d, e, t[d][e].value);
             s.bound_hits[d][e] = t[d][e].hits;
         }
-    s.bound_hits_valid = true;
+    s.valid.bound_hits = true;
 }
 
 /// Steps 2-3 for D dimensions over the listed objects; `applied` is false
@@ -329,7 +329,7 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     // shrinks (then every object is measured again) when no object is left on it.
     BoxFrameBounds bounds = old_bounds;
     uint32_t hits[3][kBoundKinds] = {};
-    bool shrink = !s.bound_hits_valid;
+    bool shrink = !s.valid.bound_hits;
     for (uint32_t d = 0; d < D && !shrink; ++d)
         for (uint32_t e = 0; e < kBoundKinds; ++e) {
             const double was = bound_value(old_bounds, d, e);
@@ -416,7 +416,7 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
     const uint32_t n = in.count;
     // The listed path needs the last frame in full (objects, layers) with the
     // same objects, and pays off only when few changed.
-    const bool listed_path = changes.complete && built(g) && s.object_is_frame && s.object_count == n && n > 0 &&
+    const bool listed_path = changes.complete && built(g) && s.valid.objects && s.object_count == n && n > 0 &&
                              s.cell_count > 0 && s.layers && in.category != nullptr && in.mask != nullptr &&
                              changes.size() <= n / 8 && !spans_missing(in, s.dims);
     if (!listed_path) return rebuild(g, in, caller_backend);
@@ -454,7 +454,7 @@ Status BoxGrid::Impl::rebuild_changed(BoxGrid& g, const BoxSpans& in, const Obje
         trace.next(TraceStep::box_rebuild_validate);
         return rebuild_checked(g, in, trace);
     }
-    s.block_summaries_valid = false; // the listed objects changed without their blocks'
+    s.valid.block_summaries = false; // the listed objects changed without their blocks'
     set_built(g);
     return {};
 }

@@ -67,7 +67,7 @@ void bin_objects(BoxState& s, uint64_t cells, uint32_t* __restrict start, uint32
     const float* __restrict hi[3] = {s.max[0], s.max[1], s.max[2]};
     // The rebuild's cell ranges of small objects, when they still describe
     // this frame (a rejected rebuild may have overwritten them): the same cells.
-    const bool frame_cells = !Large && s.object_is_frame;
+    const bool frame_cells = !Large && s.valid.objects;
     std::fill(start, start + cells + 2, 0u);
     for (uint32_t k = 0; k < count; ++k) {
         const uint32_t i = Large ? large[k] : k;

@@ -258,6 +258,38 @@ static_assert(sizeof(CoarseObject) == 32, "CoarseObject layout");
 /// grid of two cells per axis needs (every grid fits at level 31).
 inline uint64_t coarse_cell_capacity(uint32_t max_objects) { return 2 * uint64_t{max_objects} + 8; }
 
+/// Which of BoxState's derived arrays hold the current frame. The frame
+/// arrays (cells, entries, the frame's copies of the objects) always do; these
+/// may lag behind it, and each path of the rebuild reads them only when set.
+struct BoxFrameValidity {
+    /// `object` holds the frame's boxes and cell ranges: the next rebuild
+    /// may compare with them (merge, listed) instead of a full build.
+    bool objects = false;
+    /// bound_hits counts the frame's small objects on each of its bounds.
+    bool bound_hits = false;
+    /// block_summary holds every block of the frame (a listed rebuild
+    /// changes objects without their blocks').
+    bool block_summaries = false;
+    /// row_start holds the frame's row table (not built when the occupied box
+    /// has more rows than it has slots: queries then search for rows).
+    bool rows = false;
+
+    /// A rebuild that validation may still reject has begun: validation
+    /// overwrites `object` and block_summary, and the full build does not
+    /// count bound hits. The row table stays: only an accepted frame rewrites it.
+    void invalidate() {
+        objects = false;
+        bound_hits = false;
+        block_summaries = false;
+    }
+    /// A rebuild from every object's box was accepted: validation wrote every
+    /// object's record and every block's summary.
+    void accept_full() {
+        objects = true;
+        block_summaries = true;
+    }
+};
+
 /// Everything BoxGrid points to; lives at the start of the block.
 struct BoxState {
     uint32_t dims = 3;
@@ -284,8 +316,7 @@ struct BoxState {
     uint32_t* large_object = nullptr;
     uint64_t* cell_key = nullptr;     // max_entries (cells <= entries)
     uint32_t* cell_start = nullptr;   // max_entries + 1
-    uint32_t* row_start = nullptr;    // max_entries + 1 (BoxGridView::row_start)
-    bool has_rows = false;            // row_start holds this frame's rows
+    uint32_t* row_start = nullptr;    // max_entries + 1 (BoxGridView::row_start; when valid.rows)
     uint32_t* entry_object = nullptr; // one of payload[0], payload[1]
     float* entry_min[3] = {};         // max_entries + kEntryPad each (z: 3D only)
     float* entry_max[3] = {};
@@ -297,20 +328,12 @@ struct BoxState {
     float* spare_entry_min[3] = {};
     float* spare_entry_max[3] = {};
     uint32_t* spare_entry_flags = nullptr;
-    // True when `object` holds the boxes and cell ranges of the current frame
-    // (every accepted rebuild leaves it so; a rejected one, which may have
-    // overwritten part of it, clears it and the next rebuild is a full one).
-    bool object_is_frame = false;
     // How many small objects lie on each bound of the frame (per axis, in
     // kBoundKinds order), so that a listed rebuild (box_grid_changed.cpp) knows
     // whether a changed object leaving a bound shrinks it. Taken by the first
-    // listed rebuild after a full one, then kept up to date.
+    // listed rebuild after a full one, then kept up to date (valid.bound_hits).
     uint32_t bound_hits[3][kBoundKinds] = {};
-    bool bound_hits_valid = false;
-    // True when block_summary holds every block of the current frame: set by
-    // an accepted rebuild from spans (which writes them all), cleared by any
-    // other rebuild (a listed one changes objects without them).
-    bool block_summaries_valid = false;
+    BoxFrameValidity valid{};
 
     // Scratch.
     uint32_t* payload[2] = {};             // radix-sort ping-pong of object indices (frame: entry_object); + kEntryPad

@@ -294,8 +294,8 @@ void detail::write_row_starts(BoxState& s, const ThreadBackend& b) {
     const BoxFrameBounds& f = s.bounds;
     const auto per_slab = static_cast<uint64_t>(int64_t{f.cell_hi[1]} - f.cell_lo[1] + 1);
     const uint64_t rows = per_slab * static_cast<uint64_t>(int64_t{f.cell_hi[2]} - f.cell_lo[2] + 1);
-    s.has_rows = rows <= s.max_entries;
-    if (!s.has_rows) return;
+    s.valid.rows = rows <= s.max_entries;
+    if (!s.valid.rows) return;
     const uint32_t cells = s.cell_count;
     auto row_of = [&](uint32_t c) {
         int32_t x = 0, y = 0, z = 0;
@@ -355,18 +355,16 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     const uint32_t dims = s.dims;
     const uint64_t large_cells = g.config_.large_object_cells;
     const ThreadBackend& b = trace.backend();
-    s.bound_hits_valid = false; // a listed rebuild takes them again
 
     // 1. Validation, cell ranges and counts (scratch only).
     // A multiple of 64 (kObjectGrain is one): every chunk owns whole words of s.change.
     const auto grain = static_cast<uint32_t>((grain_for(n, kObjectGrain, kMaxObjectChunks) + 63) / 64 * 64);
     const uint32_t chunks = chunk_count(n, grain);
     // Compared with the previous frame when it is known and has as many objects.
-    const bool compare = s.object_is_frame && built(g) && s.object_count == n && n > 0;
+    const bool compare = s.valid.objects && built(g) && s.object_count == n && n > 0;
     // Blocks whose boxes did not change take last frame's summaries.
-    const bool summaries = compare && s.block_summaries_valid;
-    s.object_is_frame = false; // until this frame is accepted
-    s.block_summaries_valid = false;
+    const bool summaries = compare && s.valid.block_summaries;
+    s.valid.invalidate(); // until this frame is accepted (a listed rebuild takes the bound hits again)
     validate_boxes(s, in, b, n, grain, large_cells, compare, summaries);
     const Status invalid = bad_box_status(s.object_chunk, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
@@ -435,8 +433,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     s.entry_count = count;
     s.large_count = large;
     s.layers = in.category != nullptr || in.mask != nullptr;
-    s.object_is_frame = true;
-    s.block_summaries_valid = true; // validation wrote every block's
+    s.valid.accept_full();
     set_built(g);
     return {};
 }

@@ -79,7 +79,7 @@ void walk_cells(const BoxState& s, const CellIndex& index, const int32_t c_lo[3]
     const uint32_t dims = s.dims;
     const uint64_t* keys = index.key;
     const uint32_t cells = index.cell_count;
-    if (s.has_rows) {
+    if (s.valid.rows) {
         const BoxFrameBounds& f = s.bounds;
         int32_t lo[3], hi[3];
         for (uint32_t d = 0; d < 3; ++d) {
