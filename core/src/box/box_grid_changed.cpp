@@ -21,6 +21,7 @@
 //    occupied box changed. The result is the full rebuild's, array for array
 //    (tests/test_box_update.cpp).
 #include "box/box_grid_internal.h"
+#include "box/box_rebuild_steps.h"
 #include "common/trace_scope.h"
 
 #include "hashgrid/assert.h"

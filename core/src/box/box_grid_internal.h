@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // BoxGrid's private state and the helpers shared by box_grid.cpp (config,
 // layout, init), the rebuild (box_grid_rebuild.cpp and the validate, update,
-// changed and shift files it leads to), and the pair search
-// (box_grid_pairs.cpp, box_grid_coarse.cpp, box_pair_sinks.h, box_row_walk.h).
+// changed and shift files it leads to; its steps: box_rebuild_steps.h), and
+// the pair search (box_grid_pairs.cpp, box_grid_coarse.cpp, box_pair_sinks.h,
+// box_row_walk.h).
 //
 // Memory: one block from init(). Its first bytes hold BoxState (the pointers
 // and the frame's counts), followed by the arrays it points to (64-byte
@@ -463,67 +464,12 @@ inline NewEntries new_entries(BoxState& s) {
     auto* owners = reinterpret_cast<uint32_t*>(s.sort_key[1]);
     return {{s.sort_key[0], s.sort_key[0] + half}, {owners, owners + s.max_entries}};
 }
-/// Sorts the `count` new entries in key[0] / owner[0] by (key, object) (a
-/// stable radix sort of entries emitted by ascending object); returns the
-/// half that holds them (box_grid_update.cpp).
-uint32_t sort_new_entries(BoxState& s, const ThreadBackend& b, const NewEntries& n, uint32_t count);
 
 /// The status of a rejected box (code invalid_position, invalid_box or
 /// position_out_of_range), naming the lowest offending object and how many.
 Status bad_box(StatusCode code, uint32_t index, uint32_t count);
 /// The status of a frame whose boxes cover more than max_cell_entries cells.
 Status entry_capacity(uint64_t needed);
-
-/// The row table of the frame's occupied cells (BoxGridView::row_start),
-/// after the cells are written (box_grid_rebuild.cpp).
-void write_row_starts(BoxState& s, const ThreadBackend& b);
-
-/// An update merges when the entries it removes and inserts are at most this
-/// share of the previous frame's (1 / kUpdateShare); beyond it the full
-/// rebuild's sort is cheaper than the merge's gathers.
-inline constexpr uint64_t kUpdateShare = 4;
-
-/// Whether merging into the previous frame (`entries` entries in `cells`
-/// cells; `changed` entries removed plus inserted) costs less than the full
-/// build. Measured on one core (AMD EPYC, 2D and 3D scenes of 20k-100k
-/// boxes): the merge takes about 12 ns per entry, 10 per cell and 28 per
-/// changed entry, the full build about 19 per entry; so the merge pays when
-/// 4 changed + 1.5 cells <= entries. Scenes of about one entry per cell
-/// (small boxes in small cells) take the full build even when few change.
-inline bool merge_pays(uint64_t changed, uint64_t cells, uint64_t entries) {
-    return changed * kUpdateShare + cells + cells / 2 <= entries;
-}
-
-/// Rebuild step 1 (box_grid_validate.cpp): validates boxes [0, n) of `in`,
-/// computes each one's cell range into s.object and, per chunk of `grain`
-/// objects (a multiple of 64) in s.object_chunk, the entries, large objects,
-/// bounds and lowest offending box. With `compare` (s.object and s.min/s.max
-/// hold the previous frame, same count), unchanged boxes keep their ranges
-/// and every change is recorded in s.change and the chunk's counts; with
-/// `summaries` as well (s.block_summary holds the previous frame's), a block
-/// of 64 unchanged boxes is counted from its summary. Writes scratch only
-/// (s.object and s.block_summary may no longer hold the previous frame
-/// afterwards).
-void validate_boxes(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint32_t n, uint32_t grain,
-                    uint64_t large_cells, bool compare, bool summaries);
-
-/// Merges the changed objects' entries into the current frame (box_grid_update.cpp).
-/// Preconditions: validation passed with comparison, no large-set change,
-/// `added` new entries in total (in chunk order at ObjectChunk::moved_offset).
-void update_entries(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t object_grain, uint64_t added,
-                    uint32_t entries);
-
-/// The entries of a listed rebuild (box_grid_changed.cpp) updated in place
-/// (box_grid_shift.cpp): the objects with a leaving bit (s.object holds their
-/// new ranges) give `added` new entries; the keys of the `removed` entries
-/// they leave are in spare_cell_key. Returns whether a cell was added or
-/// removed (then the cell indices after it moved).
-bool shift_listed_entries(BoxState& s, const ThreadBackend& b, uint64_t added, uint64_t removed,
-                          uint32_t entries_after);
-
-/// No object changed cells: the entries of the listed objects whose moved bit
-/// is set (and leaving bit not) get their new boxes in place, cell by cell.
-void patch_moved_boxes(BoxState& s, const uint32_t* objects, uint32_t count);
 
 /// Plans the frame's coarse grids (box_grid_coarse.cpp): returns whether
 /// find_pairs should use them (when the large objects' scans of fine cells

@@ -17,6 +17,7 @@
 //    yet (their order is kept). Each array and direction is a task of its own.
 // 4. The touched cells' merged entries go to their places.
 #include "box/box_grid_internal.h"
+#include "box/box_rebuild_steps.h"
 
 #include "hashgrid/assert.h"
 

@@ -22,6 +22,7 @@
 // few objects a store's change log lists (box_grid_changed.cpp), by looking
 // up each one's entries (patch_moved_boxes).
 #include "box/box_grid_internal.h"
+#include "box/box_rebuild_steps.h"
 #include "lattice/radix_sort.h"
 
 #include "hashgrid/assert.h"
