@@ -73,211 +73,241 @@ template <typename Cell>
     }
 }
 
+/// What every chunk of a merge reads: the two halves, this frame's object
+/// records, the change bits and the sorted new entries.
 template <uint32_t D>
-void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const uint64_t* new_key,
-                   const uint32_t* new_object, MergeCounts* counts, uint32_t entries) {
-    const uint32_t cur = s.entry_object == s.payload[0] ? 0 : 1;
-    const EntryArrays old{s.cell_key,
-                          s.cell_start,
-                          s.entry_object,
-                          {s.entry_min[0], s.entry_min[1], s.entry_min[2]},
-                          {s.entry_max[0], s.entry_max[1], s.entry_max[2]},
-                          s.entry_flags};
-    const EntryArrays out{s.spare_cell_key,
-                          s.spare_cell_start,
-                          s.payload[1 - cur],
-                          {s.spare_entry_min[0], s.spare_entry_min[1], s.spare_entry_min[2]},
-                          {s.spare_entry_max[0], s.spare_entry_max[1], s.spare_entry_max[2]},
-                          s.spare_entry_flags};
-    const uint32_t cells = s.cell_count;
-    const auto grain = static_cast<uint32_t>(grain_for(cells, kMergeGrain, kMaxEntryChunks));
-    const uint32_t chunks = chunk_count(cells, grain);
-    const ChangeBits change = s.change;
-    const ObjectRecord<D>* objects = object_records<D>(s);
-    // The new entries of chunk k: keys in [first key of k, first key of k + 1).
-    const auto new_range = [&](uint32_t begin, uint32_t end, uint64_t& n0, uint64_t& n1) {
-        n0 = begin == 0
-                 ? 0
-                 : static_cast<uint64_t>(std::lower_bound(new_key, new_key + added, old.cell_key[begin]) - new_key);
-        n1 = end == cells
-                 ? added
-                 : static_cast<uint64_t>(std::lower_bound(new_key, new_key + added, old.cell_key[end]) - new_key);
-    };
-    // Count.
-    parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint64_t n0 = 0, n1 = 0;
-        new_range(begin, end, n0, n1);
-        MergeCounts m{0, n1 - n0};
-        walk_keys(old, begin, end, new_key, n0, n1, [&](uint64_t, uint32_t from, uint64_t j0, uint64_t j1) {
-            uint64_t kept = 0;
-            if (from != kNone)
-                for (uint32_t e = old.cell_start[from]; e < old.cell_start[from + 1]; ++e)
-                    kept += change.is_leaving(old.object[e]) ? 0 : 1;
-            m.entries += kept;
-            m.cells += (kept + (j1 - j0)) > 0 ? 1 : 0;
-        });
-        counts[begin / grain] = m;
+struct MergeInput {
+    EntryArrays old; // the current frame's half
+    EntryArrays out; // the spare half, written
+    const ObjectRecord<D>* objects;
+    ChangeBits change;
+    const uint64_t* new_key;
+    const uint32_t* new_object;
+    uint64_t added;  // new entries
+    uint32_t cells;  // old cells
+    uint32_t chunks; // of grain_for(cells, kMergeGrain, kMaxEntryChunks) old cells
+};
+
+/// The new entries of the chunk of old cells [begin, end): keys in [first
+/// key of begin, first key of end).
+template <uint32_t D>
+void new_range(const MergeInput<D>& m, uint32_t begin, uint32_t end, uint64_t& n0, uint64_t& n1) {
+    const uint64_t* keys = m.new_key;
+    n0 = begin == 0 ? 0 : static_cast<uint64_t>(std::lower_bound(keys, keys + m.added, m.old.cell_key[begin]) - keys);
+    n1 = end == m.cells ? m.added
+                        : static_cast<uint64_t>(std::lower_bound(keys, keys + m.added, m.old.cell_key[end]) - keys);
+}
+
+/// The cells and entries the chunk of old cells [begin, end) merges into.
+template <uint32_t D>
+MergeCounts count_chunk(const MergeInput<D>& m, uint32_t begin, uint32_t end) {
+    uint64_t n0 = 0, n1 = 0;
+    new_range(m, begin, end, n0, n1);
+    MergeCounts c{0, n1 - n0};
+    walk_keys(m.old, begin, end, m.new_key, n0, n1, [&](uint64_t, uint32_t from, uint64_t j0, uint64_t j1) {
+        uint64_t kept = 0;
+        if (from != kNone)
+            for (uint32_t e = m.old.cell_start[from]; e < m.old.cell_start[from + 1]; ++e)
+                kept += m.change.is_leaving(m.old.object[e]) ? 0 : 1;
+        c.entries += kept;
+        c.cells += (kept + (j1 - j0)) > 0 ? 1 : 0;
     });
-    uint64_t cell_total = 0, entry_total = 0;
+    return c;
+}
+
+/// The chunks' counts become their offsets, in chunk order; returns the totals.
+MergeCounts scan_counts(MergeCounts* counts, uint32_t chunks) {
+    MergeCounts total{0, 0};
     for (uint32_t k = 0; k < chunks; ++k) {
-        const MergeCounts m = counts[k];
-        counts[k] = {cell_total, entry_total};
-        cell_total += m.cells;
-        entry_total += m.entries;
+        const MergeCounts c = counts[k];
+        counts[k] = total;
+        total.cells += c.cells;
+        total.entries += c.entries;
     }
-    HASHGRID_ASSERT(entry_total == entries, "box update: merged entries disagree with the validated count");
-    (void)entries;
-    // Write.
-    parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint64_t n0 = 0, n1 = 0;
-        new_range(begin, end, n0, n1);
-        auto oc = static_cast<uint32_t>(counts[begin / grain].cells);
-        auto oe = static_cast<uint32_t>(counts[begin / grain].entries);
-        // Local restrict copies of the arrays: no store below changes where they point.
-        const uint32_t* __restrict old_start = old.cell_start;
-        const uint64_t* __restrict old_key = old.cell_key;
-        const uint32_t* __restrict old_object = old.object;
-        const uint32_t* __restrict old_flags = old.flags;
-        uint64_t* __restrict out_key = out.cell_key;
-        uint32_t* __restrict out_start = out.cell_start;
-        uint32_t* __restrict out_object = out.object;
-        uint32_t* __restrict out_flags = out.flags;
-        float* __restrict min_x = out.min[0];
-        float* __restrict min_y = out.min[1];
-        float* __restrict min_z = out.min[2];
-        float* __restrict max_x = out.max[0];
-        float* __restrict max_y = out.max[1];
-        float* __restrict max_z = out.max[2];
-        float* const out_min[3] = {min_x, min_y, min_z};
-        float* const out_max[3] = {max_x, max_y, max_z};
-        const auto put_box = [&](uint32_t at, const ObjectRecord<D>& o) {
-            put_entry_box<D>(min_x, min_y, min_z, max_x, max_y, max_z, at, o);
-        };
-        // The boxes of output entries [e0, e1), gathered from the objects'
-        // records (each holds its object's box of this frame). The loops that
-        // list a cell's objects fetch the records of old entries ahead, across
-        // cells (small cells have too few entries to fetch ahead within one).
-        const uint32_t entries_end = old_start[end];
-        const auto fetch_ahead = [&](uint32_t e) {
-            if (e + kGatherAhead < entries_end) __builtin_prefetch(&objects[old_object[e + kGatherAhead]]);
-        };
-        const auto put_boxes = [&](uint32_t e0, uint32_t e1) {
-            for (uint32_t at = e0; at < e1; ++at)
-                put_box(at, objects[out_object[at]]);
-        };
-        // A run of old cells [run_first, run_first + run_cells) that keep their
-        // entries. A long run is copied array by array (memcpy), then the
-        // objects that moved within their cells get their new boxes; a short
-        // one (scenes of about one entry per cell have many) in one loop over
-        // its entries, which costs less than a copy call per array.
-        uint32_t run_first = 0;
-        uint32_t run_cells = 0;
-        const auto flush = [&] {
-            if (run_cells == 0) return;
-            const uint32_t e0 = old_start[run_first];
-            const uint32_t e1 = old_start[run_first + run_cells];
-            const size_t run = e1 - e0;
-            for (uint32_t c = 0; c < run_cells; ++c) {
-                out_key[oc + c] = old_key[run_first + c];
-                out_start[oc + c] = old_start[run_first + c] - e0 + oe;
+    return total;
+}
+
+/// A run of old cells [first, first + cells) that keep their entries, to
+/// output cell oc and entry oe. A long run is copied array by array (memcpy),
+/// then the objects that moved within their cells get their new boxes; a
+/// short one (scenes of about one entry per cell have many) in one loop over
+/// its entries, which costs less than a copy call per array.
+template <uint32_t D>
+[[gnu::always_inline]] inline void copy_run(const MergeInput<D>& m, uint32_t first, uint32_t cells, uint32_t oc,
+                                            uint32_t oe) {
+    // Local restrict copies of the arrays: no store below changes where they point.
+    const uint32_t* __restrict old_start = m.old.cell_start;
+    const uint64_t* __restrict old_key = m.old.cell_key;
+    const uint32_t* __restrict old_object = m.old.object;
+    const uint32_t* __restrict old_flags = m.old.flags;
+    uint64_t* __restrict out_key = m.out.cell_key;
+    uint32_t* __restrict out_start = m.out.cell_start;
+    uint32_t* __restrict out_object = m.out.object;
+    uint32_t* __restrict out_flags = m.out.flags;
+    float* __restrict min_x = m.out.min[0];
+    float* __restrict min_y = m.out.min[1];
+    float* __restrict min_z = m.out.min[2];
+    float* __restrict max_x = m.out.max[0];
+    float* __restrict max_y = m.out.max[1];
+    float* __restrict max_z = m.out.max[2];
+    float* const out_min[3] = {min_x, min_y, min_z};
+    float* const out_max[3] = {max_x, max_y, max_z};
+    const ObjectRecord<D>* objects = m.objects;
+    const ChangeBits change = m.change;
+    const uint32_t e0 = old_start[first];
+    const uint32_t e1 = old_start[first + cells];
+    const size_t run = e1 - e0;
+    for (uint32_t c = 0; c < cells; ++c) {
+        out_key[oc + c] = old_key[first + c];
+        out_start[oc + c] = old_start[first + c] - e0 + oe;
+    }
+    if (run >= kBulkRun) {
+        std::memcpy(out_object + oe, old_object + e0, run * sizeof(uint32_t));
+        for (uint32_t d = 0; d < D; ++d) {
+            std::memcpy(out_min[d] + oe, m.old.min[d] + e0, run * sizeof(float));
+            std::memcpy(out_max[d] + oe, m.old.max[d] + e0, run * sizeof(float));
+        }
+        std::memcpy(out_flags + oe, old_flags + e0, run * sizeof(uint32_t));
+        for (uint32_t k = e0; k < e1; ++k) {
+            if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old_object[k + kGatherAhead]]);
+            const uint32_t object = old_object[k];
+            if (change.is_moved(object))
+                put_entry_box<D>(min_x, min_y, min_z, max_x, max_y, max_z, oe + (k - e0), objects[object]);
+        }
+    } else {
+        for (uint32_t k = e0; k < e1; ++k) {
+            const uint32_t at = oe + (k - e0);
+            out_object[at] = old_object[k];
+            out_flags[at] = old_flags[k];
+            for (uint32_t d = 0; d < D; ++d) {
+                out_min[d][at] = m.old.min[d][k];
+                out_max[d][at] = m.old.max[d][k];
             }
-            if (run >= kBulkRun) {
-                std::memcpy(out_object + oe, old_object + e0, run * sizeof(uint32_t));
-                for (uint32_t d = 0; d < D; ++d) {
-                    std::memcpy(out_min[d] + oe, old.min[d] + e0, run * sizeof(float));
-                    std::memcpy(out_max[d] + oe, old.max[d] + e0, run * sizeof(float));
-                }
-                std::memcpy(out_flags + oe, old_flags + e0, run * sizeof(uint32_t));
-                for (uint32_t k = e0; k < e1; ++k) {
-                    if (k + kGatherAhead < e1) __builtin_prefetch(&objects[old_object[k + kGatherAhead]]);
-                    const uint32_t object = old_object[k];
-                    if (change.is_moved(object)) put_box(oe + (k - e0), objects[object]);
-                }
-            } else {
-                for (uint32_t k = e0; k < e1; ++k) {
-                    const uint32_t at = oe + (k - e0);
-                    out_object[at] = old_object[k];
-                    out_flags[at] = old_flags[k];
-                    for (uint32_t d = 0; d < D; ++d) {
-                        out_min[d][at] = old.min[d][k];
-                        out_max[d][at] = old.max[d][k];
-                    }
-                }
-                for (uint32_t k = e0; k < e1; ++k) {
-                    const uint32_t object = old_object[k];
-                    if (change.is_moved(object)) put_box(oe + (k - e0), objects[object]);
-                }
+        }
+        for (uint32_t k = e0; k < e1; ++k) {
+            const uint32_t object = old_object[k];
+            if (change.is_moved(object))
+                put_entry_box<D>(min_x, min_y, min_z, max_x, max_y, max_z, oe + (k - e0), objects[object]);
+        }
+    }
+}
+
+/// One cell that entries enter or leave, merged to output entry oe: the old
+/// entries [e, e_end) that stay, with the new ones [j0, j1) put before the
+/// first old entry of a higher object (an object that left has no old entry
+/// kept, its new ones come from new_object), then their boxes in one gather.
+/// The loops fetch the records of old entries ahead, across cells (small
+/// cells have too few entries to fetch ahead within one), up to entries_end.
+/// Returns the output entry after the cell's.
+template <uint32_t D>
+[[gnu::always_inline]] inline uint32_t merge_cell(const MergeInput<D>& m, uint64_t key, uint32_t e, uint32_t e_end,
+                                                  uint64_t j0, uint64_t j1, uint32_t oe, uint32_t entries_end) {
+    const uint32_t* __restrict old_object = m.old.object;
+    const uint32_t* __restrict old_flags = m.old.flags;
+    uint32_t* __restrict out_object = m.out.object;
+    uint32_t* __restrict out_flags = m.out.flags;
+    float* __restrict min_x = m.out.min[0];
+    float* __restrict min_y = m.out.min[1];
+    float* __restrict min_z = m.out.min[2];
+    float* __restrict max_x = m.out.max[0];
+    float* __restrict max_y = m.out.max[1];
+    float* __restrict max_z = m.out.max[2];
+    const ObjectRecord<D>* objects = m.objects;
+    const ChangeBits change = m.change;
+    const uint32_t* new_object = m.new_object;
+    const auto fetch_ahead = [&](uint32_t at) {
+        if (at + kGatherAhead < entries_end) __builtin_prefetch(&objects[old_object[at + kGatherAhead]]);
+    };
+    uint32_t o = oe;
+    if (j0 == j1) {
+        for (; e < e_end; ++e) {
+            fetch_ahead(e);
+            const uint32_t object = old_object[e];
+            if (change.is_leaving(object)) continue; // moved out of this cell
+            out_object[o] = object;
+            out_flags[o] = old_flags[e];
+            ++o;
+        }
+    } else {
+        int32_t at[3] = {0, 0, 0};
+        Lattice::unpack(D, key, at[0], at[1], at[2]);
+        uint64_t j = j0;
+        uint32_t next = new_object[j]; // the next new object; kNone past the last (objects < 2^31)
+        for (;;) {
+            const uint32_t object = e < e_end ? old_object[e] : kNone;
+            // New entries (objects whose range changed and now cover this cell).
+            while (next < object) {
+                const ObjectScratch r = unpack<D>(objects[next]);
+                out_object[o] = next;
+                out_flags[o] = first_cell_flags(at[0], at[1], at[2], r.lo);
+                ++o;
+                next = ++j < j1 ? new_object[j] : kNone;
             }
-            oc += run_cells;
-            oe += static_cast<uint32_t>(run);
-            run_cells = 0;
-        };
-        walk_keys(old, begin, end, new_key, n0, n1, [&](uint64_t key, uint32_t from, uint64_t j0, uint64_t j1) {
-            uint32_t e = from != kNone ? old_start[from] : 0;
-            const uint32_t e_end = from != kNone ? old_start[from + 1] : 0;
-            if (j0 == j1 && e < e_end) {
-                // Most cells: nothing enters or leaves. They join the run of
-                // untouched cells that flush() copies.
-                bool leaves = false;
-                for (uint32_t k = e; k < e_end; ++k)
-                    leaves = leaves | change.is_leaving(old_object[k]);
-                if (!leaves) {
-                    if (run_cells == 0) run_first = from;
-                    ++run_cells;
-                    return;
-                }
+            if (e == e_end) break;
+            fetch_ahead(e);
+            ++e;
+            if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
+            out_object[o] = object;
+            out_flags[o] = old_flags[e - 1];
+            ++o;
+        }
+    }
+    for (uint32_t k = oe; k < o; ++k)
+        put_entry_box<D>(min_x, min_y, min_z, max_x, max_y, max_z, k, objects[out_object[k]]);
+    return o;
+}
+
+/// Writes the chunk of old cells [begin, end) merged with its new entries
+/// into the spare half, from its offsets `at`. Most cells (nothing enters or
+/// leaves) join a run of untouched cells that copy_run copies at once.
+template <uint32_t D>
+void write_chunk(const MergeInput<D>& m, uint32_t begin, uint32_t end, MergeCounts at) {
+    uint64_t n0 = 0, n1 = 0;
+    new_range(m, begin, end, n0, n1);
+    auto oc = static_cast<uint32_t>(at.cells);
+    auto oe = static_cast<uint32_t>(at.entries);
+    const uint32_t* __restrict old_start = m.old.cell_start;
+    const uint32_t* __restrict old_object = m.old.object;
+    uint64_t* __restrict out_key = m.out.cell_key;
+    uint32_t* __restrict out_start = m.out.cell_start;
+    const ChangeBits change = m.change;
+    const uint32_t entries_end = old_start[end];
+    uint32_t run_first = 0;
+    uint32_t run_cells = 0;
+    const auto flush = [&] {
+        if (run_cells == 0) return;
+        copy_run(m, run_first, run_cells, oc, oe);
+        oc += run_cells;
+        oe += old_start[run_first + run_cells] - old_start[run_first];
+        run_cells = 0;
+    };
+    walk_keys(m.old, begin, end, m.new_key, n0, n1, [&](uint64_t key, uint32_t from, uint64_t j0, uint64_t j1) {
+        const uint32_t e = from != kNone ? old_start[from] : 0;
+        const uint32_t e_end = from != kNone ? old_start[from + 1] : 0;
+        if (j0 == j1 && e < e_end) {
+            bool leaves = false;
+            for (uint32_t k = e; k < e_end; ++k)
+                leaves = leaves | change.is_leaving(old_object[k]);
+            if (!leaves) {
+                if (run_cells == 0) run_first = from;
+                ++run_cells;
+                return;
             }
-            flush();
-            const uint32_t cell_begin = oe;
-            // The cell's objects first (the old entries that stay, with the few
-            // new ones put before the first old entry of a higher object; an
-            // object that left has no old entry kept, its new ones come from
-            // new_object), then their boxes in one gather.
-            uint32_t o = oe; // a local, not the captured oe: it stays in a register
-            if (j0 == j1) {
-                for (; e < e_end; ++e) {
-                    fetch_ahead(e);
-                    const uint32_t object = old_object[e];
-                    if (change.is_leaving(object)) continue; // moved out of this cell
-                    out_object[o] = object;
-                    out_flags[o] = old_flags[e];
-                    ++o;
-                }
-            } else {
-                int32_t at[3] = {0, 0, 0};
-                Lattice::unpack(D, key, at[0], at[1], at[2]);
-                uint64_t j = j0;
-                uint32_t next = new_object[j]; // the next new object; kNone past the last (objects < 2^31)
-                for (;;) {
-                    const uint32_t object = e < e_end ? old_object[e] : kNone;
-                    // New entries (objects whose range changed and now cover this cell).
-                    while (next < object) {
-                        const ObjectScratch r = unpack<D>(objects[next]);
-                        out_object[o] = next;
-                        out_flags[o] = first_cell_flags(at[0], at[1], at[2], r.lo);
-                        ++o;
-                        next = ++j < j1 ? new_object[j] : kNone;
-                    }
-                    if (e == e_end) break;
-                    fetch_ahead(e);
-                    ++e;
-                    if (change.is_leaving(object)) continue; // moved out of this cell, or re-entered as new
-                    out_object[o] = object;
-                    out_flags[o] = old_flags[e - 1];
-                    ++o;
-                }
-            }
-            oe = o;
-            put_boxes(cell_begin, oe);
-            if (oe > cell_begin) {
-                out_key[oc] = key;
-                out_start[oc] = cell_begin;
-                ++oc;
-            }
-        });
+        }
         flush();
+        const uint32_t cell_begin = oe;
+        oe = merge_cell(m, key, e, e_end, j0, j1, oe, entries_end);
+        if (oe > cell_begin) {
+            out_key[oc] = key;
+            out_start[oc] = cell_begin;
+            ++oc;
+        }
     });
-    out.cell_start[cell_total] = static_cast<uint32_t>(entry_total);
+    flush();
+}
+
+/// The spare half becomes the frame's (the current one the spare).
+void swap_halves(BoxState& s, uint32_t* entry_object, uint32_t cells) {
     std::swap(s.cell_key, s.spare_cell_key);
     std::swap(s.cell_start, s.spare_cell_start);
     for (uint32_t d = 0; d < 3; ++d) {
@@ -285,8 +315,48 @@ void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const ui
         std::swap(s.entry_max[d], s.spare_entry_max[d]);
     }
     std::swap(s.entry_flags, s.spare_entry_flags);
-    s.entry_object = s.payload[1 - cur];
-    s.cell_count = static_cast<uint32_t>(cell_total);
+    s.entry_object = entry_object;
+    s.cell_count = cells;
+}
+
+/// Steps 2-3: the previous frame's cells in fixed chunks, each with the new
+/// entries of its keys, counted, scanned in chunk order, written into the
+/// spare half; then the halves swap.
+template <uint32_t D>
+void merge_entries(BoxState& s, const ThreadBackend& b, uint64_t added, const uint64_t* new_key,
+                   const uint32_t* new_object, MergeCounts* counts, uint32_t entries) {
+    const uint32_t cur = s.entry_object == s.payload[0] ? 0 : 1;
+    const uint32_t cells = s.cell_count;
+    const auto grain = static_cast<uint32_t>(grain_for(cells, kMergeGrain, kMaxEntryChunks));
+    const MergeInput<D> m{{s.cell_key,
+                           s.cell_start,
+                           s.entry_object,
+                           {s.entry_min[0], s.entry_min[1], s.entry_min[2]},
+                           {s.entry_max[0], s.entry_max[1], s.entry_max[2]},
+                           s.entry_flags},
+                          {s.spare_cell_key,
+                           s.spare_cell_start,
+                           s.payload[1 - cur],
+                           {s.spare_entry_min[0], s.spare_entry_min[1], s.spare_entry_min[2]},
+                           {s.spare_entry_max[0], s.spare_entry_max[1], s.spare_entry_max[2]},
+                           s.spare_entry_flags},
+                          object_records<D>(s),
+                          s.change,
+                          new_key,
+                          new_object,
+                          added,
+                          cells,
+                          chunk_count(cells, grain)};
+    parallel_chunks(b, cells, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
+        counts[begin / grain] = count_chunk(m, begin, end);
+    });
+    const MergeCounts total = scan_counts(counts, m.chunks);
+    HASHGRID_ASSERT(total.entries == entries, "box update: merged entries disagree with the validated count");
+    (void)entries;
+    parallel_chunks(b, cells, grain,
+                    [&](uint32_t begin, uint32_t end, uint32_t) { write_chunk(m, begin, end, counts[begin / grain]); });
+    m.out.cell_start[total.cells] = static_cast<uint32_t>(total.entries);
+    swap_halves(s, s.payload[1 - cur], static_cast<uint32_t>(total.cells));
 }
 
 /// No object changed cells: rewrite the boxes of the moved ones in place.
