@@ -215,6 +215,189 @@ void measure_bounds(BoxState& s, const ThreadBackend& b, uint32_t n, uint32_t gr
     s.valid.bound_hits = true;
 }
 
+/// The chunks of the list. Chunk k starts at k * grain, moved on past objects
+/// of the same bitmap word as the one before: no two chunks share a word (a
+/// word holds 64 objects, fewer than a grain), so they set their bits without
+/// atomics. One chunk for a one-thread backend (the chunks change no result,
+/// only who runs what).
+struct ListedChunks {
+    const uint32_t* listed;
+    uint32_t count;
+    uint32_t grain;
+    uint32_t chunks;
+
+    ListedChunks(const ThreadBackend& b, const uint32_t* list, uint32_t n)
+        : listed(list), count(n),
+          grain(b.worker_count > 1 && n > 0 ? static_cast<uint32_t>(grain_for(n, kListedGrain, kMaxListedChunks))
+                                            : n + 1),
+          chunks(chunk_count(n, grain)) {}
+    [[nodiscard]] uint32_t begin(uint32_t chunk) const {
+        uint32_t j = chunk * grain < count ? chunk * grain : count;
+        while (j > 0 && j < count && listed[j] >> 6 == listed[j - 1] >> 6)
+            ++j;
+        return j;
+    }
+    /// Runs fn(chunk, begin, end) for every chunk of the list.
+    template <typename Fn>
+    void run(const ThreadBackend& b, Fn&& fn) const {
+        parallel_chunks(b, chunks, 1,
+                        [&](uint32_t chunk, uint32_t, uint32_t) { fn(chunk, begin(chunk), begin(chunk + 1)); });
+    }
+};
+
+/// Step 2 for the listed objects [begin, end) (read only): their bad boxes,
+/// layer and size-class changes, entries removed and added, and the objects
+/// on the old bounds and the new bounds they offer.
+template <uint32_t D>
+ListedChunk evaluate_chunk(const BoxState& s, const BoxSpans& in, const AxisCells* axis, const uint32_t* listed,
+                           uint32_t begin, uint32_t end, uint64_t large_cells) {
+    const BoxFrameBounds& old_bounds = s.bounds;
+    ListedChunk r{};
+    r.bad_index = kNone;
+    r.common = ~0u;
+    BoundTally offered[3][kBoundKinds] = {};
+    for (uint32_t j = begin; j < end; ++j) {
+        const uint32_t i = listed[j];
+        const Change c = evaluate<D>(s, in, axis, i, large_cells);
+        if (c.bad != StatusCode::ok) {
+            if (r.bad_count++ == 0) { // the list ascends: the chunk's first is its lowest
+                r.bad_index = i;
+                r.bad_code = c.bad;
+            }
+            continue;
+        }
+        if (c.layers) {
+            const uint32_t was = s.category[i];
+            const uint32_t now = layer_of(in.category, i);
+            r.all_categories = r.all_categories || (now & ~was & ~s.category_common) != 0; // a bit may join
+            r.common &= now;
+        }
+        if (!c.box) continue;
+        const ObjectScratch old = unpack<D>(object_records<D>(s)[i]);
+        const bool was_large = is_far(old) || cells_covered(old) > large_cells; // the frame's is_large[i]
+        r.large_changed = r.large_changed || c.large != was_large;
+        if (c.large || was_large) continue;
+        bool same = true;
+        for (uint32_t d = 0; d < D; ++d) {
+            same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                r.on_bound[d][e] += bound_value(old, d, e) == bound_value(old_bounds, d, e) ? 1 : 0;
+                offered[d][e].offer(e, bound_value(c.now, d, e));
+            }
+        }
+        if (!same) {
+            r.removed += cells_covered(old);
+            r.added += cells_covered(c.now);
+        }
+    }
+    for (uint32_t d = 0; d < D; ++d)
+        for (uint32_t e = 0; e < kBoundKinds; ++e) {
+            r.offered[d][e] = offered[d][e].value;
+            r.offered_hits[d][e] = offered[d][e].hits;
+        }
+    return r;
+}
+
+/// What the listed chunks found, combined in chunk order.
+struct ListedTotals {
+    uint32_t bad_count = 0;
+    uint32_t bad_index = kNone;
+    StatusCode bad_code = StatusCode::ok;
+    uint64_t added = 0;
+    uint64_t removed = 0;
+    bool large_changed = false;
+    bool all_categories = false;
+    uint32_t common = ~0u; // AND of the frame's and the listed objects' new categories
+    uint32_t left[3][kBoundKinds] = {};
+    BoundTally offered[3][kBoundKinds] = {};
+};
+
+/// Step 2's chunks in order; each chunk's `removed` becomes where its left
+/// cells' keys go.
+template <uint32_t D>
+ListedTotals combine_chunks(BoxState& s, uint32_t chunks) {
+    ListedTotals t;
+    t.common = s.category_common;
+    for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+        ListedChunk& r = s.listed_chunk[chunk];
+        if (r.bad_count > 0 && t.bad_count == 0) {
+            t.bad_index = r.bad_index;
+            t.bad_code = r.bad_code;
+        }
+        t.bad_count += r.bad_count;
+        t.large_changed = t.large_changed || r.large_changed;
+        t.all_categories = t.all_categories || r.all_categories;
+        t.common &= r.common;
+        t.added += r.added;
+        const uint64_t chunk_removed = r.removed;
+        r.removed = t.removed; // now: where the chunk's left keys go
+        t.removed += chunk_removed;
+        for (uint32_t d = 0; d < D; ++d)
+            for (uint32_t e = 0; e < kBoundKinds; ++e) {
+                t.left[d][e] += r.on_bound[d][e];
+                t.offered[d][e].merge(e, BoundTally{r.offered[d][e], r.offered_hits[d][e]});
+            }
+    }
+    return t;
+}
+
+/// The new bounds and their hits: a bound moves out to a changed box beyond
+/// it, and shrinks when no object is left on it. Returns whether one shrinks
+/// (or the hits are not known: then every object is measured again).
+template <uint32_t D>
+bool new_bounds(const BoxState& s, const ListedTotals& t, BoxFrameBounds& bounds, uint32_t (&hits)[3][kBoundKinds]) {
+    bool shrink = !s.valid.bound_hits;
+    for (uint32_t d = 0; d < D && !shrink; ++d)
+        for (uint32_t e = 0; e < kBoundKinds; ++e) {
+            const double was = bound_value(s.bounds, d, e);
+            const BoundTally& offered = t.offered[d][e];
+            hits[d][e] = s.bound_hits[d][e] - t.left[d][e];
+            if (offered.hits > 0 && beyond(e, offered.value, was)) {
+                set_bound(bounds, d, e, offered.value);
+                hits[d][e] = offered.hits;
+            } else if (offered.hits > 0 && offered.value == was) {
+                hits[d][e] += offered.hits;
+            }
+            shrink = shrink || hits[d][e] == 0;
+        }
+    return shrink;
+}
+
+/// Step 3 for the listed objects [begin, end) of `chunk`: the frame's copies
+/// and scratch of the changed ones, their moved and leaving bits, and the keys
+/// of the cells they leave (from the chunk's offset in spare_cell_key).
+template <uint32_t D>
+void write_chunk(BoxState& s, const BoxSpans& in, const AxisCells* axis, const ListedChunks& list, uint32_t chunk,
+                 uint32_t begin, uint32_t end, uint64_t large_cells) {
+    uint64_t left_key = s.listed_chunk[chunk].removed; // keys of the cells objects leave
+    for (uint32_t j = begin; j < end; ++j) {
+        const uint32_t i = list.listed[j];
+        const Change c = evaluate<D>(s, in, axis, i, large_cells);
+        if (c.layers) {
+            s.category[i] = layer_of(in.category, i);
+            s.mask[i] = layer_of(in.mask, i);
+        }
+        if (!c.box) continue;
+        ObjectRecord<D>& record = object_records<D>(s)[i];
+        const ObjectScratch o = unpack<D>(record);
+        bool same = true;
+        for (uint32_t d = 0; d < D; ++d) {
+            same = same & (o.lo[d] == c.now.lo[d]) & (o.hi[d] == c.now.hi[d]);
+            s.min[d][i] = c.now.min[d];
+            s.max[d][i] = c.now.max[d];
+        }
+        const uint64_t bit = uint64_t{1} << (i & 63); // the chunk's own words
+        s.change.moved[i >> 6] |= bit;
+        if (!c.large && !same) { // the keys of the cells it leaves, for the shift
+            s.change.leaving[i >> 6] |= bit;
+            for_each_cell_key<D>(o, [&](uint64_t key) { s.spare_cell_key[left_key++] = key; });
+        }
+        pack<D>(record, c.now);
+    }
+    HASHGRID_ASSERT(end == list.count || left_key == s.listed_chunk[chunk + 1].removed,
+                    "box update: a chunk's left cells disagree with its count");
+}
+
 /// Steps 2-3 for D dimensions over the listed objects; `applied` is false
 /// when the full rebuild must run instead (nothing was written then).
 template <uint32_t D>
@@ -223,181 +406,50 @@ Status apply_listed(BoxState& s, const BoxSpans& in, const uint32_t* listed, uin
     applied = false;
     const Lattice& k = s.cells;
     const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
-    const BoxFrameBounds old_bounds = s.bounds;
+    const ThreadBackend& b = trace.backend();
+    const ListedChunks list(b, listed, count);
 
     // 2. Evaluate (read only), in chunks of the list, then the chunks in order.
-    const ThreadBackend& b = trace.backend();
-    // One chunk for a one-thread backend (the chunks change no result, only who runs what).
-    const auto listed_grain = b.worker_count > 1 && count > 0
-                                  ? static_cast<uint32_t>(grain_for(count, kListedGrain, kMaxListedChunks))
-                                  : count + 1;
-    const uint32_t listed_chunks = chunk_count(count, listed_grain);
-    // Chunk k starts at k * grain, moved on past objects of the same bitmap
-    // word as the one before: no two chunks share a word (a word holds 64
-    // objects, fewer than a grain), so they set their bits without atomics.
-    const auto chunk_begin = [&](uint32_t chunk) {
-        uint32_t j = chunk * listed_grain < count ? chunk * listed_grain : count;
-        while (j > 0 && j < count && listed[j] >> 6 == listed[j - 1] >> 6)
-            ++j;
-        return j;
-    };
-    // Runs fn(chunk, begin, end) for every chunk of the list.
-    const auto for_chunks = [&](auto&& fn) {
-        parallel_chunks(b, listed_chunks, 1, [&](uint32_t chunk, uint32_t, uint32_t) {
-            fn(chunk, chunk_begin(chunk), chunk_begin(chunk + 1));
-        });
-    };
-    for_chunks([&](uint32_t chunk, uint32_t begin, uint32_t end) {
-        ListedChunk r{};
-        r.bad_index = kNone;
-        r.common = ~0u;
-        BoundTally offered[3][kBoundKinds] = {};
-        for (uint32_t j = begin; j < end; ++j) {
-            const uint32_t i = listed[j];
-            const Change c = evaluate<D>(s, in, axis, i, large_cells);
-            if (c.bad != StatusCode::ok) {
-                if (r.bad_count++ == 0) { // the list ascends: the chunk's first is its lowest
-                    r.bad_index = i;
-                    r.bad_code = c.bad;
-                }
-                continue;
-            }
-            if (c.layers) {
-                const uint32_t was = s.category[i];
-                const uint32_t now = layer_of(in.category, i);
-                r.all_categories = r.all_categories || (now & ~was & ~s.category_common) != 0; // a bit may join
-                r.common &= now;
-            }
-            if (!c.box) continue;
-            const ObjectScratch old = unpack<D>(object_records<D>(s)[i]);
-            const bool was_large = is_far(old) || cells_covered(old) > large_cells; // the frame's is_large[i]
-            r.large_changed = r.large_changed || c.large != was_large;
-            if (c.large || was_large) continue;
-            bool same = true;
-            for (uint32_t d = 0; d < D; ++d) {
-                same = same & (old.lo[d] == c.now.lo[d]) & (old.hi[d] == c.now.hi[d]);
-                for (uint32_t e = 0; e < kBoundKinds; ++e) {
-                    r.on_bound[d][e] += bound_value(old, d, e) == bound_value(old_bounds, d, e) ? 1 : 0;
-                    offered[d][e].offer(e, bound_value(c.now, d, e));
-                }
-            }
-            if (!same) {
-                r.removed += cells_covered(old);
-                r.added += cells_covered(c.now);
-            }
-        }
-        for (uint32_t d = 0; d < D; ++d)
-            for (uint32_t e = 0; e < kBoundKinds; ++e) {
-                r.offered[d][e] = offered[d][e].value;
-                r.offered_hits[d][e] = offered[d][e].hits;
-            }
-        s.listed_chunk[chunk] = r;
+    list.run(b, [&](uint32_t chunk, uint32_t begin, uint32_t end) {
+        s.listed_chunk[chunk] = evaluate_chunk<D>(s, in, axis, listed, begin, end, large_cells);
     });
-    uint32_t bad_count = 0, bad_index = kNone;
-    StatusCode bad_code = StatusCode::ok;
-    uint64_t added = 0, removed = 0;
-    bool large_changed = false;
-    bool all_categories = false;
-    uint32_t common = s.category_common;
-    uint32_t left[3][kBoundKinds] = {};
-    BoundTally offered[3][kBoundKinds] = {};
-    for (uint32_t chunk = 0; chunk < listed_chunks; ++chunk) {
-        ListedChunk& r = s.listed_chunk[chunk];
-        if (r.bad_count > 0 && bad_count == 0) {
-            bad_index = r.bad_index;
-            bad_code = r.bad_code;
-        }
-        bad_count += r.bad_count;
-        large_changed = large_changed || r.large_changed;
-        all_categories = all_categories || r.all_categories;
-        common &= r.common;
-        added += r.added;
-        const uint64_t chunk_removed = r.removed;
-        r.removed = removed; // now: where the chunk's left keys go
-        removed += chunk_removed;
-        for (uint32_t d = 0; d < D; ++d)
-            for (uint32_t e = 0; e < kBoundKinds; ++e) {
-                left[d][e] += r.on_bound[d][e];
-                offered[d][e].merge(e, BoundTally{r.offered[d][e], r.offered_hits[d][e]});
-            }
-    }
-    if (bad_count > 0) return bad_box(bad_code, bad_index, bad_count); // previous frame untouched
-    if (large_changed) return {};                                      // the large set changes: full rebuild
-    const uint64_t entries = uint64_t{s.entry_count} - removed + added;
-    if (entries > s.max_entries) return entry_capacity(entries);     // previous frame untouched
-    if ((added + removed) * kUpdateShare > s.entry_count) return {}; // the full rebuild's sort is cheaper
-    // The new bounds: a bound moves out to a changed box beyond it, and
-    // shrinks (then every object is measured again) when no object is left on it.
+    const ListedTotals t = combine_chunks<D>(s, list.chunks);
+    if (t.bad_count > 0) return bad_box(t.bad_code, t.bad_index, t.bad_count); // previous frame untouched
+    if (t.large_changed) return {};                                            // the large set changes: full rebuild
+    const uint64_t entries = uint64_t{s.entry_count} - t.removed + t.added;
+    if (entries > s.max_entries) return entry_capacity(entries);         // previous frame untouched
+    if ((t.added + t.removed) * kUpdateShare > s.entry_count) return {}; // the full rebuild's sort is cheaper
+    const BoxFrameBounds old_bounds = s.bounds;
     BoxFrameBounds bounds = old_bounds;
     uint32_t hits[3][kBoundKinds] = {};
-    bool shrink = !s.valid.bound_hits;
-    for (uint32_t d = 0; d < D && !shrink; ++d)
-        for (uint32_t e = 0; e < kBoundKinds; ++e) {
-            const double was = bound_value(old_bounds, d, e);
-            const BoundTally& t = offered[d][e];
-            hits[d][e] = s.bound_hits[d][e] - left[d][e];
-            if (t.hits > 0 && beyond(e, t.value, was)) {
-                set_bound(bounds, d, e, t.value);
-                hits[d][e] = t.hits;
-            } else if (t.hits > 0 && t.value == was) {
-                hits[d][e] += t.hits;
-            }
-            shrink = shrink || hits[d][e] == 0;
-        }
+    const bool shrink = new_bounds<D>(s, t, bounds, hits);
 
     // 3. The frame is accepted: write the changed objects, then their entries.
     applied = true;
     trace.next(TraceStep::box_rebuild_update);
     const uint32_t n = s.object_count;
-    const uint32_t words = (n + 63) / 64;
-    std::memset(s.change.moved, 0, words * sizeof(uint64_t)); // held the seen marks of step 1
-    for_chunks([&](uint32_t chunk, uint32_t begin, uint32_t end) {
-        uint64_t left_key = s.listed_chunk[chunk].removed; // keys of the cells objects leave
-        for (uint32_t j = begin; j < end; ++j) {
-            const uint32_t i = listed[j];
-            const Change c = evaluate<D>(s, in, axis, i, large_cells);
-            if (c.layers) {
-                s.category[i] = layer_of(in.category, i);
-                s.mask[i] = layer_of(in.mask, i);
-            }
-            if (!c.box) continue;
-            ObjectRecord<D>& record = object_records<D>(s)[i];
-            const ObjectScratch o = unpack<D>(record);
-            bool same = true;
-            for (uint32_t d = 0; d < D; ++d) {
-                same = same & (o.lo[d] == c.now.lo[d]) & (o.hi[d] == c.now.hi[d]);
-                s.min[d][i] = c.now.min[d];
-                s.max[d][i] = c.now.max[d];
-            }
-            const uint64_t bit = uint64_t{1} << (i & 63); // the chunk's own words
-            s.change.moved[i >> 6] |= bit;
-            if (!c.large && !same) { // the keys of the cells it leaves, for the shift
-                s.change.leaving[i >> 6] |= bit;
-                for_each_cell_key<D>(o, [&](uint64_t key) { s.spare_cell_key[left_key++] = key; });
-            }
-            pack<D>(record, c.now);
-        }
-        HASHGRID_ASSERT(end == count || left_key == s.listed_chunk[chunk + 1].removed,
-                        "box update: a chunk's left cells disagree with its count");
+    std::memset(s.change.moved, 0, (n + 63) / 64 * sizeof(uint64_t)); // held the seen marks of step 1
+    list.run(b, [&](uint32_t chunk, uint32_t begin, uint32_t end) {
+        write_chunk<D>(s, in, axis, list, chunk, begin, end, large_cells);
     });
-    if (all_categories) {
+    uint32_t common = t.common;
+    if (t.all_categories) {
         common = ~0u;
         for (uint32_t i = 0; i < n; ++i)
             common &= s.category[i];
     }
     s.category_common = common;
-    const uint32_t grain = static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks));
     if (shrink) {
-        measure_bounds<D>(s, b, n, grain, bounds);
+        measure_bounds<D>(s, b, n, static_cast<uint32_t>(grain_for(n, kObjectGrain, kMaxObjectChunks)), bounds);
     } else {
         for (uint32_t d = 0; d < D; ++d)
             for (uint32_t e = 0; e < kBoundKinds; ++e)
                 s.bound_hits[d][e] = hits[d][e];
     }
     bool cells_moved = false;
-    if (added > 0) cells_moved = shift_listed_entries(s, b, added, removed, static_cast<uint32_t>(entries));
+    if (t.added > 0) cells_moved = shift_listed_entries(s, b, t.added, t.removed, static_cast<uint32_t>(entries));
     // The objects that moved within their cells (each patches its own entries).
-    for_chunks([&](uint32_t, uint32_t begin, uint32_t end) { patch_moved_boxes(s, listed + begin, end - begin); });
+    list.run(b, [&](uint32_t, uint32_t begin, uint32_t end) { patch_moved_boxes(s, listed + begin, end - begin); });
     bool same_box = true;
     for (uint32_t d = 0; d < 3; ++d)
         same_box = same_box && bounds.cell_lo[d] == old_bounds.cell_lo[d] && bounds.cell_hi[d] == old_bounds.cell_hi[d];
