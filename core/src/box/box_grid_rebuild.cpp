@@ -259,6 +259,61 @@ void build_entries(BoxState& s, const BoxSpans& in, const ThreadBackend& b, uint
     s.entry_object = s.payload[src];
 }
 
+/// What the object chunks of step 1 found, summed in chunk order.
+struct ChunkTotals {
+    uint64_t entries = 0;
+    uint32_t large = 0;
+    int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}; // occupied cells
+    int32_t hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+    BoxFrameBounds bounds{}; // box_lo, box_hi, max_span (the cells: the dense box's)
+    uint64_t added = 0;      // against the previous frame, when compared
+    uint64_t removed = 0;
+    uint32_t large_changed = 0;
+};
+
+/// Sums step 1's chunks in chunk order and gives each chunk its offsets
+/// (entries, large objects, moved entries).
+ChunkTotals scan_object_chunks(BoxState& s, uint32_t chunks) {
+    ChunkTotals t;
+    for (uint32_t c = 0; c < chunks; ++c) {
+        ObjectChunk& chunk = s.object_chunk[c];
+        chunk.entry_offset = t.entries;
+        chunk.large_offset = t.large;
+        chunk.moved_offset = t.added;
+        t.added += chunk.added;
+        t.removed += chunk.removed;
+        t.large_changed += chunk.large_changed;
+        for (uint32_t d = 0; d < 3; ++d) {
+            t.lo[d] = chunk.cell_lo[d] < t.lo[d] ? chunk.cell_lo[d] : t.lo[d];
+            t.hi[d] = chunk.cell_hi[d] > t.hi[d] ? chunk.cell_hi[d] : t.hi[d];
+            if (chunk.entries == 0 || d >= s.dims) continue;
+            BoxFrameBounds& f = t.bounds;
+            f.box_lo[d] = t.entries == 0 ? chunk.box_lo[d] : std::min(f.box_lo[d], chunk.box_lo[d]);
+            f.box_hi[d] = t.entries == 0 ? chunk.box_hi[d] : std::max(f.box_hi[d], chunk.box_hi[d]);
+            f.max_span[d] = std::max(f.max_span[d], chunk.span[d]);
+        }
+        t.entries += chunk.entries;
+        t.large += chunk.large;
+    }
+    return t;
+}
+
+/// The box of occupied cells (one cell at the origin when there are no entries).
+DenseBox dense_box(const ChunkTotals& t) {
+    DenseBox box{};
+    for (uint32_t d = 0; d < 3; ++d) {
+        box.lo[d] = t.entries > 0 ? t.lo[d] : 0;
+        box.extent[d] = t.entries > 0 ? static_cast<uint64_t>(int64_t{t.hi[d]} - t.lo[d] + 1) : 1;
+    }
+    return box;
+}
+
+/// Bits of the dense index over the box.
+uint32_t index_bits(const DenseBox& box) {
+    const uint64_t volume = box.extent[0] * box.extent[1] * box.extent[2]; // < 2^64 by the key limits
+    return static_cast<uint32_t>(std::bit_width(volume - 1));
+}
+
 } // namespace
 
 Status detail::entry_capacity(uint64_t needed) {
@@ -380,48 +435,20 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     const Status invalid = bad_box_status(s.object_chunk, chunks);
     if (!invalid.ok()) return invalid; // previous frame untouched
 
-    uint64_t entries = 0;
-    uint32_t large = 0;
-    int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
-    int32_t hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
-    BoxFrameBounds bounds{};
-    uint64_t added = 0, removed = 0;
-    uint32_t large_changed = 0;
-    for (uint32_t c = 0; c < chunks; ++c) {
-        ObjectChunk& chunk = s.object_chunk[c];
-        chunk.entry_offset = entries;
-        chunk.large_offset = large;
-        chunk.moved_offset = added;
-        added += chunk.added;
-        removed += chunk.removed;
-        large_changed += chunk.large_changed;
-        for (uint32_t d = 0; d < 3; ++d) {
-            lo[d] = chunk.cell_lo[d] < lo[d] ? chunk.cell_lo[d] : lo[d];
-            hi[d] = chunk.cell_hi[d] > hi[d] ? chunk.cell_hi[d] : hi[d];
-            if (chunk.entries == 0 || d >= dims) continue;
-            bounds.box_lo[d] = entries == 0 ? chunk.box_lo[d] : std::min(bounds.box_lo[d], chunk.box_lo[d]);
-            bounds.box_hi[d] = entries == 0 ? chunk.box_hi[d] : std::max(bounds.box_hi[d], chunk.box_hi[d]);
-            bounds.max_span[d] = std::max(bounds.max_span[d], chunk.span[d]);
-        }
-        entries += chunk.entries;
-        large += chunk.large;
-    }
+    const ChunkTotals totals = scan_object_chunks(s, chunks);
+    const uint64_t entries = totals.entries;
+    const uint64_t added = totals.added;
+    BoxFrameBounds bounds = totals.bounds;
     if (entries > s.max_entries) return entry_capacity(entries); // previous frame untouched
 
     // The frame is accepted: from here on nothing fails. Few objects changed
     // cells: merge them into the previous frame (box_grid_update.cpp), which
     // gives the arrays of the full build below.
-    const bool update =
-        compare && large_changed == 0 && s.cell_count > 0 && merge_pays(added + removed, s.cell_count, s.entry_count);
+    const bool update = compare && totals.large_changed == 0 && s.cell_count > 0 &&
+                        merge_pays(added + totals.removed, s.cell_count, s.entry_count);
     trace.next(update ? TraceStep::box_rebuild_update : TraceStep::box_rebuild_entries);
-    DenseBox box{};
-    uint64_t volume = 1;
-    for (uint32_t d = 0; d < 3; ++d) {
-        box.lo[d] = entries > 0 ? lo[d] : 0;
-        box.extent[d] = entries > 0 ? static_cast<uint64_t>(int64_t{hi[d]} - lo[d] + 1) : 1;
-        volume *= box.extent[d]; // < 2^64 by the key limits
-    }
-    const auto bits = static_cast<uint32_t>(std::bit_width(volume - 1));
+    const DenseBox box = dense_box(totals);
+    const uint32_t bits = index_bits(box);
     const auto count = static_cast<uint32_t>(entries);
     s.category_common = ~0u; // copy_objects ANDs every chunk's categories into it
     if (update) {
@@ -442,7 +469,7 @@ Status BoxGrid::Impl::rebuild_checked(BoxGrid& g, const BoxSpans& in, PhaseTrace
     write_row_starts(s, b);
     s.object_count = n;
     s.entry_count = count;
-    s.large_count = large;
+    s.large_count = totals.large;
     s.layers = in.category != nullptr || in.mask != nullptr;
     s.valid.accept_full();
     set_built(g);
