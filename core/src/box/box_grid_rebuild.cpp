@@ -22,8 +22,8 @@
 // 5. After either path: the row table of the occupied cells (write_row_starts).
 #include "box/box_grid_internal.h"
 #include "box/box_rebuild_steps.h"
-#include "lattice/radix_sort.h"
 #include "common/trace_scope.h"
+#include "lattice/radix_sort.h"
 
 #include "hashgrid/assert.h"
 
@@ -317,32 +317,26 @@ uint32_t index_bits(const DenseBox& box) {
 } // namespace
 
 Status detail::entry_capacity(uint64_t needed) {
-    Status s;
-    s.code = StatusCode::entry_capacity;
-    s.needed = needed;
-    s.message = "boxes cover more cells than BoxGridConfig::max_cell_entries";
-    return s;
+    return detail::capacity_status(StatusCode::entry_capacity,
+                                   "boxes cover more cells than BoxGridConfig::max_cell_entries", needed);
 }
 
 Status detail::bad_box(StatusCode code, uint32_t index, uint32_t count) {
-    Status s;
-    s.code = code;
-    s.index = index;
-    s.count = count;
+    const char* message = "box rejected";
     switch (code) {
     case StatusCode::invalid_position:
-        s.message = "box coordinate is NaN or infinite";
+        message = "box coordinate is NaN or infinite";
         break;
     case StatusCode::invalid_box:
-        s.message = "box has min > max on some axis";
+        message = "box has min > max on some axis";
         break;
     case StatusCode::position_out_of_range:
-        s.message = "box outside the bounded world";
+        message = "box outside the bounded world";
         break;
     default:
         break;
     }
-    return s;
+    return detail::item_status(code, message, index, count);
 }
 
 /// Step 5, after either path: the row table of the frame's occupied cells
@@ -393,22 +387,18 @@ void detail::write_row_starts(BoxState& s, const ThreadBackend& b) {
 
 Status BoxGrid::Impl::rebuild(BoxGrid& g, const BoxSpans& in, const ThreadBackend& caller_backend) {
     HASHGRID_ASSERT(g.initialized_, "BoxGrid::rebuild called before a successful init");
-    if (!g.initialized_) return {StatusCode::not_built, 0, 0, 0, "box grid not initialized"};
+    if (!g.initialized_) return detail::make_status(StatusCode::not_built, "box grid not initialized");
     BoxState& s = state(g);
     const uint32_t n = in.count;
     if (n > s.max_objects) {
-        Status st;
-        st.code = StatusCode::object_capacity;
-        st.needed = n;
-        st.message = "more objects than BoxGridConfig::max_objects";
-        return st;
+        return detail::capacity_status(StatusCode::object_capacity, "more objects than BoxGridConfig::max_objects", n);
     }
     const uint32_t dims = s.dims;
     HASHGRID_ASSERT(n == 0 || (in.min_x != nullptr && in.min_y != nullptr && in.max_x != nullptr &&
                                in.max_y != nullptr && (dims == 2 || (in.min_z != nullptr && in.max_z != nullptr))),
                     "BoxSpans: min/max x, y (and z in 3D) must be set");
     if (spans_missing(in, dims))
-        return {StatusCode::invalid_argument, 0, 0, 0, "BoxSpans: min/max x, y (and z in 3D) must be set"};
+        return detail::make_status(StatusCode::invalid_argument, "BoxSpans: min/max x, y (and z in 3D) must be set");
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
     trace.begin(TracePhase::box_rebuild);
     trace.begin(TraceStep::box_rebuild_validate);

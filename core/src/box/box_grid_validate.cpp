@@ -10,6 +10,7 @@
 // block with a bad, far or out-of-range box is checked box by box, which
 // names the lowest offending box and marks far boxes.
 #include "box/box_grid_internal.h"
+#include "box/box_rebuild_steps.h"
 
 #include "hashgrid/kernels.h"
 

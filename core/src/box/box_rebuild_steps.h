@@ -28,7 +28,7 @@
 // when the frame is accepted.
 #pragma once
 
-#include "box_grid_internal.h"
+#include "box/box_grid_internal.h"
 
 #include <cstdint>
 
