@@ -406,28 +406,6 @@ inline uint64_t cells_covered(const ObjectScratch& o) {
            static_cast<uint64_t>(int64_t{o.hi[2]} - o.lo[2] + 1);
 }
 
-/// One axis of the lattice with its bounds as doubles, hoisted out of the
-/// per-object loop: cell() is Lattice::cell_of with the same arithmetic.
-struct AxisCells {
-    float origin;
-    double scale;
-    double lower;
-    double upper;
-    bool clamp;
-
-    AxisCells(const Lattice& k, uint32_t d)
-        : origin(k.origin_f[d]), scale(k.scale), lower(k.lower(d)), upper(k.upper(d)), clamp(k.clamp) {}
-    bool cell(float p, int32_t& out) const {
-        double t = scaled_coordinate(p, origin, scale);
-        if (!(t >= lower && t < upper)) {
-            if (!clamp) return false;
-            t = t < lower ? lower : upper - 1.0;
-        }
-        out = floor_to_int(t);
-        return true;
-    }
-};
-
 /// Bit pattern of a float (boxes are compared with the previous frame's bit for bit).
 inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
 

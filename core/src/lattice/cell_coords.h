@@ -3,6 +3,7 @@
 // coordinate, written so that the key passes vectorize.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace hashgrid::detail {
@@ -19,6 +20,16 @@ inline int32_t floor_to_int(double t) {
 inline double clamp_into(double t, double lo, double hi1) {
     t = t > lo ? t : lo;
     return t < hi1 ? t : hi1;
+}
+
+/// Cell coordinates far outside any key range, for saturating conversions.
+inline constexpr double kFarCell = 0x1p40;
+
+/// floor(t) saturated to +-2^40 (t may be infinite or NaN: NaN gives -2^40).
+inline int64_t floor_cell(double t) {
+    if (!(t > -kFarCell)) return -static_cast<int64_t>(kFarCell);
+    if (t > kFarCell) return static_cast<int64_t>(kFarCell);
+    return static_cast<int64_t>(std::floor(t));
 }
 
 } // namespace hashgrid::detail

@@ -50,14 +50,10 @@ struct Lattice {
     [[nodiscard]] bool contains(uint32_t d, int64_t c) const { return c >= lo[d] && c <= hi[d]; }
 
     /// Cell of p on axis d; false if outside [lo, hi] (clamped instead in clamp mode).
-    bool cell_of(uint32_t d, float p, int32_t& cell) const {
-        double t = scaled(d, p);
-        if (!(t >= lower(d) && t < upper(d))) {
-            if (!clamp) return false;
-            t = t < lower(d) ? lower(d) : upper(d) - 1.0;
-        }
-        cell = floor_to_int(t);
-        return true;
+    bool cell_of(uint32_t d, float p, int32_t& cell) const;
+    /// Unbounded: the (wrapped) cell of p on axis d (cell_key.h, unbounded_cell).
+    [[nodiscard]] int32_t unbounded_cell_of(uint32_t d, float p, bool& wrapped) const {
+        return unbounded_cell(p, origin_f[d], scale, dims, wrapped);
     }
     /// Cell of scaled coordinate t (any double, NaN gives lo) clamped into [lo, hi].
     [[nodiscard]] int32_t clamped_cell(uint32_t d, double t) const {
@@ -90,6 +86,30 @@ struct Lattice {
         return static_cast<uint32_t>(x + int64_t{n[0]} * (y + int64_t{n[1]} * z));
     }
 };
+
+/// One axis of a lattice with its bounds as doubles, hoisted out of a
+/// per-object loop: cell() is Lattice::cell_of, which runs it.
+struct AxisCells {
+    float origin;
+    double scale;
+    double lower;
+    double upper;
+    bool clamp;
+
+    AxisCells(const Lattice& k, uint32_t d)
+        : origin(k.origin_f[d]), scale(k.scale), lower(k.lower(d)), upper(k.upper(d)), clamp(k.clamp) {}
+    bool cell(float p, int32_t& out) const {
+        double t = scaled_coordinate(p, origin, scale);
+        if (!(t >= lower && t < upper)) {
+            if (!clamp) return false;
+            t = t < lower ? lower : upper - 1.0;
+        }
+        out = floor_to_int(t);
+        return true;
+    }
+};
+
+inline bool Lattice::cell_of(uint32_t d, float p, int32_t& cell) const { return AxisCells(*this, d).cell(p, cell); }
 
 /// The lattice of a config with the given unbounded per-axis range.
 inline Lattice make_lattice(const LatticeConfig& c, int64_t unbounded_lo, int64_t unbounded_hi) {

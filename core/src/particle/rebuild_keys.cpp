@@ -33,7 +33,7 @@ StatusCode cell_checked(const KeyParams& k, uint32_t i, int32_t* cell, bool& wra
         const float v = k.coord[d][i];
         if (!std::isfinite(v)) return StatusCode::invalid_position;
         if constexpr (!Bounded) {
-            cell[d] = unbounded_cell(v, k.lattice.origin_f[d], k.lattice.scale, D, wrapped);
+            cell[d] = k.lattice.unbounded_cell_of(d, v, wrapped);
             continue;
         }
         if (!k.lattice.cell_of(d, v, cell[d])) return StatusCode::position_out_of_range;

@@ -105,7 +105,7 @@ void row_interval(const Cells& c, const PlaneSet& ps, const int32_t lo[3], const
         }
         if (rest == kDoubleInf) continue;
         // Passing: nx * X + rest >= 0 with X the reach box's far x boundary.
-        const double threshold = std::floor((-rest / nx - c.lat.origin[0]) * c.lat.scale);
+        const double threshold = std::floor(c.lat.scaled(0, -rest / nx));
         if (!std::isfinite(threshold)) {
             if ((threshold > 0.0) == (nx > 0.0)) return void(x_hi = x_lo - 1); // nothing passes
             continue;

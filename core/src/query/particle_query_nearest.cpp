@@ -130,8 +130,7 @@ struct NearestSearch {
         for (uint32_t d = 0; d < v.lat.dims; ++d) {
             // Clamped into the grid's cells: every particle cell is in range,
             // so the shell bound below holds for the clamped centre too.
-            centre[d] = clamp_i64(floor_cell(scaled_coordinate(c[d], v.lat.origin_f[d], v.lat.scale)), v.lat.lo[d],
-                                  v.lat.hi[d]);
+            centre[d] = clamp_i64(floor_cell(v.lat.scaled(d, c[d])), v.lat.lo[d], v.lat.hi[d]);
             const int64_t r =
                 centre[d] - v.lat.lo[d] > v.lat.hi[d] - centre[d] ? centre[d] - v.lat.lo[d] : v.lat.hi[d] - centre[d];
             reach = r > reach ? r : reach;

@@ -25,9 +25,6 @@ namespace hashgrid::particle_query {
 
 using namespace detail;
 
-/// Cell coordinates far outside any key range, for saturating conversions.
-constexpr double kFarCell = 0x1p40;
-
 /// The grid's cell index and sorted particle arrays, read once per query.
 struct View : CellIndex {
     const float* p[3] = {nullptr, nullptr, nullptr};
@@ -71,13 +68,6 @@ inline bool finite_point(const View& v, const float* c) {
     for (uint32_t d = 0; d < v.lat.dims; ++d)
         if (!std::isfinite(c[d])) return false;
     return true;
-}
-
-/// floor(t) saturated to +-2^40 (t may be infinite).
-inline int64_t floor_cell(double t) {
-    if (!(t > -kFarCell)) return -static_cast<int64_t>(kFarCell);
-    if (t > kFarCell) return static_cast<int64_t>(kFarCell);
-    return static_cast<int64_t>(std::floor(t));
 }
 
 inline int64_t clamp_i64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
@@ -327,7 +317,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
         AxisSpan span[3] = {kUnusedAxis, kUnusedAxis, kUnusedAxis};
         for (uint32_t d = 0; d < v.lat.dims; ++d) {
             bool unused = false;
-            const int64_t centre = unbounded_cell(c[d], v.lat.origin_f[d], v.lat.scale, v.lat.dims, unused);
+            const int64_t centre = v.lat.unbounded_cell_of(d, c[d], unused);
             span[d] = wrapped_span(v, wrap_cell(centre - back, v.lat.dims), 2.0 * reach + 1.0);
         }
         visit_spans(v, span, test);
@@ -336,7 +326,7 @@ inline void radius_visit(const View& v, const float* c, float radius, Sink& sink
     }
     int64_t lo[3], hi[3];
     for (uint32_t d = 0; d < v.lat.dims; ++d) {
-        const double tc = scaled_coordinate(c[d], v.lat.origin_f[d], v.lat.scale);
+        const double tc = v.lat.scaled(d, c[d]);
         const double margin = (std::fabs(tc) + tr) * 0x1p-30 + 0x1p-30;
         lo[d] = floor_cell(tc - tr - margin);
         hi[d] = floor_cell(tc + tr + margin);
@@ -400,8 +390,8 @@ inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept,
                 continue;
             }
             bool unused = false;
-            const int64_t first = unbounded_cell(box.min[d], v.lat.origin_f[d], v.lat.scale, v.lat.dims, unused) - 1;
-            const int64_t last = unbounded_cell(box.max[d], v.lat.origin_f[d], v.lat.scale, v.lat.dims, unused) + 1;
+            const int64_t first = v.lat.unbounded_cell_of(d, box.min[d], unused) - 1;
+            const int64_t last = v.lat.unbounded_cell_of(d, box.max[d], unused) + 1;
             const int64_t cells = ((last - first) % period + period) % period + 1;
             span[d] = wrapped_span(v, wrap_cell(first, v.lat.dims),
                                    length < static_cast<double>(period) ? static_cast<double>(cells) : INFINITY);
@@ -413,8 +403,8 @@ inline void box_cells_visit(const View& v, const QueryBox& box, Accept&& accept,
     int64_t lo[3], hi[3];
     for (uint32_t d = 0; d < v.lat.dims; ++d) {
         // The grid's own key function: exact by monotonicity (no margin).
-        lo[d] = floor_cell(scaled_coordinate(box.min[d], v.lat.origin_f[d], v.lat.scale));
-        hi[d] = floor_cell(scaled_coordinate(box.max[d], v.lat.origin_f[d], v.lat.scale));
+        lo[d] = floor_cell(v.lat.scaled(d, box.min[d]));
+        hi[d] = floor_cell(v.lat.scaled(d, box.max[d]));
     }
     if (!clip_range(v, lo, hi)) return;
     visit_box(v, lo, hi, test);
