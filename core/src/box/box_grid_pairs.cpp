@@ -33,6 +33,8 @@
 #include "box/box_row_walk.h"
 #include "common/pair_compress.h"
 #include "common/trace_scope.h"
+#include "kernels/hit_buffer.h"
+#include "kernels/kernel_dispatch.h"
 #include "lattice/cell_index.h"
 
 #include "hashgrid/assert.h"
@@ -42,9 +44,17 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define HASHGRID_BOX_X86 1
+#endif
+// NEON on little-endian aarch64 (the byte numbering of hit_buffer.h's
+// compress table); a big-endian build keeps the scalar kernels.
+#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <arm_neon.h>
+#define HASHGRID_BOX_NEON 1
 #endif
 
 namespace hashgrid {
@@ -94,8 +104,7 @@ void flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
 }
 
 // The entry test and the small-object sweep, once per instruction set
-// (box_cell_sweep.inc). The sweep, the large objects' scans and
-// find_pairs_with follow set_pair_kernel (NEON builds run the scalar ones).
+// (box_cell_sweep.inc), each with its Kernels for the searches below.
 namespace scalar_cells {
 #define HASHGRID_BOX_TARGET
 #define HASHGRID_BOX_LANES 1
@@ -120,56 +129,20 @@ namespace avx2_cells {
 #undef HASHGRID_BOX_TARGET
 #undef HASHGRID_BOX_LANES
 } // namespace avx2_cells
-
 #endif
 
-/// Small-small pairs of cells [first_cell, last_cell), by the sweep of `isa`.
-template <uint32_t D, typename Sink>
-void sweep_cells(PairKernel isa, const BoxState& s, uint32_t first_cell, uint32_t last_cell, Sink& sink) {
-#if HASHGRID_BOX_X86
-    if (isa == PairKernel::avx2) return avx2_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
-    if (isa == PairKernel::sse2) return sse2_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
+#if HASHGRID_BOX_NEON
+namespace neon_cells {
+#define HASHGRID_BOX_TARGET
+#define HASHGRID_BOX_LANES 4
+#include "box/box_cell_sweep.inc"
+#undef HASHGRID_BOX_TARGET
+#undef HASHGRID_BOX_LANES
+} // namespace neon_cells
 #endif
-    (void)isa;
-    scalar_cells::sweep_cells<D>(s, first_cell, last_cell, sink);
-}
-
-/// Hits in [j0, j1) (j1 - j0 <= kBatch) into hits[] (kBatch + 8 slots) by
-/// the entry test of `isa` (box_cell_sweep.inc, collect_hits).
-template <uint32_t D, bool Flags>
-uint32_t collect_hits(PairKernel isa, const float* const lo[3], const float* const hi[3], const uint32_t* flags,
-                      uint32_t need, const TestBox& a, uint32_t j0, uint32_t j1, uint32_t* hits) {
-#if HASHGRID_BOX_X86
-    if (isa == PairKernel::avx2) return avx2_cells::collect_hits_call<D, Flags>(lo, hi, flags, need, a, j0, j1, hits);
-    if (isa == PairKernel::sse2) return sse2_cells::collect_hits<D, Flags>(lo, hi, flags, need, a, j0, j1, hits);
-#endif
-    (void)isa;
-    return scalar_cells::collect_hits<D, Flags>(lo, hi, flags, need, a, j0, j1, hits);
-}
 
 /// Most partners a rank sort takes (box_cell_sweep.inc, rank_pairs).
 constexpr uint32_t kRankPairs = 128;
-#if HASHGRID_BOX_X86
-static_assert(avx2_cells::kRankMax <= kRankPairs && sse2_cells::kRankMax <= kRankPairs);
-#endif
-
-/// Writes big's pairs with the distinct objects list[0, n) to pairs[0, n) in
-/// order by the rank sort of `isa`, when it has one that takes n partners
-/// (SSE2, AVX2); returns false otherwise.
-inline bool rank_pairs(PairKernel isa, const uint32_t* list, uint32_t n, uint32_t big, Pair* pairs) {
-#if HASHGRID_BOX_X86
-    if (isa == PairKernel::avx2 && n <= avx2_cells::kRankMax) {
-        avx2_cells::rank_pairs(list, n, big, pairs);
-        return true;
-    }
-    if (isa == PairKernel::sse2 && n <= sse2_cells::kRankMax) {
-        sse2_cells::rank_pairs(list, n, big, pairs);
-        return true;
-    }
-#endif
-    (void)isa, (void)list, (void)n, (void)big, (void)pairs;
-    return false;
-}
 
 /// The cell range [cell(box.min), cell(box.max)] of a box, clamped into the
 /// key range as the rebuild clamps objects' cells (z = 0 in 2D).
@@ -196,8 +169,8 @@ inline uint32_t entry_need(const int32_t c_lo[3], int32_t x, int32_t y, int32_t 
 /// (box's cells) that holds the minimum corner of the two boxes'
 /// intersection. Cells in key order (walk_cells), entries of a cell in
 /// ascending object order.
-template <uint32_t D, typename Hit>
-void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
+template <typename K, uint32_t D, typename Hit>
+void scan_entries(const BoxState& s, const CellIndex& index, const TestBox& box, const int32_t c_lo[3],
                   const int32_t c_hi[3], Hit&& hit) {
     const float* const entry_lo[3] = {s.entry_min[0], s.entry_min[1], s.entry_min[2]};
     const float* const entry_hi[3] = {s.entry_max[0], s.entry_max[1], s.entry_max[2]};
@@ -208,7 +181,7 @@ void scan_entries(PairKernel isa, const BoxState& s, const CellIndex& index, con
         for (uint32_t e0 = index.begin(pos); e0 < end; e0 += kBatch) {
             const uint32_t e1 = end - e0 < kBatch ? end : e0 + kBatch;
             const uint32_t count =
-                collect_hits<D, true>(isa, entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
+                K::template hits<D, true>(entry_lo, entry_hi, s.entry_flags, need, box, e0, e1, hits);
             for (uint32_t h = 0; h < count; ++h)
                 hit(s.entry_object[hits[h]]);
         }
@@ -315,10 +288,12 @@ inline const uint32_t* sort_partners(uint32_t* list, uint32_t* scratch, uint32_t
 /// lower-index large object. The candidates are the small objects found by
 /// scanning big's cells (scan_entries) and the large objects after big in the
 /// list, or with `coarse` those of the coarse grids (scan_coarse), sorted
-/// (rank_pairs where the kernel has it, else sort_partners); past kLargeHits
-/// overlaps, every object is tested in index order (same pairs and order).
-template <uint32_t D, typename Sink>
-void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink) {
+/// (K's rank sort where it takes the list, else sort_partners); past
+/// kLargeHits overlaps, every object is tested in index order (same pairs
+/// and order).
+template <typename K, uint32_t D, typename Sink>
+void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink) {
+    static_assert(K::kRankLimit <= kRankPairs);
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
@@ -354,7 +329,7 @@ void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bo
             scan_coarse<D, true>(s, g.large_start, g.small, g.large_reach, big + 1, a, c_lo, c_hi, found, n);
             crowded = n > kLargeHits;
         } else {
-            scan_entries<D>(isa, s, index, a, c_lo, c_hi, keep);
+            scan_entries<K, D>(s, index, a, c_lo, c_hi, keep);
             for (uint32_t j = k + 1; j < s.large_count && !crowded; ++j) {
                 const uint32_t o = s.large_object[j];
                 uint32_t overlap = 1;
@@ -366,7 +341,8 @@ void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bo
         }
         if (!crowded) {
             Pair ranked[kRankPairs];
-            if (rank_pairs(isa, found, n, big, ranked)) {
+            if (n <= K::kRankLimit) {
+                K::rank(found, n, big, ranked);
                 flush_pairs(s, ranked, n, sink);
                 continue;
             }
@@ -383,7 +359,7 @@ void sweep_large(PairKernel isa, const BoxState& s, uint32_t k0, uint32_t k1, bo
         const uint32_t objects = s.object_count;
         for (uint32_t o0 = 0; o0 < objects; o0 += kBatch) {
             const uint32_t o1 = objects - o0 < kBatch ? objects : o0 + kBatch;
-            const uint32_t count = collect_hits<D, false>(isa, lo, hi, nullptr, 0, a, o0, o1, hits);
+            const uint32_t count = K::template hits<D, false>(lo, hi, nullptr, 0, a, o0, o1, hits);
             for (uint32_t h = 0; h < count; ++h) {
                 const uint32_t o = hits[h];
                 if (o == big) continue;
@@ -402,25 +378,11 @@ struct QueryInput {
     const uint32_t* mask;
 };
 
-/// The pairs (q, object) of the entries [e0, e1) that overlap `a` and have
-/// the first-cell bits `need`, appended at pairs + n by the kernel of `isa`
-/// (box_cell_sweep.inc, query_pairs); returns the new n.
-template <uint32_t D, typename Flush>
-uint32_t query_pairs(PairKernel isa, const BoxState& s, uint32_t need, const TestBox& a, uint32_t e0, uint32_t e1,
-                     uint32_t q, Pair* pairs, uint32_t n, Flush& flush) {
-#if HASHGRID_BOX_X86
-    if (isa == PairKernel::avx2) return avx2_cells::query_pairs<D>(s, need, a, e0, e1, q, pairs, n, flush);
-    if (isa == PairKernel::sse2) return sse2_cells::query_pairs<D>(s, need, a, e0, e1, q, pairs, n, flush);
-#endif
-    (void)isa;
-    return scalar_cells::query_pairs<D>(s, need, a, e0, e1, q, pairs, n, flush);
-}
-
 /// Every (query, object) pair of queries [first, last), in the documented
 /// order. Pairs gather on the stack and go to the sink in bulk, the layer
 /// test on the way.
-template <uint32_t D, typename Sink>
-void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
+template <typename K, uint32_t D, typename Sink>
+void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink) {
     const CellIndex index = make_sorted_cell_index(s.cells, s.cell_key, s.cell_start, s.cell_count);
     const float* const lo[3] = {s.min[0], s.min[1], s.min[2]};
     const float* const hi[3] = {s.max[0], s.max[1], s.max[2]};
@@ -444,8 +406,8 @@ void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint
         int32_t c_lo[3], c_hi[3];
         box_cells<D>(s, box, c_lo, c_hi);
         walk_cells(s, index, c_lo, c_hi, [&](uint32_t pos, int32_t x, int32_t y, int32_t z) {
-            n = query_pairs<D>(isa, s, entry_need(c_lo, x, y, z), box, index.begin(pos), index.end(pos), q, pairs, n,
-                               flush);
+            n = K::template query<D>(s, entry_need(c_lo, x, y, z), box, index.begin(pos), index.end(pos), q, pairs, n,
+                                     flush);
         });
         // The large objects by index, stored without a branch.
         for (uint32_t k = 0; k < s.large_count; ++k) {
@@ -463,6 +425,42 @@ void sweep_queries(PairKernel isa, const BoxState& s, const QueryInput& in, uint
         }
     }
     flush(pairs, n);
+}
+
+/// One width's searches of a chunk into a Sink (PoolSink, DirectSink).
+template <typename Sink>
+struct ChunkSearches {
+    void (*cells)(const BoxState& s, uint32_t first_cell, uint32_t last_cell, Sink& sink);
+    void (*large)(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink);
+    void (*queries)(const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink);
+};
+
+template <typename K, uint32_t D, typename Sink>
+constexpr ChunkSearches<Sink> kSearches{&K::template cells<D, Sink>, &sweep_large<K, D, Sink>,
+                                        &sweep_queries<K, D, Sink>};
+
+/// The widths this build has; kernel_dispatch picks one per chunk.
+template <uint32_t D, typename Sink>
+constexpr kernel_dispatch::Widths<ChunkSearches<Sink>> widths() {
+    kernel_dispatch::Widths<ChunkSearches<Sink>> w;
+    w.scalar = &kSearches<scalar_cells::Kernels, D, Sink>;
+#if HASHGRID_BOX_X86
+    w.sse2 = &kSearches<sse2_cells::Kernels, D, Sink>;
+    w.avx2 = &kSearches<avx2_cells::Kernels, D, Sink>;
+#endif
+#if HASHGRID_BOX_NEON
+    w.neon = &kSearches<neon_cells::Kernels, D, Sink>;
+#endif
+    return w;
+}
+
+template <uint32_t D, typename Sink>
+constexpr kernel_dispatch::Widths<ChunkSearches<Sink>> kWidths = widths<D, Sink>();
+
+/// The searches of width `isa` in `dims` dimensions into a Sink.
+template <typename Sink>
+const ChunkSearches<Sink>& searches_for(PairKernel isa, uint32_t dims) {
+    return kernel_dispatch::table_for(isa, dims == 3 ? kWidths<3, Sink> : kWidths<2, Sink>);
 }
 
 /// The result of a search that found `total` pairs: its status, and the
@@ -601,21 +599,14 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     const bool coarse = plan_coarse_grid(s);
     const PairKernel isa = active_pair_kernel();
     auto search = [&](uint32_t ch, auto& sink) {
+        const auto& width = searches_for<std::remove_cvref_t<decltype(sink)>>(isa, s.dims);
         if (ch < cell_chunks) {
             const uint32_t first = ch * cell_grain;
-            const uint32_t last = cells - first < cell_grain ? cells : first + cell_grain;
-            if (s.dims == 3)
-                sweep_cells<3>(isa, s, first, last, sink);
-            else
-                sweep_cells<2>(isa, s, first, last, sink);
+            width.cells(s, first, cells - first < cell_grain ? cells : first + cell_grain, sink);
             return;
         }
         const uint32_t first = (ch - cell_chunks) * large_grain;
-        const uint32_t last = s.large_count - first < large_grain ? s.large_count : first + large_grain;
-        if (s.dims == 3)
-            sweep_large<3>(isa, s, first, last, coarse, sink);
-        else
-            sweep_large<2>(isa, s, first, last, coarse, sink);
+        width.large(s, first, s.large_count - first < large_grain ? s.large_count : first + large_grain, coarse, sink);
     };
     // The coarse grids are built beside the small objects' sweep.
     return search_and_publish(s, cell_chunks + large_chunks, coarse ? cell_chunks : cell_chunks + large_chunks, out,
@@ -687,11 +678,8 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
     const PairKernel isa = active_pair_kernel();
     auto search = [&](uint32_t ch, auto& sink) {
         const uint32_t first = ch * grain;
-        const uint32_t last = n - first < grain ? n : first + grain;
-        if (dims == 3)
-            sweep_queries<3>(isa, s, in, first, last, sink);
-        else
-            sweep_queries<2>(isa, s, in, first, last, sink);
+        searches_for<std::remove_cvref_t<decltype(sink)>>(isa, dims).queries(
+            s, in, first, n - first < grain ? n : first + grain, sink);
     };
     // max_pairs does not apply: the pool only caches, the caller's capacity is the limit.
     return search_and_publish(s, chunks, chunks, out, capacity, UINT64_MAX, filter, trace, search, [] {});
