@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The pair-test kernels: sweep_impl.inc compiled once per instruction set
 // (scalar everywhere; SSE2 and AVX2 on x86-64, AVX2 through target
-// attributes and chosen at run time; NEON on aarch64), and the process-wide
-// kernel selection (set_pair_kernel, active_pair_kernel).
+// attributes and chosen at run time; NEON on aarch64), picked through
+// kernel_dispatch.h, and the process-wide kernel selection (set_pair_kernel,
+// active_pair_kernel).
 #include "common/pair_compress.h"
+#include "kernels/hit_buffer.h"
+#include "kernels/kernel_dispatch.h"
 #include "particle/pair_ranges.h"
 #include "particle/pair_sweep.h"
 
@@ -41,24 +44,9 @@ constexpr const auto& kCompress = kPairCompressTable.lanes;
 #endif
 
 #if HASHGRID_NEON
-/// kCompress4[m] is the byte shuffle that moves the 32-bit lanes set in the
-/// 4-bit mask m to the front, in ascending order.
-struct CompressTable4 {
-    uint8_t bytes[16][16];
-    constexpr CompressTable4() : bytes{} {
-        for (uint32_t m = 0; m < 16; ++m) {
-            uint32_t n = 0;
-            for (uint32_t lane = 0; lane < 4; ++lane)
-                if ((m >> lane) & 1u) {
-                    for (uint32_t b = 0; b < 4; ++b)
-                        bytes[m][4 * n + b] = static_cast<uint8_t>(4 * lane + b);
-                    ++n;
-                }
-        }
-    }
-};
-constexpr CompressTable4 kCompressTable4{};
-constexpr const uint8_t (&kCompress4)[16][16] = kCompressTable4.bytes;
+/// The query kernels' byte shuffle table (hit_buffer.h): the lanes of a
+/// 4-bit mask moved to the front.
+constexpr const uint8_t (&kCompress4)[16][16] = hit_buffer::kCompressTable4.bytes;
 #endif
 
 namespace scalar_kernel {
@@ -125,25 +113,42 @@ PairKernel best_kernel() {
 
 std::atomic<PairKernel> g_kernel{PairKernel::automatic};
 
+/// One width's sweeps, by dimension count and radius mode.
+struct Sweeps {
+    SweepFn (*pick)(uint32_t dims, bool radius);
+};
+
+constexpr Sweeps kScalar{&scalar_kernel::pick};
+#if HASHGRID_X86
+constexpr Sweeps kSse2{&sse2_kernel::pick};
+constexpr Sweeps kAvx2{&avx2_kernel::pick};
+#endif
+#if HASHGRID_NEON
+constexpr Sweeps kNeon{&neon_kernel::pick};
+#endif
+
+/// The versions this build has; kernel_dispatch picks one.
+constexpr kernel_dispatch::Widths<Sweeps> widths() {
+    kernel_dispatch::Widths<Sweeps> w;
+    w.scalar = &kScalar;
+#if HASHGRID_X86
+    w.sse2 = &kSse2;
+    w.avx2 = &kAvx2;
+#endif
+#if HASHGRID_NEON
+    w.neon = &kNeon;
+#endif
+    return w;
+}
+
+constexpr kernel_dispatch::Widths<Sweeps> kWidths = widths();
+
 } // namespace
 
 namespace detail::pair_sweep {
 
 SweepFn sweep_for(PairKernel kernel, uint32_t dims, bool radius) {
-    switch (kernel) {
-#if HASHGRID_X86
-    case PairKernel::avx2:
-        return avx2_kernel::pick(dims, radius);
-    case PairKernel::sse2:
-        return sse2_kernel::pick(dims, radius);
-#endif
-#if HASHGRID_NEON
-    case PairKernel::neon:
-        return neon_kernel::pick(dims, radius);
-#endif
-    default:
-        return scalar_kernel::pick(dims, radius);
-    }
+    return kernel_dispatch::table_for(kernel, kWidths).pick(dims, radius);
 }
 
 } // namespace detail::pair_sweep
