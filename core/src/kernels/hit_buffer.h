@@ -106,7 +106,9 @@ inline uint32_t flush(const uint32_t* buffer, uint32_t n, uint32_t* out, uint32_
 }
 
 /// kCompressTable4.bytes[m]: the byte shuffle that moves the 32-bit lanes set
-/// in the 4-bit mask m to the front in ascending order, then zeros.
+/// in the 4-bit mask m to the front in ascending order, then zeros. The one
+/// NEON compress table: the pair sweeps of both grid kinds use it too
+/// (particle/pair_kernels.cpp, box/box_cell_sweep.inc), with lane_mask4.
 struct CompressTable4 {
     uint8_t bytes[16][16];
     constexpr CompressTable4() : bytes{} {
