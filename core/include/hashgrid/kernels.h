@@ -40,7 +40,7 @@ enum class PairKernel : uint8_t { automatic, scalar, sse2, avx2, neon };
 /// changes nothing if this build or CPU lacks it.
 bool set_pair_kernel(PairKernel kernel);
 
-/// The kernel find_pairs() currently runs (never automatic).
+/// The kernel every SIMD pass currently runs (never automatic).
 PairKernel active_pair_kernel();
 
 } // namespace hashgrid

@@ -11,6 +11,7 @@
 // names the lowest offending box and marks far boxes.
 #include "box/box_grid_internal.h"
 #include "box/box_rebuild_steps.h"
+#include "kernels/kernel_dispatch.h"
 
 #include "hashgrid/kernels.h"
 
@@ -332,24 +333,35 @@ BlockKind cell_block_neon(const float* const* lows, const float* const* highs, c
 }
 #endif
 
-/// The cell_block of the library's one kernel choice (active_pair_kernel,
-/// set_pair_kernel): AVX2 and NEON have their own; a width without one
-/// takes the next narrower (SSE2: the default build, SSE2 on x86-64).
+/// The cell_block of each width this build has: AVX2 and NEON their own,
+/// scalar and SSE2 the default build (SSE2 on x86-64), picked by
+/// kernel_dispatch.h from the library's one kernel choice.
 template <uint32_t D>
-CellBlockFn cell_block_for(PairKernel kernel) {
-    switch (kernel) {
+constexpr CellBlockFn kDefaultBlock = &cell_block_default<D>;
 #if HASHGRID_VALIDATE_X86
-    case PairKernel::avx2:
-        return &cell_block_avx2<D>;
+template <uint32_t D>
+constexpr CellBlockFn kAvx2Block = &cell_block_avx2<D>;
 #endif
 #if HASHGRID_VALIDATE_NEON
-    case PairKernel::neon:
-        return &cell_block_neon<D>;
+template <uint32_t D>
+constexpr CellBlockFn kNeonBlock = &cell_block_neon<D>;
 #endif
-    default:
-        return &cell_block_default<D>;
-    }
+
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<CellBlockFn> block_widths() {
+    kernel_dispatch::Widths<CellBlockFn> w;
+    w.scalar = &kDefaultBlock<D>;
+#if HASHGRID_VALIDATE_X86
+    w.avx2 = &kAvx2Block<D>;
+#endif
+#if HASHGRID_VALIDATE_NEON
+    w.neon = &kNeonBlock<D>;
+#endif
+    return w;
 }
+
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<CellBlockFn> kBlockWidths = block_widths<D>();
 
 /// One chunk of step 1: its ObjectChunk, the BlockSummary of the block being
 /// evaluated and that block's words of the change bitmaps. Blocks are
@@ -642,7 +654,7 @@ void validate_objects(BoxState& s, const BoxSpans& in, const ThreadBackend& b, u
     const float* const* const previous_highs = Compare ? s.max : nullptr;
     const Lattice& k = s.cells;
     const AxisCells axis[3] = {AxisCells(k, 0), AxisCells(k, 1), AxisCells(k, 2)};
-    const CellBlockFn evaluate_block = cell_block_for<D>(active_pair_kernel());
+    const CellBlockFn evaluate_block = kernel_dispatch::active_table(kBlockWidths<D>);
     parallel_chunks(b, n, grain, [&](uint32_t begin, uint32_t end, uint32_t) {
         // Chunks start at multiples of 64 objects: each owns its bitmap words.
         ChunkPass<D, Compare> pass(s, lows, highs, axis, large_cells, k.bounded);
