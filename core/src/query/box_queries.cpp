@@ -111,7 +111,7 @@ void prepare_object_bounds(const Cells& c, BoxQueryGrid& g, Part* parts, const T
 
 // ---------------------------------------------------------------------------
 // Set-query walks: each reports its results, in the documented order, to a
-// sink (IndexSink: the buffer form; VisitSink: the visitor form) and returns
+// sink (BufferSink: the buffer form; VisitorSink: the visitor form) and returns
 // ok or why the query is refused.
 
 template <typename Sink>

@@ -467,7 +467,7 @@ void scan_box(const Cells& c, const double lo[3], const double hi[3], Accept&& a
 }
 
 /// Whether scan_box_entries can serve a walk into a plain buffer sink
-/// (IndexSink: no early stop, no work counted) over this view: it needs
+/// (BufferSink: no early stop, no work counted) over this view: it needs
 /// per-entry first-cell bits and entry boxes (BoxGrid's views have them).
 inline bool entry_kernels_apply(const Cells& c) {
     return c.view.entry_flags != nullptr && c.view.entry_min[0] != nullptr;
