@@ -12,8 +12,8 @@
 
 namespace hashgrid {
 
-using detail::check_block;
 using detail::capacity_status;
+using detail::check_block;
 using detail::make_status;
 
 namespace {

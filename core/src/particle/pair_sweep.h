@@ -5,8 +5,8 @@
 // pair_kernels.cpp holds one sweep per instruction set (sweep_impl.inc).
 #pragma once
 
-#include "particle/grid_impl.h"
 #include "lattice/cell_index.h"
+#include "particle/grid_impl.h"
 
 #include <atomic>
 #include <cstdint>

@@ -18,7 +18,6 @@
 
 namespace hashgrid::detail {
 
-
 void count_skipped_buckets(GridState& s, const RebuildFrame& f, const ThreadBackend& b) {
     if (f.keys.count || !(f.bounded || f.keys.guess)) return;
     const uint32_t grain = f.grain;

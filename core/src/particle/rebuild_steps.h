@@ -19,9 +19,9 @@
 //                      (merge_possible, rebuild_merged)
 #pragma once
 
-#include "particle/grid_impl.h"
 #include "lattice/cell_table.h"
 #include "lattice/lattice.h"
+#include "particle/grid_impl.h"
 
 #include <cstdint>
 #include <cstring>
