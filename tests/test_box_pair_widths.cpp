@@ -25,22 +25,6 @@ using hashgrid::PairKernel;
 
 namespace {
 
-std::string width_name(PairKernel k) {
-    switch (k) {
-    case PairKernel::sse2:
-        return "sse2";
-    case PairKernel::avx2:
-        return "avx2";
-    case PairKernel::neon:
-        return "neon";
-    default:
-        return "scalar";
-    }
-}
-
-/// Multiples of 1/64: box corners compare exactly, so boxes can touch.
-float on_grid(float v) { return std::floor(v * 64.0f) / 64.0f; }
-
 struct Boxes {
     std::vector<float> lo[3], hi[3];
     std::vector<uint32_t> category, mask;

@@ -29,23 +29,6 @@ namespace {
 /// Sizes around 4, 8 and 16 lanes and a hit buffer's 256 entries.
 constexpr uint32_t kSizes[] = {1, 2, 3, 5, 7, 9, 15, 17, 31, 33, 255, 257, 1001};
 
-std::string width_name(PairKernel k) {
-    switch (k) {
-    case PairKernel::sse2:
-        return "sse2";
-    case PairKernel::avx2:
-        return "avx2";
-    case PairKernel::neon:
-        return "neon";
-    default:
-        return "scalar";
-    }
-}
-
-/// Multiples of 1/64: sums and differences of such coordinates are exact, so
-/// a query can put a result exactly on its boundary.
-float on_grid(float v) { return std::floor(v * 64.0f) / 64.0f; }
-
 /// n points in [0, extent)^dims, a third of them packed into one cell so that
 /// a query over it collects more hits than the hit buffer holds.
 Scene mixed_scene(Rng& rng, uint32_t dims, uint32_t n, float extent) {

@@ -174,6 +174,25 @@ inline std::vector<hashgrid::PairKernel> available_kernels() {
     return kernels;
 }
 
+/// A kernel's name in test messages.
+inline std::string width_name(hashgrid::PairKernel k) {
+    switch (k) {
+    case hashgrid::PairKernel::sse2:
+        return "sse2";
+    case hashgrid::PairKernel::avx2:
+        return "avx2";
+    case hashgrid::PairKernel::neon:
+        return "neon";
+    default:
+        return "scalar";
+    }
+}
+
+/// v rounded down to a multiple of 1/64: sums and differences of such
+/// coordinates are exact, so a scene can put boxes that touch, or results
+/// exactly on a query's boundary.
+inline float on_grid(float v) { return std::floor(v * 64.0f) / 64.0f; }
+
 /// A backend that runs every chunk on the calling thread, last chunk first.
 /// The contract allows any order; thread pools only seldom finish the late
 /// chunks of a loop first, so this makes that case certain: whatever depends
