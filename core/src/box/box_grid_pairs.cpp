@@ -46,16 +46,6 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define HASHGRID_BOX_X86 1
-#endif
-// NEON on little-endian aarch64 (the byte numbering of hit_buffer.h's
-// compress table); a big-endian build keeps the scalar kernels.
-#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#include <arm_neon.h>
-#define HASHGRID_BOX_NEON 1
-#endif
 
 namespace hashgrid {
 
@@ -113,7 +103,7 @@ namespace scalar_cells {
 #undef HASHGRID_BOX_LANES
 } // namespace scalar_cells
 
-#if HASHGRID_BOX_X86
+#if HASHGRID_KERNELS_X86
 namespace sse2_cells {
 #define HASHGRID_BOX_TARGET
 #define HASHGRID_BOX_LANES 4
@@ -131,7 +121,7 @@ namespace avx2_cells {
 } // namespace avx2_cells
 #endif
 
-#if HASHGRID_BOX_NEON
+#if HASHGRID_KERNELS_NEON
 namespace neon_cells {
 #define HASHGRID_BOX_TARGET
 #define HASHGRID_BOX_LANES 4
@@ -444,11 +434,11 @@ template <uint32_t D, typename Sink>
 constexpr kernel_dispatch::Widths<ChunkSearches<Sink>> widths() {
     kernel_dispatch::Widths<ChunkSearches<Sink>> w;
     w.scalar = &kSearches<scalar_cells::Kernels, D, Sink>;
-#if HASHGRID_BOX_X86
+#if HASHGRID_KERNELS_X86
     w.sse2 = &kSearches<sse2_cells::Kernels, D, Sink>;
     w.avx2 = &kSearches<avx2_cells::Kernels, D, Sink>;
 #endif
-#if HASHGRID_BOX_NEON
+#if HASHGRID_KERNELS_NEON
     w.neon = &kSearches<neon_cells::Kernels, D, Sink>;
 #endif
     return w;

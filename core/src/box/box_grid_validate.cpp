@@ -21,15 +21,6 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#define HASHGRID_VALIDATE_X86 1
-#endif
-// NEON where pair_kernels.cpp offers PairKernel::neon (little-endian aarch64).
-#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#include <arm_neon.h>
-#define HASHGRID_VALIDATE_NEON 1
-#endif
-
 namespace hashgrid::detail {
 
 namespace {
@@ -185,7 +176,7 @@ BlockKind cell_block_default(const float* const* lows, const float* const* highs
     return cell_block<D>(lows, highs, previous_lows, previous_highs, axis, begin, count, out);
 }
 
-#if HASHGRID_VALIDATE_X86
+#if HASHGRID_KERNELS_X86
 template <uint32_t D>
 __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lows, const float* const* highs,
                                                           const float* const* previous_lows,
@@ -195,7 +186,7 @@ __attribute__((target("avx2"))) BlockKind cell_block_avx2(const float* const* lo
 }
 #endif
 
-#if HASHGRID_VALIDATE_NEON
+#if HASHGRID_KERNELS_NEON
 /// lane_extreme with its kBoundLanes lanes in two NEON registers: the same
 /// `x < m ? x : m` steps as compare and select (vminq/vmaxq treat NaN
 /// otherwise), then the same lane by lane finish.
@@ -338,11 +329,11 @@ BlockKind cell_block_neon(const float* const* lows, const float* const* highs, c
 /// kernel_dispatch.h from the library's one kernel choice.
 template <uint32_t D>
 constexpr CellBlockFn kDefaultBlock = &cell_block_default<D>;
-#if HASHGRID_VALIDATE_X86
+#if HASHGRID_KERNELS_X86
 template <uint32_t D>
 constexpr CellBlockFn kAvx2Block = &cell_block_avx2<D>;
 #endif
-#if HASHGRID_VALIDATE_NEON
+#if HASHGRID_KERNELS_NEON
 template <uint32_t D>
 constexpr CellBlockFn kNeonBlock = &cell_block_neon<D>;
 #endif
@@ -351,10 +342,10 @@ template <uint32_t D>
 constexpr kernel_dispatch::Widths<CellBlockFn> block_widths() {
     kernel_dispatch::Widths<CellBlockFn> w;
     w.scalar = &kDefaultBlock<D>;
-#if HASHGRID_VALIDATE_X86
+#if HASHGRID_KERNELS_X86
     w.avx2 = &kAvx2Block<D>;
 #endif
-#if HASHGRID_VALIDATE_NEON
+#if HASHGRID_KERNELS_NEON
     w.neon = &kNeonBlock<D>;
 #endif
     return w;

@@ -82,7 +82,7 @@ uint32_t radius_scalar(const EntryData& d, const float* c, float r2, const Entry
     return collect_scalar(RadiusTest<D>(d, c, r2), d.object, runs, out);
 }
 
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
 // ---------------------------------------------------------------------------
 // SSE2: 4 entries at once. v = max(max(lo - c, c - hi), 0) is the scalar
 // test's v: at most one of lo - c and c - hi is positive, and the chosen one
@@ -243,7 +243,7 @@ HASHGRID_AVX2 uint32_t radius_avx2(const EntryData& d, const float* c, float r2,
 #undef HASHGRID_AVX2
 #endif
 
-#if HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_NEON
 // ---------------------------------------------------------------------------
 // NEON: 4 entries at once. The radius test's v is the scalar test's select
 // (vbslq) rather than the x86 kernels' max: NEON's max returns NaN where the
@@ -324,13 +324,13 @@ uint32_t radius_neon(const EntryData& d, const float* c, float r2, const EntryRu
 
 template <uint32_t D>
 constexpr EntryKernels kScalar{box_scalar<D>, radius_scalar<D>};
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
 template <uint32_t D>
 constexpr EntryKernels kSse2{box_sse2<D>, radius_sse2<D>};
 template <uint32_t D>
 constexpr EntryKernels kAvx2{box_avx2<D>, radius_avx2<D>};
 #endif
-#if HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_NEON
 template <uint32_t D>
 constexpr EntryKernels kNeon{box_neon<D>, radius_neon<D>};
 #endif
@@ -340,11 +340,11 @@ template <uint32_t D>
 constexpr kernel_dispatch::Widths<EntryKernels> widths() {
     kernel_dispatch::Widths<EntryKernels> w;
     w.scalar = &kScalar<D>;
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
     w.sse2 = &kSse2<D>;
     w.avx2 = &kAvx2<D>;
 #endif
-#if HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_NEON
     w.neon = &kNeon<D>;
 #endif
     return w;

@@ -9,19 +9,10 @@
 // end), which thus gets exactly the results.
 #pragma once
 
+#include "kernels/kernel_dispatch.h"
+
 #include <cstdint>
 #include <cstring>
-
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define HASHGRID_QUERY_X86 1
-#endif
-// NEON on little-endian aarch64 (the byte numbering the compress table
-// assumes); a big-endian build keeps the scalar kernels.
-#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#include <arm_neon.h>
-#define HASHGRID_QUERY_NEON 1
-#endif
 
 namespace hashgrid::detail::hit_buffer {
 
@@ -30,7 +21,7 @@ inline constexpr uint32_t kPiece = 256;
 /// Stack buffer entries: a piece plus the widest vector store past its end.
 inline constexpr uint32_t kBuffer = kPiece + 8;
 
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
 /// Copies n hits from the stack buffer to out + written; returns the new
 /// count. Vector copies of exactly n entries rather than memcpy: a query's
 /// hits are a few hundred entries, and a library call costs more than the copy.
@@ -88,7 +79,7 @@ __attribute__((target("avx2"))) inline uint32_t append8(uint32_t m, const uint32
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(buffer + n), _mm256_permutevar8x32_epi32(idx, pick));
     return n + static_cast<uint32_t>(__builtin_popcount(m));
 }
-#elif HASHGRID_QUERY_NEON
+#elif HASHGRID_KERNELS_NEON
 /// Copies n hits from the stack buffer to out + written; returns the new
 /// count. Vector copies of exactly n entries rather than memcpy: a query's
 /// hits are a few hundred entries, and a library call costs more than the copy.
@@ -183,7 +174,7 @@ uint32_t collect_scalar(Test test, const uint32_t* const index, const RunList& r
     return flush(buffer, n, out, written);
 }
 
-#if HASHGRID_QUERY_X86 || HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_X86 || HASHGRID_KERNELS_NEON
 /// The last e - q (< width) candidates of a run, for a test that may not
 /// read past the run: one at a time.
 template <typename Test>
@@ -197,7 +188,7 @@ inline uint32_t collect_tail(const Test& test, const uint32_t* index, uint32_t q
 }
 #endif
 
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
 /// SSE2: 4 lanes tested at once.
 template <typename Test, typename RunList>
 uint32_t collect_sse2(Test test, const uint32_t* const index, const RunList& runs, uint32_t* out) {
@@ -260,7 +251,7 @@ __attribute__((target("avx2"))) uint32_t collect_avx2(Test test, const uint32_t*
 }
 #endif
 
-#if HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_NEON
 /// NEON: 4 lanes tested at once, the hits compressed by one table lookup.
 template <typename Test, typename RunList>
 uint32_t collect_neon(Test test, const uint32_t* const index, const RunList& runs, uint32_t* out) {

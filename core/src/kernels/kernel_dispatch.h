@@ -9,6 +9,20 @@
 
 #include "hashgrid/kernels.h"
 
+// The instruction sets this build has vector kernels for, decided here once
+// for every kernel file: x86-64 (SSE2 always, AVX2 where the CPU has it,
+// checked at run time), and NEON on little-endian aarch64 only (the lane and
+// byte numbering the compress tables assume); other builds, big-endian ones
+// included, run the scalar kernels.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define HASHGRID_KERNELS_X86 1
+#endif
+#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <arm_neon.h>
+#define HASHGRID_KERNELS_NEON 1
+#endif
+
 namespace hashgrid::detail::kernel_dispatch {
 
 /// A kernel family's versions: scalar always, the others where this build

@@ -71,7 +71,7 @@ uint32_t radius_scalar(const RunData& d, const float* c, float r2, const Runs& r
     return collect_scalar(RadiusTest<D>{coordinates(d), c, r2}, d.order, runs, out);
 }
 
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
 // ---------------------------------------------------------------------------
 // SSE2: 4 lanes tested at once; the hit lanes' indices stored one by one
 // without branches (SSE2 has no variable shuffle).
@@ -195,7 +195,7 @@ HASHGRID_AVX2 uint32_t radius_avx2(const RunData& d, const float* c, float r2, c
 #undef HASHGRID_AVX2
 #endif
 
-#if HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_NEON
 // ---------------------------------------------------------------------------
 // NEON: 4 lanes tested at once (the SSE2 tests' operations; vmulq and vaddq
 // stay unfused under the build's -ffp-contract=off), the hit lanes' indices
@@ -258,13 +258,13 @@ uint32_t radius_neon(const RunData& d, const float* c, float r2, const Runs& run
 
 template <uint32_t D>
 constexpr RunKernels kScalar{box_scalar<D>, radius_scalar<D>};
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
 template <uint32_t D>
 constexpr RunKernels kSse2{box_sse2<D>, radius_sse2<D>};
 template <uint32_t D>
 constexpr RunKernels kAvx2{box_avx2<D>, radius_avx2<D>};
 #endif
-#if HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_NEON
 template <uint32_t D>
 constexpr RunKernels kNeon{box_neon<D>, radius_neon<D>};
 #endif
@@ -274,11 +274,11 @@ template <uint32_t D>
 constexpr kernel_dispatch::Widths<RunKernels> widths() {
     kernel_dispatch::Widths<RunKernels> w;
     w.scalar = &kScalar<D>;
-#if HASHGRID_QUERY_X86
+#if HASHGRID_KERNELS_X86
     w.sse2 = &kSse2<D>;
     w.avx2 = &kAvx2<D>;
 #endif
-#if HASHGRID_QUERY_NEON
+#if HASHGRID_KERNELS_NEON
     w.neon = &kNeon<D>;
 #endif
     return w;

@@ -15,17 +15,6 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define HASHGRID_X86 1
-#endif
-// NEON on little-endian aarch64 (the lane and byte numbering the compress
-// table assumes); a big-endian build keeps the scalar kernel.
-#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#include <arm_neon.h>
-#define HASHGRID_NEON 1
-#endif
-
 #define HASHGRID_ISA_SCALAR 0
 #define HASHGRID_ISA_SSE2 1
 #define HASHGRID_ISA_AVX2 2
@@ -38,12 +27,12 @@ using namespace detail::pair_sweep;
 
 namespace {
 
-#if HASHGRID_X86
+#if HASHGRID_KERNELS_X86
 /// The pair writers' lane table (pair_compress.h).
 constexpr const auto& kCompress = kPairCompressTable.lanes;
 #endif
 
-#if HASHGRID_NEON
+#if HASHGRID_KERNELS_NEON
 /// The query kernels' byte shuffle table (hit_buffer.h): the lanes of a
 /// 4-bit mask moved to the front.
 constexpr const uint8_t (&kCompress4)[16][16] = hit_buffer::kCompressTable4.bytes;
@@ -57,7 +46,7 @@ namespace scalar_kernel {
 #undef HASHGRID_SWEEP_ISA
 } // namespace scalar_kernel
 
-#if HASHGRID_X86
+#if HASHGRID_KERNELS_X86
 namespace sse2_kernel {
 #define HASHGRID_SWEEP_TARGET
 #define HASHGRID_SWEEP_ISA HASHGRID_ISA_SSE2
@@ -75,7 +64,7 @@ namespace avx2_kernel {
 } // namespace avx2_kernel
 #endif
 
-#if HASHGRID_NEON
+#if HASHGRID_KERNELS_NEON
 namespace neon_kernel {
 #define HASHGRID_SWEEP_TARGET
 #define HASHGRID_SWEEP_ISA HASHGRID_ISA_NEON
@@ -89,13 +78,13 @@ bool cpu_has(PairKernel kernel) {
     switch (kernel) {
     case PairKernel::scalar:
         return true;
-#if HASHGRID_X86
+#if HASHGRID_KERNELS_X86
     case PairKernel::sse2:
         return true;
     case PairKernel::avx2:
         return __builtin_cpu_supports("avx2") != 0;
 #endif
-#if HASHGRID_NEON
+#if HASHGRID_KERNELS_NEON
     case PairKernel::neon:
         return true; // part of the aarch64 baseline
 #endif
@@ -119,11 +108,11 @@ struct Sweeps {
 };
 
 constexpr Sweeps kScalar{&scalar_kernel::pick};
-#if HASHGRID_X86
+#if HASHGRID_KERNELS_X86
 constexpr Sweeps kSse2{&sse2_kernel::pick};
 constexpr Sweeps kAvx2{&avx2_kernel::pick};
 #endif
-#if HASHGRID_NEON
+#if HASHGRID_KERNELS_NEON
 constexpr Sweeps kNeon{&neon_kernel::pick};
 #endif
 
@@ -131,11 +120,11 @@ constexpr Sweeps kNeon{&neon_kernel::pick};
 constexpr kernel_dispatch::Widths<Sweeps> widths() {
     kernel_dispatch::Widths<Sweeps> w;
     w.scalar = &kScalar;
-#if HASHGRID_X86
+#if HASHGRID_KERNELS_X86
     w.sse2 = &kSse2;
     w.avx2 = &kAvx2;
 #endif
-#if HASHGRID_NEON
+#if HASHGRID_KERNELS_NEON
     w.neon = &kNeon;
 #endif
     return w;

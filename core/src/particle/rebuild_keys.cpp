@@ -13,10 +13,6 @@
 
 #include <cmath>
 
-#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#include <arm_neon.h>
-#endif
-
 namespace hashgrid::detail {
 
 namespace {
@@ -155,7 +151,7 @@ bool key_block_default(const KeyParams& k, uint32_t begin, uint32_t end, uint32_
     return key_block<D, Bounded, Clamp, Radius, Guess>(k, begin, end, particle_cell, particle_key, box, wrapped);
 }
 
-#if defined(__x86_64__) || defined(_M_X64)
+#if HASHGRID_KERNELS_X86
 // The same loop compiled for AVX2 (4 doubles per instruction): the same IEEE
 // operations, so the same cells. Chosen at run time.
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
@@ -166,8 +162,7 @@ __attribute__((target("avx2"))) bool key_block_avx2(const KeyParams& k, uint32_t
 }
 #endif
 
-#if defined(__aarch64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define HASHGRID_KEYS_NEON 1
+#if HASHGRID_KERNELS_NEON
 // NEON: the cells of two particles at once (float64x2_t), the same IEEE
 // operations as key_block: exact float -> double conversions, the subtraction
 // and the product, clamp_into's two selects and floor_to_int's truncation and
@@ -281,19 +276,19 @@ using KeyBlock = bool (*)(const KeyParams&, uint32_t, uint32_t, uint32_t*, uint6
 template <uint32_t D, bool Bounded, bool Clamp, bool Radius, bool Guess>
 struct KeyBlocks {
     static constexpr KeyBlock scalar = &key_block_default<D, Bounded, Clamp, Radius, Guess>;
-#if defined(__x86_64__) || defined(_M_X64)
+#if HASHGRID_KERNELS_X86
     static constexpr KeyBlock avx2 = &key_block_avx2<D, Bounded, Clamp, Radius, Guess>;
 #endif
-#if HASHGRID_KEYS_NEON
+#if HASHGRID_KERNELS_NEON
     static constexpr KeyBlock neon = &key_block_neon<D, Bounded, Clamp, Radius, Guess>;
 #endif
     static constexpr kernel_dispatch::Widths<KeyBlock> versions() {
         kernel_dispatch::Widths<KeyBlock> w;
         w.scalar = &scalar;
-#if defined(__x86_64__) || defined(_M_X64)
+#if HASHGRID_KERNELS_X86
         w.avx2 = &avx2;
 #endif
-#if HASHGRID_KEYS_NEON
+#if HASHGRID_KERNELS_NEON
         w.neon = &neon;
 #endif
         return w;
