@@ -677,7 +677,7 @@ TEST_CASE("trace: box grid frames (rebuild, pairs, prepare, batches) nest and ke
         CHECK(check_event_phases(*trace, e) == "");
         for (const char* name :
              {"frame", "box.rebuild", "box.rebuild.validate", "box.rebuild.entries", "box.find_pairs",
-              "box.find_pairs.search", "box.find_pairs.publish", "box.prepare_queries", "query_box_batch"}) {
+              "box.find_pairs.search", "box.prepare_queries", "query_box_batch"}) {
             INFO(std::string(name));
             CHECK(phases_named(e.spans, name).size() == 1);
         }
@@ -965,7 +965,7 @@ TEST_CASE("trace: phase numbers are stable, step names are dotted under their ph
           "rebuild.merge",         "rebuild.scan",         "rebuild.scatter",    "rebuild.sort",
           "rebuild.compact",       "find_pairs.sweep",     "find_pairs.prefix",  "box.rebuild.listed",
           "box.rebuild.validate",  "box.rebuild.entries",  "box.rebuild.update", "box.find_pairs.search",
-          "box.find_pairs.publish"}) {
+          "box.find_pairs.prefix"}) {
         INFO(std::string(name));
         CHECK(std::count(steps.begin(), steps.end(), name) == 1);
     }

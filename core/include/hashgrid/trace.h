@@ -118,7 +118,7 @@ struct TraceEvent {
     uint32_t item_end = 0; ///< See item_begin.
 };
 
-/// Name of a step id, e.g. "rebuild.keys", "box.find_pairs.publish" (a static
+/// Name of a step id, e.g. "rebuild.keys", "box.find_pairs.search" (a static
 /// string; "unknown" for 0 and for ids out of range). Ids are not stable
 /// across versions, names are.
 const char* trace_step_name(uint32_t step);

@@ -21,7 +21,8 @@ namespace {
 /// have with this config (cells <= entries, large objects <= objects), or,
 /// when max_pairs is larger, as many blocks as max_pairs fills. Queries of
 /// find_pairs_with in more chunks than that may find the pool exhausted: such
-/// a chunk is simply searched again while publishing.
+/// a chunk is simply searched again straight into the caller's buffer
+/// (common/pair_output.h).
 uint32_t pool_blocks_for(const BoxGridConfig& c) {
     const uint64_t full = (c.max_pairs + kBoxPairBlock - 1) / kBoxPairBlock;
     const uint64_t cell_chunks =
@@ -77,7 +78,9 @@ uint64_t lay_out(const BoxGridConfig& c, unsigned char* base, BoxState* state) {
     s.merge_counts = l.take<MergeCounts>(kMaxEntryChunks);
     s.listed_chunk = l.take<ListedChunk>(kMaxListedChunks);
     s.query_bad = l.take<BadParticle>(kMaxPairChunks);
-    s.pair_chunk = l.take<PairChunk>(kMaxPairChunks);
+    s.pair_chunk_first_block = l.take<uint32_t>(kMaxPairChunks);
+    s.pair_chunk_count = l.take<uint64_t>(kMaxPairChunks);
+    s.pair_chunk_state = l.take<uint8_t>(kMaxPairChunks);
     s.pool_blocks = pool_blocks_for(c);
     s.pool = l.take<Pair>(uint64_t{s.pool_blocks} * kBoxPairBlock);
     s.block_next = l.take<uint32_t>(s.pool_blocks);

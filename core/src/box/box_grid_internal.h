@@ -2,7 +2,7 @@
 // BoxGrid's private state and the helpers shared by box_grid.cpp (config,
 // layout, init), the rebuild (box_grid_rebuild.cpp and the validate, update,
 // changed and shift files it leads to; its steps: box_rebuild_steps.h), and
-// the pair search (box_grid_pairs.cpp, box_grid_coarse.cpp, box_pair_sinks.h,
+// the pair search (box_grid_pairs.cpp, box_grid_coarse.cpp,
 // box_row_walk.h).
 //
 // Memory: one block from init(). Its first bytes hold BoxState (the pointers
@@ -191,15 +191,6 @@ struct MergeCounts {
     uint64_t entries;
 };
 
-/// Per chunk of the pair search: pairs found, where they went in the pool
-/// (a linked list of blocks) and whether the pool ran out.
-struct PairChunk {
-    uint64_t count;
-    uint64_t offset;
-    uint32_t first_block;
-    uint32_t overflow;
-};
-
 /// How each object changed since the previous frame, as two bitmaps (12.5 KB
 /// each for 100k objects: the update's passes over every entry look them up
 /// from L1). moved: its box differs from the last frame's; leaving: its cell
@@ -348,10 +339,12 @@ struct BoxState {
     MergeCounts* merge_counts = nullptr;   // kMaxEntryChunks
     ListedChunk* listed_chunk = nullptr;   // kMaxListedChunks
     BadParticle* query_bad = nullptr;      // kMaxPairChunks
-    PairChunk* pair_chunk = nullptr;       // kMaxPairChunks
-    Pair* pool = nullptr;                  // pool_blocks * kBoxPairBlock
-    uint32_t* block_next = nullptr;        // pool_blocks
-    uint32_t blocks_used = 0;              // claimed atomically during a pair search
+    // The pair searches' per-chunk records (common/pair_output.h), kMaxPairChunks each.
+    uint32_t* pair_chunk_first_block = nullptr;
+    uint64_t* pair_chunk_count = nullptr;
+    uint8_t* pair_chunk_state = nullptr;
+    Pair* pool = nullptr;           // pool_blocks * kBoxPairBlock
+    uint32_t* block_next = nullptr; // pool_blocks
     // The coarse grids of the small and the large objects (scratch: find_pairs
     // builds them when its large objects' fine scans would read more cells
     // than the frame has objects).

@@ -3,18 +3,10 @@
 // (query boxes against the grid).
 //
 // Both split their work into chunks that depend on counts and fixed grains
-// only, and emit each chunk's pairs in the documented order. Two traced steps:
-//   search:  every chunk runs once (any thread, any order), counting its pairs
-//            and keeping them in linked blocks of a preallocated pool (block
-//            claims are atomic: where a pair is kept depends on timing, the
-//            output does not);
-//   publish: a scan in chunk order gives each chunk its output offset, and
-//            each chunk copies its blocks there. A chunk that found the pool
-//            exhausted is searched again, writing straight into the output.
-// So the output is always an exact prefix of the canonical order, whatever
-// the capacity, the pool size or the thread count. A backend with one worker
-// skips the pool and the copy (both still traced): its chunks run in order,
-// each writing straight into the output.
+// only, each emitting its pairs in the documented order, and write them
+// through the ordered pair output (common/pair_output.h), as Grid::find_pairs
+// does: the output is always an exact prefix of the canonical order,
+// whatever the capacity, the pool size or the thread count.
 //
 // Small-small pairs: within each cell, every entry pair (i < j) that passes
 // the minimum-corner rule (entry flags, box_grid_internal.h), the closed overlap test and
@@ -29,9 +21,9 @@
 // query costs its occupied rows and cells, not its volume), then the large
 // objects. Order: by cell (z, y, x), object index, then large objects.
 #include "box/box_grid_internal.h"
-#include "box/box_pair_sinks.h"
 #include "box/box_row_walk.h"
 #include "common/pair_compress.h"
+#include "common/pair_output.h"
 #include "common/trace_scope.h"
 #include "kernels/hit_buffer.h"
 #include "kernels/kernel_dispatch.h"
@@ -90,7 +82,7 @@ void flush_pairs(const BoxState& s, Pair* pairs, uint32_t n, Sink& sink) {
         n = keep_pairs(pairs, n, [&](uint32_t a, uint32_t b) {
             return layers_match(s.category[a], s.mask[a], s.category[b], s.mask[b]);
         });
-    sink.emit_pairs(pairs, n);
+    sink.push_pairs(pairs, n);
 }
 
 // The entry test and the small-object sweep, once per instruction set
@@ -300,7 +292,7 @@ void sweep_large(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink&
         }
         auto emit = [&](uint32_t o) {
             if (layers && !layers_match(s.category[big], s.mask[big], s.category[o], s.mask[o])) return;
-            sink.emit(o < big ? o : big, o < big ? big : o);
+            sink.push(o < big ? Pair{o, big} : Pair{big, o});
         };
         uint32_t n = 0;
         bool crowded = false;
@@ -385,7 +377,7 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
                 return layers_match(in.category != nullptr ? in.category[q] : ~0u,
                                     in.mask != nullptr ? in.mask[q] : ~0u, s.category[o], s.mask[o]);
             });
-        sink.emit_pairs(held, count);
+        sink.push_pairs(held, count);
     };
     for (uint32_t q = first; q < last; ++q) {
         TestBox box{};
@@ -417,143 +409,50 @@ void sweep_queries(const BoxState& s, const QueryInput& in, uint32_t first, uint
     flush(pairs, n);
 }
 
-/// One width's searches of a chunk into a Sink (PoolSink, DirectSink).
-template <typename Sink>
+using pair_output::Sink;
+
+/// One width's searches of a chunk into the ordered pair output's sink.
 struct ChunkSearches {
     void (*cells)(const BoxState& s, uint32_t first_cell, uint32_t last_cell, Sink& sink);
     void (*large)(const BoxState& s, uint32_t k0, uint32_t k1, bool coarse, Sink& sink);
     void (*queries)(const BoxState& s, const QueryInput& in, uint32_t first, uint32_t last, Sink& sink);
 };
 
-template <typename K, uint32_t D, typename Sink>
-constexpr ChunkSearches<Sink> kSearches{&K::template cells<D, Sink>, &sweep_large<K, D, Sink>,
-                                        &sweep_queries<K, D, Sink>};
+template <typename K, uint32_t D>
+constexpr ChunkSearches kSearches{&K::template cells<D, Sink>, &sweep_large<K, D, Sink>, &sweep_queries<K, D, Sink>};
 
-/// The widths this build has; kernel_dispatch picks one per chunk.
-template <uint32_t D, typename Sink>
-constexpr kernel_dispatch::Widths<ChunkSearches<Sink>> widths() {
-    kernel_dispatch::Widths<ChunkSearches<Sink>> w;
-    w.scalar = &kSearches<scalar_cells::Kernels, D, Sink>;
+/// The widths this build has; kernel_dispatch picks one per search.
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<ChunkSearches> widths() {
+    kernel_dispatch::Widths<ChunkSearches> w;
+    w.scalar = &kSearches<scalar_cells::Kernels, D>;
 #if HASHGRID_KERNELS_X86
-    w.sse2 = &kSearches<sse2_cells::Kernels, D, Sink>;
-    w.avx2 = &kSearches<avx2_cells::Kernels, D, Sink>;
+    w.sse2 = &kSearches<sse2_cells::Kernels, D>;
+    w.avx2 = &kSearches<avx2_cells::Kernels, D>;
 #endif
 #if HASHGRID_KERNELS_NEON
-    w.neon = &kSearches<neon_cells::Kernels, D, Sink>;
+    w.neon = &kSearches<neon_cells::Kernels, D>;
 #endif
     return w;
 }
 
-template <uint32_t D, typename Sink>
-constexpr kernel_dispatch::Widths<ChunkSearches<Sink>> kWidths = widths<D, Sink>();
+template <uint32_t D>
+constexpr kernel_dispatch::Widths<ChunkSearches> kWidths = widths<D>();
 
-/// The searches of width `isa` in `dims` dimensions into a Sink.
-template <typename Sink>
-const ChunkSearches<Sink>& searches_for(PairKernel isa, uint32_t dims) {
-    return kernel_dispatch::table_for(isa, dims == 3 ? kWidths<3, Sink> : kWidths<2, Sink>);
+/// The searches of width `isa` in `dims` dimensions.
+const ChunkSearches& searches_for(PairKernel isa, uint32_t dims) {
+    return kernel_dispatch::table_for(isa, dims == 3 ? kWidths<3> : kWidths<2>);
 }
 
-/// The result of a search that found `total` pairs: its status, and the
-/// pairs written, min(total, max_pairs, capacity) (the exact prefix).
-PairResult settle(uint64_t total, uint64_t max_pairs, uint64_t capacity) {
-    PairResult result;
-    result.total = total;
-    result.written = std::min({total, max_pairs, capacity});
-    if (total > max_pairs)
-        result.status =
-            detail::capacity_status(StatusCode::pair_capacity, "more pairs than BoxGridConfig::max_pairs", total);
-    else if (total > capacity)
-        result.status =
-            detail::capacity_status(StatusCode::output_too_small, "pair buffer smaller than the pair count", total);
-    return result;
-}
-
-/// Search and publish (see the top of this file). `search(chunk, sink)` emits
-/// the pairs of one chunk in order, for PoolSink and DirectSink alike.
-/// Chunks [prepared_from, chunks) need `prepare()` to have run first: it runs
-/// as one more chunk of a first loop beside chunks [0, prepared_from), the
-/// rest in a second loop (one worker: in order before chunk prepared_from).
-template <typename Search, typename Prepare>
-PairResult search_and_publish(BoxState& s, uint32_t chunks, uint32_t prepared_from, Pair* out, uint64_t capacity,
-                              uint64_t max_pairs, PairFilter filter, PhaseTrace& trace, const Search& search,
-                              const Prepare& prepare) {
-    const ThreadBackend& b = trace.backend();
-    trace.begin(TraceStep::box_pair_search);
-    HASHGRID_ASSERT(chunks <= kMaxPairChunks, "pair search: too many chunks");
-    if (b.worker_count <= 1) {
-        // One worker: the chunks run in order anyway, so each chunk's place is
-        // known when it starts and every pair goes straight to the output
-        // (no pool, no publish copy), up to min(max_pairs, capacity).
-        const uint64_t limit = std::min(max_pairs, capacity);
-        uint64_t total = 0;
-        parallel_chunks(b, 1, 1, [&](uint32_t, uint32_t, uint32_t) {
-            DirectSink sink(out, 0, limit, filter);
-            for (uint32_t ch = 0; ch < chunks; ++ch) {
-                if (ch == prepared_from) prepare();
-                search(ch, sink);
-            }
-            total = sink.end();
-        });
-        const PairResult result = settle(total, max_pairs, capacity);
-        trace.next(TraceStep::box_pair_publish); // nothing to publish: the step stays in the trace
-        trace.end();
-        return result;
-    }
-    s.blocks_used = 0;
-    auto search_chunk = [&](uint32_t ch) {
-        PoolSink sink(s, filter);
-        search(ch, sink);
-        s.pair_chunk[ch] = sink.record();
-    };
-    if (prepared_from >= chunks) {
-        parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t ch = begin; ch < end; ++ch)
-                search_chunk(ch);
-        });
-    } else {
-        parallel_chunks(b, prepared_from + 1, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t at = begin; at < end; ++at) {
-                if (at == 0)
-                    prepare();
-                else
-                    search_chunk(at - 1);
-            }
-        });
-        parallel_chunks(b, chunks - prepared_from, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
-            for (uint32_t at = begin; at < end; ++at)
-                search_chunk(prepared_from + at);
-        });
-    }
-    uint64_t total = 0;
-    for (uint32_t ch = 0; ch < chunks; ++ch) {
-        s.pair_chunk[ch].offset = total;
-        total += s.pair_chunk[ch].count;
-    }
-    const PairResult result = settle(total, max_pairs, capacity);
-    const uint64_t limit = result.written;
-    trace.next(TraceStep::box_pair_publish);
-    parallel_chunks(b, chunks, 1, [&](uint32_t begin, uint32_t end, uint32_t) {
-        for (uint32_t ch = begin; ch < end; ++ch) {
-            const PairChunk& chunk = s.pair_chunk[ch];
-            if (chunk.count == 0 || chunk.offset >= limit) continue;
-            if (chunk.overflow != 0) {
-                DirectSink sink(out, chunk.offset, limit, filter);
-                search(ch, sink);
-                continue;
-            }
-            uint64_t at = chunk.offset;
-            const uint64_t stop = chunk.offset + chunk.count < limit ? chunk.offset + chunk.count : limit;
-            for (uint32_t block = chunk.first_block; at < stop; block = s.block_next[block]) {
-                const Pair* from = s.pool + uint64_t{block} * kBoxPairBlock;
-                const uint64_t take = stop - at < kBoxPairBlock ? stop - at : kBoxPairBlock;
-                for (uint64_t p = 0; p < take; ++p)
-                    out[at + p] = from[p];
-                at += take;
-            }
-        }
-    });
-    trace.end();
-    return result;
+/// The pool and per-chunk records of the grid's pair searches.
+pair_output::PairMemory pair_memory(const BoxState& s) {
+    return {s.pool,
+            s.block_next,
+            s.pool_blocks,
+            kBoxPairBlock,
+            s.pair_chunk_first_block,
+            s.pair_chunk_count,
+            s.pair_chunk_state};
 }
 
 Status bad_query(StatusCode code, uint32_t index, uint32_t count) {
@@ -587,9 +486,8 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
     const auto large_grain = static_cast<uint32_t>(grain_for(s.large_count, kLargePairGrain, kMaxLargeChunks));
     const uint32_t large_chunks = chunk_count(s.large_count, large_grain);
     const bool coarse = plan_coarse_grid(s);
-    const PairKernel isa = active_pair_kernel();
-    auto search = [&](uint32_t ch, auto& sink) {
-        const auto& width = searches_for<std::remove_cvref_t<decltype(sink)>>(isa, s.dims);
+    const ChunkSearches& width = searches_for(active_pair_kernel(), s.dims);
+    auto search = [&](uint32_t ch, Sink& sink) {
         if (ch < cell_chunks) {
             const uint32_t first = ch * cell_grain;
             width.cells(s, first, cells - first < cell_grain ? cells : first + cell_grain, sink);
@@ -599,8 +497,15 @@ PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, c
         width.large(s, first, s.large_count - first < large_grain ? s.large_count : first + large_grain, coarse, sink);
     };
     // The coarse grids are built beside the small objects' sweep.
-    return search_and_publish(s, cell_chunks + large_chunks, coarse ? cell_chunks : cell_chunks + large_chunks, out,
-                              capacity, g.config_.max_pairs, filter, trace, search, [&] { build_coarse_grid(s); });
+    auto build_coarse = [&] { build_coarse_grid(s); };
+    const uint64_t max_pairs = g.config_.max_pairs;
+    const pair_output::PairRequest request{out, capacity, max_pairs, filter, cell_chunks + large_chunks, 1};
+    HASHGRID_ASSERT(request.items <= kMaxPairChunks, "pair search: too many chunks");
+    trace.begin(TraceStep::box_pair_search);
+    const pair_output::PairCounts counts = pair_output::write_ordered(
+        trace, TraceStep::box_pair_prefix, pair_memory(s), request, pair_output::chunk_search(search),
+        pair_output::preparation(build_coarse, coarse ? cell_chunks : request.items));
+    return pair_output::pair_result(counts, max_pairs, capacity, "more pairs than BoxGridConfig::max_pairs");
 }
 
 PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, Pair* out, uint64_t capacity,
@@ -665,14 +570,17 @@ PairResult BoxGrid::Impl::find_pairs_with(BoxGrid& g, const BoxSpans& queries, P
         return result;
     }
 
-    const PairKernel isa = active_pair_kernel();
-    auto search = [&](uint32_t ch, auto& sink) {
+    const ChunkSearches& width = searches_for(active_pair_kernel(), dims);
+    auto search = [&](uint32_t ch, Sink& sink) {
         const uint32_t first = ch * grain;
-        searches_for<std::remove_cvref_t<decltype(sink)>>(isa, dims).queries(
-            s, in, first, n - first < grain ? n : first + grain, sink);
+        width.queries(s, in, first, n - first < grain ? n : first + grain, sink);
     };
     // max_pairs does not apply: the pool only caches, the caller's capacity is the limit.
-    return search_and_publish(s, chunks, chunks, out, capacity, UINT64_MAX, filter, trace, search, [] {});
+    const pair_output::PairRequest request{out, capacity, UINT64_MAX, filter, chunks, 1};
+    trace.begin(TraceStep::box_pair_search);
+    const pair_output::PairCounts counts = pair_output::write_ordered(trace, TraceStep::box_pair_prefix, pair_memory(s),
+                                                                      request, pair_output::chunk_search(search));
+    return pair_output::pair_result(counts, UINT64_MAX, capacity, "");
 }
 
 } // namespace hashgrid

@@ -41,8 +41,8 @@ namespace hashgrid::detail {
     X(box_rebuild_entries, box_rebuild, "box.rebuild.entries")   /* entries into cells (radix sort), arrays */         \
     X(box_rebuild_update, box_rebuild, "box.rebuild.update")     /* few objects changed cells: merged */               \
     /* BoxGrid::find_pairs */                                                                                          \
-    X(box_pair_search, box_find_pairs, "box.find_pairs.search")   /* the pair search into the pool */                  \
-    X(box_pair_publish, box_find_pairs, "box.find_pairs.publish") /* pool into the caller's buffer */
+    X(box_pair_search, box_find_pairs, "box.find_pairs.search") /* the search with the overlapped copy out */          \
+    X(box_pair_prefix, box_find_pairs, "box.find_pairs.prefix") /* over max_pairs: completing the canonical prefix */
 
 /// A step's id: TraceEvent::step (0: none, the phase's own span).
 enum class TraceStep : uint8_t {

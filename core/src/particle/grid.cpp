@@ -76,7 +76,7 @@ uint64_t lay_out(const GridConfig& c, const Sizes& s, unsigned char* base, GridS
     a.block_next = l.take<uint32_t>(s.pair_blocks);
     a.chunk_first_block = l.take<uint32_t>(s.pair_chunks);
     a.chunk_pair_count = l.take<uint64_t>(s.pair_chunks);
-    a.chunk_overflow = l.take<uint8_t>(s.pair_chunks);
+    a.chunk_state = l.take<uint8_t>(s.pair_chunks);
     a.bucket_hist = l.take<uint32_t>(uint64_t{s.sort_chunks} * s.buckets);
     a.bucket_start = l.take<uint32_t>(uint64_t{s.buckets} + 1);
     // One region: the counting sort's scatter writes it as records of

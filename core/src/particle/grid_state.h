@@ -99,7 +99,7 @@ struct GridState {
     uint32_t* block_next = nullptr;
     uint32_t* chunk_first_block = nullptr;
     uint64_t* chunk_pair_count = nullptr;
-    uint8_t* chunk_overflow = nullptr;
+    uint8_t* chunk_state = nullptr;
 };
 
 } // namespace hashgrid::detail
