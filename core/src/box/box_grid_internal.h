@@ -2,8 +2,7 @@
 // BoxGrid's private state and the helpers shared by box_grid.cpp (config,
 // layout, init), the rebuild (box_grid_rebuild.cpp and the validate, update,
 // changed and shift files it leads to; its steps: box_rebuild_steps.h), and
-// the pair search (box_grid_pairs.cpp, box_grid_coarse.cpp,
-// box_row_walk.h).
+// the pair search (box_grid_pairs.cpp, box_grid_coarse.cpp).
 //
 // Memory: one block from init(). Its first bytes hold BoxState (the pointers
 // and the frame's counts), followed by the arrays it points to (64-byte

@@ -17,16 +17,16 @@
 // object, a large-large pair only from its lower-index large object.
 //
 // find_pairs_with: per query box, its occupied cells through the row table,
-// or by a galloping search of the cell keys (box_row_walk.h, walk_cells: a
+// or by a galloping search of the cell keys (lattice/cell_box_walk.h: a
 // query costs its occupied rows and cells, not its volume), then the large
 // objects. Order: by cell (z, y, x), object index, then large objects.
 #include "box/box_grid_internal.h"
-#include "box/box_row_walk.h"
 #include "common/pair_compress.h"
 #include "common/pair_output.h"
 #include "common/trace_scope.h"
 #include "kernels/hit_buffer.h"
 #include "kernels/kernel_dispatch.h"
+#include "lattice/cell_box_walk.h"
 #include "lattice/cell_index.h"
 
 #include "hashgrid/assert.h"
@@ -136,6 +136,34 @@ void box_cells(const BoxState& s, const TestBox& box, int32_t c_lo[3], int32_t c
         c_lo[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.min[d]));
         c_hi[d] = s.cells.clamped_cell(d, s.cells.scaled(d, box.max[d]));
     }
+}
+
+/// Calls cell_fn(pos, x, y, z) for every occupied cell pos, at (x, y, z), of
+/// [c_lo, c_hi], in key order (lattice/cell_box_walk.h): row by row through
+/// the frame's row table when it has one, else by galloping searches that
+/// skip empty rows and slabs.
+template <typename CellFn>
+void walk_cells(const BoxState& s, const CellIndex& index, const int32_t c_lo[3], const int32_t c_hi[3],
+                CellFn&& cell_fn) {
+    CellBox box{};
+    for (uint32_t d = 0; d < 3; ++d) {
+        box.lo[d] = c_lo[d];
+        box.hi[d] = c_hi[d];
+    }
+    if (!s.valid.rows) {
+        walk_cells_in(index, nullptr, box, cell_fn, [] { return false; });
+        return;
+    }
+    const BoxFrameBounds& f = s.bounds;
+    for (uint32_t d = 0; d < 3; ++d) {
+        box.lo[d] = std::max(box.lo[d], f.cell_lo[d]);
+        box.hi[d] = std::min(box.hi[d], f.cell_hi[d]);
+        if (box.lo[d] > box.hi[d]) return;
+    }
+    const RowTable rows{s.row_start,
+                        {f.cell_lo[0], f.cell_lo[1], f.cell_lo[2]},
+                        static_cast<uint64_t>(int64_t{f.cell_hi[1]} - f.cell_lo[1] + 1)};
+    walk_cells_in(index, &rows, box, cell_fn, [] { return false; });
 }
 
 /// The first-cell bits an entry of cell (x, y, z) must have for the pair of

@@ -11,7 +11,7 @@
 // is "c is in [cell(B.min), cell(B.max)]" on every axis.
 //
 // Finding cells. The frame's CellIndex (cell_index.h) has the occupied cells' packed keys in ascending
-// (z, y, x) order. A box of cells is scanned row by row. With the grid's row
+// (z, y, x) order. A box of cells is scanned row by row (lattice/cell_box_walk.h). With the grid's row
 // table (BoxGridView::row_start) a row's cells are two reads away and the
 // first one in the query's x range is found from the cell count; without it
 // (views built by hand, too many rows) each row takes a galloping search,
@@ -24,13 +24,13 @@
 // large-object tail) as soon as it returns false.
 #pragma once
 
-#include "box/box_row_walk.h"
 #include "common/trace_scope.h"
 #include "hashgrid/assert.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/cell_key.h"
 #include "hashgrid/query_types.h"
 #include "kernels/box_query_kernels.h"
+#include "lattice/cell_box_walk.h"
 #include "lattice/cell_index.h"
 #include "query/query_batch.h"
 #include "query/query_sinks.h"
@@ -65,8 +65,7 @@ inline constexpr double kRelativeSlack = 0x1p-20;
 
 /// A walk that never stops early (buffer forms, rays, nearest).
 inline constexpr bool never_stop() { return false; }
-/// Accepts every row of a walk unchanged.
-inline bool every_row(int32_t, int32_t, int32_t&, int32_t&) { return true; }
+using detail::every_row;
 
 /// The frame's cell index (its lattice, occupied cells and their entries),
 /// with the view's object arrays at hand.
@@ -163,58 +162,13 @@ struct Cells : detail::CellIndex {
     /// cells: cells [first, end) are that row's occupied cells in the x range,
     /// in ascending key order, rows in ascending (z, y); rows for which
     /// row_ok(y, z, x_lo, x_hi) is false are skipped (row_ok may narrow
-    /// [x_lo, x_hi], starting as r's x range). With the row table (`rows`),
-    /// detail::walk_table_rows: two reads per row of r. Without it, empty rows
-    /// and slabs are jumped over by binary search before row_ok is asked, so
-    /// the cost is O(occupied rows of r * log(cells)) plus the cells visited,
-    /// however many empty rows r spans. Returns as soon as row_fn returns true
-    /// (stop).
+    /// [x_lo, x_hi], starting as r's x range): the shared walk over a box of
+    /// cells (lattice/cell_box_walk.h), through the row table (`rows`) when
+    /// the view has one. Returns as soon as row_fn returns true (stop).
     template <typename RowOk, typename RowFn>
     void walk_rows(CellBox r, RowOk&& row_ok, RowFn&& row_fn) const {
         if (!clip(r)) return;
-        if (rows.start != nullptr) {
-            detail::walk_table_rows(*this, rows, r.lo, r.hi, row_ok, row_fn);
-            return;
-        }
-        uint32_t from = 0; // cells before it are behind the walk
-        int32_t z = r.lo[2];
-        int32_t y = r.lo[1];
-        while (z <= r.hi[2]) {
-            if (y > r.hi[1]) {
-                ++z;
-                y = r.lo[1];
-                continue;
-            }
-            // The first occupied cell at or after (r.lo x, y, z): keys only grow from here on.
-            uint32_t at = lower_bound(lat.pack(r.lo[0], y, z), from);
-            if (at == cell_count) return;
-            from = at;
-            int32_t kx = 0, ky = 0,
-                    kz = 0; // set by coordinates; initialised for GCC 12 under ASan (-Wmaybe-uninitialized)
-            coordinates(at, kx, ky, kz);
-            if (kz != z) { // no occupied cell left in this slab: jump to the next occupied one
-                z = kz;
-                y = r.lo[1];
-                continue;
-            }
-            if (ky != y) { // next occupied row of the slab
-                y = ky;
-                continue;
-            }
-            int32_t x_lo = r.lo[0];
-            int32_t x_hi = r.hi[0];
-            if (!row_ok(y, z, x_lo, x_hi) || x_lo > x_hi) {
-                ++y;
-                continue;
-            }
-            at = lower_bound(lat.pack(x_lo, y, z), from);
-            const uint64_t last = lat.pack(x_hi, y, z);
-            uint32_t end = at;
-            while (end < cell_count && key[end] <= last)
-                ++end;
-            if (at != end && row_fn(at, end, y, z)) return;
-            ++y;
-        }
+        detail::walk_cell_rows(*this, &rows, r, row_ok, row_fn);
     }
 
     /// Calls cell_fn(cell index, x, y, z) for every occupied cell in `r`, in

@@ -7,6 +7,7 @@
 
 #include "common/trace_scope.h"
 #include "kernels/query_kernels.h"
+#include "lattice/cell_box_walk.h"
 #include "lattice/cell_index.h"
 #include "lattice/wrapped_cells.h"
 #include "query/query_batch.h"
@@ -241,13 +242,13 @@ inline void visit_spans(const View& v, const AxisSpan span[3], Range&& range) {
 /// Calls range(begin, end, cells) with the sorted-position ranges of the
 /// non-empty cells in the inclusive (already clipped) cell box, in sorted
 /// order, until it returns false (`cells`: what QueryStats::cells counts for
-/// the run). Picks the cheaper of row lookups (bounded: two start reads per
-/// row, one run per row; unbounded: visit_spans) and one walk over the
-/// occupied cells, so the cost is O(min(rows of the box, occupied cells *
-/// log(cells))) whatever the box's size.
+/// the run). Picks the cheaper of row lookups (bounded: the shared walk over
+/// a box of cells, lattice/cell_box_walk.h, two start reads per row, one run
+/// per row; unbounded: visit_spans) and one walk over the occupied cells, so
+/// the cost is O(min(rows of the box, occupied cells * log(cells))) whatever
+/// the box's size.
 template <typename Range>
 inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], Range&& range) {
-    const int64_t row_length = hi[0] - lo[0] + 1;
     if (v.lat.bounded) {
         const double box_rows = static_cast<double>(hi[1] - lo[1] + 1) * static_cast<double>(hi[2] - lo[2] + 1);
         if (box_rows > 2.0 * occupied_bound(v) * (2 + log2_ceil(v.cell_count)) + 64.0) {
@@ -258,13 +259,14 @@ inline void visit_box(const View& v, const int64_t lo[3], const int64_t hi[3], R
             });
             return;
         }
-        for (int64_t z = lo[2]; z <= hi[2]; ++z)
-            for (int64_t y = lo[1]; y <= hi[1]; ++y) {
-                const uint32_t c0 = v.lat.linear(lo[0], y, z);
-                const uint32_t b = v.start[c0];
-                const uint32_t e = v.start[c0 + static_cast<uint32_t>(row_length)];
-                if (b != e && !range(b, e, 1u)) return;
-            }
+        CellBox box{};
+        for (uint32_t d = 0; d < 3; ++d) {
+            box.lo[d] = static_cast<int32_t>(lo[d]);
+            box.hi[d] = static_cast<int32_t>(hi[d]);
+        }
+        walk_cell_rows(v, nullptr, box, every_row, [&](uint32_t first, uint32_t end, int32_t, int32_t) {
+            return !range(v.start[first], v.start[end], 1u);
+        });
         return;
     }
     AxisSpan span[3];
