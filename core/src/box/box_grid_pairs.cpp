@@ -451,21 +451,10 @@ constexpr ChunkSearches kSearches{&K::template cells<D, Sink>, &sweep_large<K, D
 
 /// The widths this build has; kernel_dispatch picks one per search.
 template <uint32_t D>
-constexpr kernel_dispatch::Widths<ChunkSearches> widths() {
-    kernel_dispatch::Widths<ChunkSearches> w;
-    w.scalar = &kSearches<scalar_cells::Kernels, D>;
-#if HASHGRID_KERNELS_X86
-    w.sse2 = &kSearches<sse2_cells::Kernels, D>;
-    w.avx2 = &kSearches<avx2_cells::Kernels, D>;
-#endif
-#if HASHGRID_KERNELS_NEON
-    w.neon = &kSearches<neon_cells::Kernels, D>;
-#endif
-    return w;
-}
-
-template <uint32_t D>
-constexpr kernel_dispatch::Widths<ChunkSearches> kWidths = widths<D>();
+constexpr kernel_dispatch::Widths<ChunkSearches> kWidths{&kSearches<scalar_cells::Kernels, D>,
+                                                         HASHGRID_X86_TABLE((&kSearches<sse2_cells::Kernels, D>)),
+                                                         HASHGRID_X86_TABLE((&kSearches<avx2_cells::Kernels, D>)),
+                                                         HASHGRID_NEON_TABLE((&kSearches<neon_cells::Kernels, D>))};
 
 /// The searches of width `isa` in `dims` dimensions.
 const ChunkSearches& searches_for(PairKernel isa, uint32_t dims) {
@@ -494,17 +483,8 @@ Status bad_query(StatusCode code, uint32_t index, uint32_t count) {
 
 PairResult BoxGrid::Impl::find_pairs(BoxGrid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
                                      PairFilter filter) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
-    if (!g.initialized_ || !g.built_) {
-        result.status = detail::make_status(StatusCode::not_built, "find_pairs before a successful rebuild");
-        return result;
-    }
-    if (out == nullptr && capacity > 0) {
-        result.status =
-            detail::make_status(StatusCode::invalid_argument, "find_pairs: null buffer with nonzero capacity");
-        return result;
-    }
+    if (!pair_output::pair_search_allowed(g.initialized_ && g.built_, out, capacity, result)) return result;
     BoxState& s = state(g);
     PhaseTrace trace(g.trace_, caller_backend);
     trace.begin(TracePhase::box_find_pairs);

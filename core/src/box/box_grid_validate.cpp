@@ -339,20 +339,8 @@ constexpr CellBlockFn kNeonBlock = &cell_block_neon<D>;
 #endif
 
 template <uint32_t D>
-constexpr kernel_dispatch::Widths<CellBlockFn> block_widths() {
-    kernel_dispatch::Widths<CellBlockFn> w;
-    w.scalar = &kDefaultBlock<D>;
-#if HASHGRID_KERNELS_X86
-    w.avx2 = &kAvx2Block<D>;
-#endif
-#if HASHGRID_KERNELS_NEON
-    w.neon = &kNeonBlock<D>;
-#endif
-    return w;
-}
-
-template <uint32_t D>
-constexpr kernel_dispatch::Widths<CellBlockFn> kBlockWidths = block_widths<D>();
+constexpr kernel_dispatch::Widths<CellBlockFn> kBlockWidths{
+    &kDefaultBlock<D>, nullptr, HASHGRID_X86_TABLE(&kAvx2Block<D>), HASHGRID_NEON_TABLE(&kNeonBlock<D>)};
 
 /// One chunk of step 1: its ObjectChunk, the BlockSummary of the block being
 /// evaluated and that block's words of the change bitmaps. Blocks are

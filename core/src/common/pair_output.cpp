@@ -301,6 +301,19 @@ PairCounts write_ordered(PhaseTrace& trace, TraceStep prefix_step, const PairMem
     return counts;
 }
 
+bool pair_search_allowed(bool built, const Pair* out, uint64_t capacity, QueryResult& result) {
+    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
+    if (!built) {
+        result.status = make_status(StatusCode::not_built, "find_pairs before a successful rebuild");
+        return false;
+    }
+    if (out == nullptr && capacity > 0) {
+        result.status = make_status(StatusCode::invalid_argument, "find_pairs: null buffer with nonzero capacity");
+        return false;
+    }
+    return true;
+}
+
 QueryResult pair_result(PairCounts counts, uint64_t max_pairs, uint64_t capacity, const char* over_max) {
     QueryResult result;
     result.total = counts.total;

@@ -239,6 +239,11 @@ struct PairCounts {
 PairCounts write_ordered(PhaseTrace& trace, TraceStep prefix_step, const PairMemory& memory, const PairRequest& request,
                          ChunkSearch search, Preparation prepare = {});
 
+/// find_pairs' checks before a search, the same for every grid kind: false
+/// (and `result` says why: not_built, invalid_argument) when the grid has no
+/// built frame or the buffer is null with a nonzero capacity.
+bool pair_search_allowed(bool built, const Pair* out, uint64_t capacity, QueryResult& result);
+
 /// The result of a search with these counts: ok, pair_capacity (over
 /// max_pairs; `over_max` names the setting) or output_too_small.
 QueryResult pair_result(PairCounts counts, uint64_t max_pairs, uint64_t capacity, const char* over_max);

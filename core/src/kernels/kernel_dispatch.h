@@ -23,10 +23,25 @@
 #define HASHGRID_KERNELS_NEON 1
 #endif
 
+// A width's table where this build has the width, else null, so that a
+// family lists its tables in one Widths initialiser (the argument is not
+// compiled where the width is missing).
+#if HASHGRID_KERNELS_X86
+#define HASHGRID_X86_TABLE(table) (table)
+#else
+#define HASHGRID_X86_TABLE(table) nullptr
+#endif
+#if HASHGRID_KERNELS_NEON
+#define HASHGRID_NEON_TABLE(table) (table)
+#else
+#define HASHGRID_NEON_TABLE(table) nullptr
+#endif
+
 namespace hashgrid::detail::kernel_dispatch {
 
 /// A kernel family's versions: scalar always, the others where this build
-/// has them (null otherwise). The tables live in static storage.
+/// has them (null otherwise; HASHGRID_X86_TABLE, HASHGRID_NEON_TABLE). The
+/// tables live in static storage.
 template <typename Table>
 struct Widths {
     const Table* scalar = nullptr;

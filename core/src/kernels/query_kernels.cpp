@@ -271,21 +271,8 @@ constexpr RunKernels kNeon{box_neon<D>, radius_neon<D>};
 
 /// The versions this build has; kernel_dispatch picks one.
 template <uint32_t D>
-constexpr kernel_dispatch::Widths<RunKernels> widths() {
-    kernel_dispatch::Widths<RunKernels> w;
-    w.scalar = &kScalar<D>;
-#if HASHGRID_KERNELS_X86
-    w.sse2 = &kSse2<D>;
-    w.avx2 = &kAvx2<D>;
-#endif
-#if HASHGRID_KERNELS_NEON
-    w.neon = &kNeon<D>;
-#endif
-    return w;
-}
-
-template <uint32_t D>
-constexpr kernel_dispatch::Widths<RunKernels> kWidths = widths<D>();
+constexpr kernel_dispatch::Widths<RunKernels> kWidths{&kScalar<D>, HASHGRID_X86_TABLE(&kSse2<D>),
+                                                      HASHGRID_X86_TABLE(&kAvx2<D>), HASHGRID_NEON_TABLE(&kNeon<D>)};
 
 } // namespace
 

@@ -117,20 +117,8 @@ constexpr Sweeps kNeon{&neon_kernel::pick};
 #endif
 
 /// The versions this build has; kernel_dispatch picks one.
-constexpr kernel_dispatch::Widths<Sweeps> widths() {
-    kernel_dispatch::Widths<Sweeps> w;
-    w.scalar = &kScalar;
-#if HASHGRID_KERNELS_X86
-    w.sse2 = &kSse2;
-    w.avx2 = &kAvx2;
-#endif
-#if HASHGRID_KERNELS_NEON
-    w.neon = &kNeon;
-#endif
-    return w;
-}
-
-constexpr kernel_dispatch::Widths<Sweeps> kWidths = widths();
+constexpr kernel_dispatch::Widths<Sweeps> kWidths{&kScalar, HASHGRID_X86_TABLE(&kSse2), HASHGRID_X86_TABLE(&kAvx2),
+                                                  HASHGRID_NEON_TABLE(&kNeon)};
 
 } // namespace
 

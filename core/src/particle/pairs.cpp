@@ -53,17 +53,8 @@ PairResult Grid::find_pairs(Pair* out, uint64_t capacity, const ThreadBackend& b
 
 PairResult Grid::Impl::find_pairs(Grid& g, Pair* out, uint64_t capacity, const ThreadBackend& caller_backend,
                                   PairFilter filter) {
-    HASHGRID_ASSERT(out != nullptr || capacity == 0, "find_pairs: null buffer with nonzero capacity");
     PairResult result;
-    if (g.state_ == nullptr || !g.state_->built) {
-        result.status = detail::make_status(StatusCode::not_built, "find_pairs before a successful rebuild");
-        return result;
-    }
-    if (out == nullptr && capacity > 0) {
-        result.status =
-            detail::make_status(StatusCode::invalid_argument, "find_pairs: null buffer with nonzero capacity");
-        return result;
-    }
+    if (!pair_output::pair_search_allowed(g.state_ != nullptr && g.state_->built, out, capacity, result)) return result;
     PhaseTrace trace(g.trace_, caller_backend); // the loops run through trace.backend()
     trace.begin(TracePhase::find_pairs);
     trace.begin(TraceStep::pair_sweep);

@@ -283,15 +283,7 @@ struct KeyBlocks {
     static constexpr KeyBlock neon = &key_block_neon<D, Bounded, Clamp, Radius, Guess>;
 #endif
     static constexpr kernel_dispatch::Widths<KeyBlock> versions() {
-        kernel_dispatch::Widths<KeyBlock> w;
-        w.scalar = &scalar;
-#if HASHGRID_KERNELS_X86
-        w.avx2 = &avx2;
-#endif
-#if HASHGRID_KERNELS_NEON
-        w.neon = &neon;
-#endif
-        return w;
+        return {&scalar, nullptr, HASHGRID_X86_TABLE(&avx2), HASHGRID_NEON_TABLE(&neon)};
     }
 };
 
