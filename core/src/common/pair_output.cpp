@@ -217,12 +217,16 @@ void search_chunks(const ThreadBackend& b, ChunkSearch search, Preparation prepa
         });
         return;
     }
+    // With several workers the preparation is claimed first, so that the
+    // others search beside it; one worker prepares right before the chunks
+    // that need it, which then find what it built still in cache.
+    const uint32_t prepare_at = b.worker_count <= 1 ? from : 0;
     parallel_chunks(b, from + 1, 1, [&](uint32_t begin, uint32_t end, uint32_t worker) {
         for (uint32_t at = begin; at < end; ++at) {
-            if (at == 0)
+            if (at == prepare_at)
                 prepare.run(prepare.context);
             else
-                run(at - 1, at, worker);
+                run(at < prepare_at ? at : at - 1, at < prepare_at ? at + 1 : at, worker);
         }
     });
     parallel_chunks(b, chunks - from, 1,

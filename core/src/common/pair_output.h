@@ -24,7 +24,9 @@
 #include "hashgrid/query_types.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace hashgrid::detail::pair_output {
 
@@ -154,11 +156,12 @@ struct Sink {
         for (;;) {
             const auto room = static_cast<uint64_t>(end - cur);
             const uint32_t take = n < room ? n : static_cast<uint32_t>(room);
-            for (uint32_t p = 0; p < take; ++p)
-                cur[p] = pairs[p];
-            cur += take;
-            pairs += take;
-            n -= take;
+            if (take > 0) { // cur is null before the first block and after an overflow
+                std::memcpy(cur, pairs, size_t{take} * sizeof(Pair)); // a call beats a loop of 8-byte copies
+                cur += take;
+                pairs += take;
+                n -= take;
+            }
             if (n == 0 || !refill()) return;
         }
     }
