@@ -675,9 +675,8 @@ TEST_CASE("trace: box grid frames (rebuild, pairs, prepare, batches) nest and ke
         CHECK(check_nesting(e.spans) == "");
         CHECK(check_chunks_in_phases(e.spans) == "");
         CHECK(check_event_phases(*trace, e) == "");
-        for (const char* name :
-             {"frame", "box.rebuild", "box.rebuild.validate", "box.rebuild.entries", "box.find_pairs",
-              "box.find_pairs.search", "box.prepare_queries", "query_box_batch"}) {
+        for (const char* name : {"frame", "box.rebuild", "box.rebuild.validate", "box.rebuild.entries",
+                                 "box.find_pairs", "box.find_pairs.search", "box.prepare_queries", "query_box_batch"}) {
             INFO(std::string(name));
             CHECK(phases_named(e.spans, name).size() == 1);
         }
@@ -960,11 +959,11 @@ TEST_CASE("trace: phase numbers are stable, step names are dotted under their ph
     for (uint32_t id = static_cast<uint32_t>(steps.size()) + 1; id < 256; ++id)
         CHECK(std::string(trace_step_name(id)) == "unknown");
     for (const char* name :
-         {"rebuild.keys",          "rebuild.order",        "rebuild.presorted",  "rebuild.cells",
-          "rebuild.cells.clear",   "rebuild.cells.insert", "rebuild.cells.sort", "rebuild.cells.lookup",
-          "rebuild.merge",         "rebuild.scan",         "rebuild.scatter",    "rebuild.sort",
-          "rebuild.compact",       "find_pairs.sweep",     "find_pairs.prefix",  "box.rebuild.listed",
-          "box.rebuild.validate",  "box.rebuild.entries",  "box.rebuild.update", "box.find_pairs.search",
+         {"rebuild.keys",         "rebuild.order",        "rebuild.presorted",  "rebuild.cells",
+          "rebuild.cells.clear",  "rebuild.cells.insert", "rebuild.cells.sort", "rebuild.cells.lookup",
+          "rebuild.merge",        "rebuild.scan",         "rebuild.scatter",    "rebuild.sort",
+          "rebuild.compact",      "find_pairs.sweep",     "find_pairs.prefix",  "box.rebuild.listed",
+          "box.rebuild.validate", "box.rebuild.entries",  "box.rebuild.update", "box.find_pairs.search",
           "box.find_pairs.prefix"}) {
         INFO(std::string(name));
         CHECK(std::count(steps.begin(), steps.end(), name) == 1);

@@ -151,7 +151,7 @@ void walk_cells(const BoxState& s, const CellIndex& index, const int32_t c_lo[3]
         box.hi[d] = c_hi[d];
     }
     if (!s.valid.rows) {
-        walk_cells_in(index, nullptr, box, cell_fn, [] { return false; });
+        walk_cells_in(index, nullptr, box, cell_fn, never_stop);
         return;
     }
     const BoxFrameBounds& f = s.bounds;
@@ -163,7 +163,7 @@ void walk_cells(const BoxState& s, const CellIndex& index, const int32_t c_lo[3]
     const RowTable rows{s.row_start,
                         {f.cell_lo[0], f.cell_lo[1], f.cell_lo[2]},
                         static_cast<uint64_t>(int64_t{f.cell_hi[1]} - f.cell_lo[1] + 1)};
-    walk_cells_in(index, &rows, box, cell_fn, [] { return false; });
+    walk_cells_in(index, &rows, box, cell_fn, never_stop);
 }
 
 /// The first-cell bits an entry of cell (x, y, z) must have for the pair of

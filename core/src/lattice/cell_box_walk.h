@@ -32,6 +32,8 @@ struct RowTable {
 
 /// Accepts every row of a walk unchanged.
 inline bool every_row(int32_t, int32_t, int32_t&, int32_t&) { return true; }
+/// A walk that never stops early.
+inline constexpr bool never_stop() { return false; }
 
 /// Calls row_fn(first, end, y, z) for every row of the cell box [lo, hi]
 /// (within the table's occupied box) with occupied cells in its x range:

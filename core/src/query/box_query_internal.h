@@ -63,9 +63,8 @@ using detail::VisitorSink;
 /// Relative widening of double-precision ranges against float rounding.
 inline constexpr double kRelativeSlack = 0x1p-20;
 
-/// A walk that never stops early (buffer forms, rays, nearest).
-inline constexpr bool never_stop() { return false; }
 using detail::every_row;
+using detail::never_stop; // buffer forms, rays, nearest
 
 /// The frame's cell index (its lattice, occupied cells and their entries),
 /// with the view's object arrays at hand.
