@@ -116,4 +116,8 @@ inline constexpr uint64_t kObjectStore = 0x792a6e56e69f17e7ull;
 /// and buffer sizes), the same for every thread count.
 inline constexpr uint64_t kPairOverflow = 0x29a9faa024276085ull;
 
+/// Overlap events (tests/test_pair_tracker.cpp): every event list of 400
+/// store churn frames in 2D and in 3D, the same for every thread count.
+inline constexpr uint64_t kPairEvents = 0xad7b4b925f9de271ull;
+
 } // namespace hashgrid_test::golden

@@ -37,6 +37,7 @@
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/objects.h"
+#include "hashgrid/pair_tracker.h"
 #include "hashgrid/particle_queries.h"
 #include "hashgrid/platform/job_system_backend.h"
 #include "hashgrid/platform/tbb_backend.h"
@@ -1227,7 +1228,10 @@ struct StoreChurn {
     const char* name = "ObjectStore + BoxGrid, 3D unbounded";
     hashgrid::ObjectStore store;
     BoxGrid grid;
-    BoxGrid store_grid; ///< Rebuilt from the store: the store-fed queries (store_queries.h).
+    BoxGrid store_grid;                  ///< Rebuilt from the store: the store-fed queries (store_queries.h).
+    hashgrid::PairTracker tracker;       ///< Events of store_grid's pairs, by handle.
+    hashgrid::PairTracker index_tracker; ///< Events of grid's pairs, by dense index.
+    std::vector<Pair> store_pairs = std::vector<Pair>(200000);
     std::vector<ObjectHandle> handles = std::vector<ObjectHandle>(8192);
     std::vector<uint64_t> user_values = std::vector<uint64_t>(8192);
     std::vector<hashgrid::ObjectRayHit> ray_hits = std::vector<hashgrid::ObjectRayHit>(8192);
@@ -1239,6 +1243,15 @@ struct StoreChurn {
     Rng rng{0xc4a27u};
     ObjectHandle stale{};
     uint32_t frame = 0;
+    uint64_t grid_pairs = 0; ///< grid's pairs this frame (in `pairs`)
+
+    static void hash_events(Fnv1a& hash, const hashgrid::PairEvents& e) {
+        for (const hashgrid::PairEventList* l : {&e.begin, &e.persist, &e.end, &e.sensor_begin, &e.sensor_end}) {
+            hash.u64(l->count);
+            for (uint64_t k = 0; k < l->count; ++k)
+                hash.u64((uint64_t{l->pairs[k].a.index} << 32) | l->pairs[k].b.index);
+        }
+    }
 
     StoreChurn() : pairs(200000) {
         hashgrid::ObjectStoreConfig sc;
@@ -1251,6 +1264,13 @@ struct StoreChurn {
         gc.max_pairs = pairs.size();
         if (init_status.ok()) init_status = grid.init_allocate(gc);
         if (init_status.ok()) init_status = store_grid.init_allocate(gc);
+        hashgrid::PairTrackerConfig tc;
+        tc.max_ids = kCapacity;
+        tc.max_pairs = static_cast<uint32_t>(pairs.size());
+        tc.sensor_layers = 8u; // categories are 1 << below(4): a quarter are sensors
+        tc.list_persist = true;
+        if (init_status.ok()) init_status = tracker.init_allocate(tc);
+        if (init_status.ok()) init_status = index_tracker.init_allocate(tc);
         for (auto& v : velocity)
             v.assign(kCapacity, 0.0f);
         for (uint32_t i = 0; i < kLive && init_status.ok(); ++i)
@@ -1316,6 +1336,7 @@ struct StoreChurn {
         log.measure(name, "BoxGrid::find_pairs", [&](Part& part) {
             const hashgrid::PairResult r = grid.find_pairs(pairs.data(), pairs.size(), backend);
             part.note(r.status);
+            grid_pairs = r.written;
             hash.u64(r.total);
             for (uint64_t k = 0; k < r.written; ++k) { // dense indices -> handles
                 const ObjectHandle a = store.handle_at(pairs[k].a);
@@ -1327,9 +1348,23 @@ struct StoreChurn {
             }
             return r.written;
         });
+        log.measure(name, "PairTracker::update (index form)", [&](Part& part) {
+            hashgrid::PairResult r;
+            r.total = r.written = grid_pairs;
+            part.note(index_tracker.update(r, pairs.data(), backend, store.categories()));
+            hash_events(hash, index_tracker.events());
+            return grid_pairs;
+        });
         log.measure(name, "BoxGrid::rebuild(store)", [&](Part& part) {
             part.note(store_grid.rebuild(store, backend));
             return uint64_t{store_grid.entry_count()};
+        });
+        log.measure(name, "PairTracker::update (store form)", [&](Part& part) {
+            const hashgrid::PairResult r = store_grid.find_pairs(store_pairs.data(), store_pairs.size(), backend);
+            part.note(r.status);
+            part.note(tracker.update(store, store_grid.view(), r, store_pairs.data(), backend));
+            hash_events(hash, tracker.events());
+            return r.written;
         });
         log.measure(name, "store queries (store_queries.h)",
                     [&](Part& part) { return store_queries(part, backend, hash); });

@@ -271,6 +271,11 @@ public:
     /// number no other store of the process ever has (docs/user-guide.md);
     /// it only grows, never reset.
     [[nodiscard]] uint64_t layout_generation() const { return layout_; }
+    /// layout_generation() just after the last successful init(): changes
+    /// with init() only. Generations restart at init, so a handle is only
+    /// meaningful together with this value (PairTracker checks it). 0 before
+    /// the first init.
+    [[nodiscard]] uint64_t init_layout() const { return init_layout_; }
 
     /// Changes made so far (see "Change log"): advanced by every successful
     /// move(), set_layers(), add(), remove(), clear() and init(); never reset.
@@ -339,6 +344,7 @@ private:
     uint32_t count_ = 0;   // live objects = dense size
     uint32_t retired_ = 0; // slots never to be issued again
     uint64_t layout_ = 0;  // layout generation (layout_generation())
+    uint64_t init_layout_ = 0; // layout_ just after the last init (init_layout())
     // Change log: change k's dense index at change_ring_[k % max_objects];
     // changes before layout_clock_ name another layout.
     uint64_t clock_ = 0;

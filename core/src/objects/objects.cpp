@@ -159,6 +159,7 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
         count_ = 0;
         retired_ = 0;
         layout_ = fresh_layout_block(); // views and results of the old layout are stale
+        init_layout_ = layout_;
         // The clock goes on (never reset): lists asked for before this init are incomplete.
         ++clock_;
         layout_clock_ = clock_;
