@@ -1268,7 +1268,7 @@ struct StoreChurn {
         tc.max_ids = kCapacity;
         tc.max_pairs = static_cast<uint32_t>(pairs.size());
         tc.sensor_layers = 8u; // categories are 1 << below(4): a quarter are sensors
-        tc.list_persist = true;
+        tc.list_pairs = true;
         if (init_status.ok()) init_status = tracker.init_allocate(tc);
         if (init_status.ok()) init_status = index_tracker.init_allocate(tc);
         for (auto& v : velocity)

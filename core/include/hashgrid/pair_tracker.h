@@ -37,8 +37,9 @@
 /// end: pairs of the previous frame that this frame does not have (with the
 /// previous frame's handles: those of removed objects included), persist: in
 /// both. The first update after init() or reset() reports every pair as
-/// begin. persist is counted always and listed only with
-/// PairTrackerConfig::list_persist.
+/// begin. begin and end are always listed; persist and the frame's whole
+/// pair lists (contacts, sensors) are counted always and listed with
+/// PairTrackerConfig::list_pairs.
 ///
 /// Sensors. A pair is a sensor pair when one of its objects has a category
 /// bit in PairTrackerConfig::sensor_layers (categories: the store's, or the
@@ -48,9 +49,11 @@
 /// change from contact to sensor ends its contact pairs and begins sensor
 /// pairs in the same frame.
 ///
-/// Cost. O(pairs of this frame + pairs of the previous frame), in parallel:
-/// the frame's pairs are radix-sorted by id (no hashing) and merged with the
-/// previous frame's sorted list. Nothing allocates after init.
+/// Cost. One pass over this frame's pairs looks each up in the previous
+/// frame's list (sorted by id, with a row per lower id: no hashing); only the
+/// pairs not found there (the begins) are sorted; then one merge writes the
+/// lists. O(pairs of both frames + max_ids + begins sorted), in parallel
+/// through the backend. Nothing allocates after init.
 ///
 /// Failure. A failed update() changes nothing the next update reads: the
 /// previous frame's pairs stay the reference, so the events of the next
@@ -83,13 +86,14 @@ struct PairTrackerConfig {
     uint32_t max_pairs = 0;
     /// Category bits that make an object a sensor (see "Sensors"); 0: none.
     uint32_t sensor_layers = 0;
-    /// List persisting pairs (PairEvents::persist, sensor_persist); false:
-    /// only count them, and save max_pairs * 16 bytes.
-    bool list_persist = false;
+    /// List persisting pairs and the frame's pairs (PairEvents::persist,
+    /// sensor_persist, contacts, sensors); false: only count them, which
+    /// saves their writing and max_pairs * 32 bytes.
+    bool list_pairs = false;
 };
 
 /// A list of events, ascending by (a.index, b.index). pairs is null when the
-/// list is only counted (persist without list_persist) or empty.
+/// list is only counted (without list_pairs) or empty.
 struct PairEventList {
     const ObjectHandlePair* pairs = nullptr; ///< count entries, or null (see above).
     uint64_t count = 0;                      ///< Events in the list (exact, also when not listed).
@@ -99,13 +103,13 @@ struct PairEventList {
 /// next update(), reset() or init().
 struct PairEvents {
     PairEventList begin;          ///< Contact pairs new this frame.
-    PairEventList persist;        ///< Contact pairs of both frames (listed with list_persist).
+    PairEventList persist;        ///< Contact pairs of both frames (listed with list_pairs).
     PairEventList end;            ///< Contact pairs of the previous frame gone now.
     PairEventList sensor_begin;   ///< Sensor pairs new this frame.
-    PairEventList sensor_persist; ///< Sensor pairs of both frames (listed with list_persist).
+    PairEventList sensor_persist; ///< Sensor pairs of both frames (listed with list_pairs).
     PairEventList sensor_end;     ///< Sensor pairs of the previous frame gone now.
-    PairEventList contacts;       ///< Every contact pair of this frame (begin and persist merged).
-    PairEventList sensors;        ///< Every sensor pair of this frame.
+    PairEventList contacts;       ///< Every contact pair of this frame (listed with list_pairs).
+    PairEventList sensors;        ///< Every sensor pair of this frame (listed with list_pairs).
     uint64_t frame = 0;           ///< Successful updates since init() (0: none yet, all lists empty).
 };
 
