@@ -208,7 +208,7 @@ uint64_t lay_out_tracker(const PairTrackerConfig& c, unsigned char* base, PairTr
         a.begin_key[k] = l.take<uint64_t>(p);
         a.begin_pos[k] = l.take<uint32_t>(p);
     }
-    a.mark = l.take<uint8_t>((p + 3) / 4 * 4); // cleared as 32-bit words
+    a.mark = l.take<uint8_t>(p);
     a.in_key = l.take<uint64_t>(p);
     a.in_gen = l.take<uint64_t>(p);
     a.hist = l.take<uint32_t>(uint64_t{pair_chunks(c.max_pairs)} << kPairDigitBits);
@@ -257,7 +257,9 @@ Status finish_frame(PairTrackerState& s, const ThreadBackend& b, const FrameInpu
     m.prev = s.key[s.prev];
     m.np = f.np;
     uint64_t totals[kKinds];
-    if (!count_merge(s, b, m, totals)) return duplicate_status(s, b, f);
+    // Every pair found in the previous list marked its own entry, unless a pair was given twice.
+    if (!count_merge(s, b, m, totals) || totals[kPersist] + totals[kPersist + 3] != uint64_t{f.n} - f.begins)
+        return duplicate_status(s, b, f);
     write_merge(s, b, f, m, totals);
     const uint64_t contacts = totals[kBegin] + totals[kPersist];
     const auto nn = static_cast<uint32_t>(contacts + totals[kBegin + 3] + totals[kPersist + 3]);

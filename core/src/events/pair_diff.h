@@ -125,9 +125,10 @@ Status duplicate_status(PairTrackerState& s, const ThreadBackend& b, const Frame
 template <typename Read>
 Status lookup_frame(PairTrackerState& s, const ThreadBackend& b, FrameInput& f, Read&& read) {
     const uint32_t w = s.id_bits;
-    fill_u32(b, reinterpret_cast<uint32_t*>(s.mark), (f.np + 3) / 4, 0);
+    parallel_chunks(b, f.np, kPairGrain,
+                    [&](uint32_t begin, uint32_t end, uint32_t) { std::fill(s.mark + begin, s.mark + end, 0); });
     parallel_chunks(b, f.n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint64_t begins = 0, first_bad = kNoEntry, bad = 0, duplicate = 0;
+        uint64_t begins = 0, first_bad = kNoEntry, bad = 0;
         for (uint32_t i = begin; i < end; ++i) {
             PairEnds e = read(i);
             if (e.a >= s.max_ids || e.b >= s.max_ids || (!f.two_sets && e.a == e.b)) [[unlikely]] {
@@ -146,8 +147,9 @@ Status lookup_frame(PairTrackerState& s, const ThreadBackend& b, FrameInput& f, 
                 const uint64_t at = find_previous(s, e.a, key);
                 if (at != kNoEntry && !f.renewed && (!f.generations || s.gen[s.prev][at] == g)) {
                     found = true;
-                    // A second pair with this key is a duplicate (reported by duplicate_status).
-                    duplicate |= std::atomic_ref<uint8_t>(s.mark[at]).exchange(1, std::memory_order_relaxed);
+                    // A plain store (no read-modify-write): a pair given twice marks one entry twice,
+                    // which finish_frame sees as fewer marked entries than pairs found.
+                    std::atomic_ref<uint8_t>(s.mark[at]).store(1, std::memory_order_relaxed);
                 }
             }
             s.in_key[i] = found ? key : key | kBeginFlag;
@@ -158,15 +160,13 @@ Status lookup_frame(PairTrackerState& s, const ThreadBackend& b, FrameInput& f, 
         c[0] = begins;
         c[1] = first_bad;
         c[2] = bad;
-        c[3] = duplicate;
     });
-    uint64_t first_bad = kNoEntry, bad = 0, duplicate = 0, begins = 0;
+    uint64_t first_bad = kNoEntry, bad = 0, begins = 0;
     for (uint32_t c = 0, chunks = chunk_count(f.n, kPairGrain); c < chunks; ++c) {
         const uint64_t* k = s.chunk + uint64_t{c} * kLookupSlots;
         begins += k[0];
         first_bad = std::min(first_bad, k[1]);
         bad += k[2];
-        duplicate |= k[3];
     }
     if (bad > 0)
         return item_status(StatusCode::invalid_argument,
@@ -174,7 +174,6 @@ Status lookup_frame(PairTrackerState& s, const ThreadBackend& b, FrameInput& f, 
                            "or a == b; index = lowest such position",
                            static_cast<uint32_t>(first_bad), static_cast<uint32_t>(std::min<uint64_t>(bad, ~0u)));
     f.begins = static_cast<uint32_t>(begins);
-    if (duplicate != 0) return duplicate_status(s, b, f);
     return {};
 }
 
