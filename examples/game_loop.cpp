@@ -17,7 +17,9 @@
 //   2. movement of every object, in parallel on the job system
 //      (parallel_chunks), then store.move() for each;
 //   3. BoxGrid::rebuild(store) and find_pairs(), mapped to handles
-//      (handles_at): projectile hits and collected pickups;
+//      (handles_at): projectile hits and collected pickups; a PairTracker
+//      turns the pairs into begin / end events by handle, pickups being
+//      sensors (their pairs are events, never contacts);
 //   4. queries from the player: a ray cast along its aim (query_ray_first
 //      and query_ray, everything the shot would pierce), a view frustum
 //      (query_frustum) and its 8 nearest actors or pickups (query_nearest);
@@ -32,7 +34,11 @@
 // store's arrays): the overlapping pairs with the layer rule, the ray hits
 // by the slab test of ray_box_hit (box_queries.h) in double, the frustum by
 // its documented plane test, the nearest by the documented float
-// point-to-box distance, all compared by handle. Prints PASS or FAIL and
+// point-to-box distance, all compared by handle. The overlap events are
+// checked too: the game keeps the set of touching pairs that the begin and
+// end events describe (a begin of a pair already touching, or an end of one
+// that is not, is a failure), and at a checked frame that set must be the
+// brute-force pair set. Prints PASS or FAIL and
 // returns nonzero on FAIL. Times are informational.
 //
 //   game_loop [--objects N] [--frames N] [--workers N] [--check-every N]
@@ -40,6 +46,7 @@
 #include "hashgrid/box_grid.h"
 #include "hashgrid/box_queries.h"
 #include "hashgrid/objects.h"
+#include "hashgrid/pair_tracker.h"
 #include "hashgrid/platform/job_system_backend.h"
 #include "hashgrid/platform/timer.h"
 #include "hashgrid/query_types.h"
@@ -56,6 +63,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -313,12 +321,18 @@ public:
         }
         pairs_.resize(static_cast<size_t>(gc.max_pairs));
         handle_pairs_.resize(pairs_.size());
+        hashgrid::PairTrackerConfig tc;
+        tc.max_ids = capacity_; // ids are the store's slots
+        tc.max_pairs = static_cast<uint32_t>(gc.max_pairs);
+        tc.sensor_layers = kPickup; // a pickup is a trigger: its pairs are sensor events
+        if (s.ok()) s = tracker_.init_allocate(tc);
         return report("init", s);
     }
 
     struct FrameStats {
         double ms[4] = {}; ///< logic + movement, rebuild, pairs, queries
         uint64_t pairs = 0;
+        uint64_t begins = 0, ends = 0; ///< Overlap events, contacts and sensors.
         uint32_t projectile_hits = 0, pickups_taken = 0, spawned = 0, despawned = 0;
         uint32_t visible = 0, pierced = 0;
         RayHit first{};
@@ -340,6 +354,9 @@ public:
         if (!report("find_pairs", pair_result_.status)) return false;
         if (!report("handles_at", store_.handles_at(grid_.view(), pair_result_, pairs_.data(), handle_pairs_.data())))
             return false;
+        if (!report("events", tracker_.update(store_, grid_.view(), pair_result_, pairs_.data(), backend)))
+            return false;
+        apply_events(stats);
         react_to_pairs(stats);
         stats.ms[2] = elapsed_ms(start);
 
@@ -370,6 +387,9 @@ public:
         std::sort(expected.begin(), expected.end());
         std::sort(got.begin(), got.end());
         if (expected != got || pair_result_.total != pair_result_.written) return "overlapping pairs";
+        if (event_problem_[0] != '\0') return event_problem_;
+        if (std::vector<std::pair<uint64_t, uint64_t>>(touching_.begin(), touching_.end()) != expected)
+            return "overlap events (the pairs their begins and ends describe)";
 
         // Ray: every hit in (t, dense index) order; the first hit is the first of them.
         std::vector<Hit> hits;
@@ -540,6 +560,21 @@ private:
     /// touches moves somewhere else; an actor or the player that walked into a
     /// building is pushed out the shorter way and turns back on that axis
     /// (its box follows at the next move).
+    /// The events, applied to the set of touching pairs they describe.
+    void apply_events(FrameStats& stats) {
+        const hashgrid::PairEvents e = tracker_.events();
+        for (const hashgrid::PairEventList* list : {&e.begin, &e.sensor_begin})
+            for (uint64_t k = 0; k < list->count; ++k)
+                if (!touching_.insert(ordered(key(list->pairs[k].a), key(list->pairs[k].b))).second)
+                    event_problem_ = "a begin event of a pair already touching";
+        for (const hashgrid::PairEventList* list : {&e.end, &e.sensor_end})
+            for (uint64_t k = 0; k < list->count; ++k)
+                if (touching_.erase(ordered(key(list->pairs[k].a), key(list->pairs[k].b))) != 1)
+                    event_problem_ = "an end event of a pair not touching";
+        stats.begins = e.begin.count + e.sensor_begin.count;
+        stats.ends = e.end.count + e.sensor_end.count;
+    }
+
     void react_to_pairs(FrameStats& stats) {
         // The game finds its entity by the handle's slot (a live handle's slot is unique).
         by_slot_.assign(capacity_, 0xffffffffu);
@@ -717,6 +752,9 @@ private:
     std::vector<uint32_t> by_slot_;
     hashgrid::ObjectStore store_;
     hashgrid::BoxGrid grid_;
+    hashgrid::PairTracker tracker_;
+    std::set<std::pair<uint64_t, uint64_t>> touching_; ///< What the events say touches now.
+    const char* event_problem_ = "";
 
     // This frame's answers (kept for the check).
     std::vector<Pair> pairs_;
@@ -760,8 +798,8 @@ int main(int argc, char** argv) {
     std::printf("game_loop: %u objects in a %.0f x %.0f world, job system with %u threads + main\n",
                 game.object_count(), static_cast<double>(game.side()), static_cast<double>(game.side()),
                 pool.threads());
-    std::printf("frame | ms: logic+move rebuild pairs queries | objects | pairs | shots hit | pickups | shot's first "
-                "hit | pierced | visible | nearest | check\n");
+    std::printf("frame | ms: logic+move rebuild pairs queries | objects | pairs | begin/end | shots hit | pickups | "
+                "shot's first hit | pierced | visible | nearest | check\n");
 
     uint32_t checked = 0, mismatches = 0;
     for (uint32_t frame = 0; frame < options.frames; ++frame) {
@@ -782,9 +820,11 @@ int main(int argc, char** argv) {
             if (stats.first.index != hashgrid::kNoIndex)
                 std::snprintf(first, sizeof(first), "%s at %.1f", layer_name(stats.first_layer),
                               static_cast<double>(stats.first.t));
-            std::printf("%5u | %5.2f %5.2f %5.2f %5.2f | %6u | %6llu | %4u | %3u | %-18s | %3u | %5u | %6.2f | %s\n",
+            std::printf("%5u | %5.2f %5.2f %5.2f %5.2f | %6u | %6llu | %4llu/%-4llu | %4u | %3u | %-18s | %3u | %5u | "
+                        "%6.2f | %s\n",
                         frame, stats.ms[0], stats.ms[1], stats.ms[2], stats.ms[3], game.object_count(),
-                        static_cast<unsigned long long>(stats.pairs), stats.projectile_hits, stats.pickups_taken, first,
+                        static_cast<unsigned long long>(stats.pairs), static_cast<unsigned long long>(stats.begins),
+                        static_cast<unsigned long long>(stats.ends), stats.projectile_hits, stats.pickups_taken, first,
                         stats.pierced, stats.visible, static_cast<double>(stats.nearest), verdict);
         }
     }
@@ -792,7 +832,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(adapter.enqueued_loops()),
                 static_cast<unsigned long long>(pool.copies_run()));
     const bool pass = mismatches == 0 && checked > 0;
-    std::printf("%s: %u of %u checked frames match brute force (pairs, ray, frustum, nearest)\n",
+    std::printf("%s: %u of %u checked frames match brute force (pairs, overlap events, ray, frustum, nearest)\n",
                 pass ? "PASS" : "FAIL", checked - mismatches, checked);
     return pass ? 0 : 1;
 }
