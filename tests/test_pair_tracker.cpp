@@ -61,6 +61,10 @@ struct PairKey {
     auto operator<=>(const PairKey&) const = default;
 };
 using PairSet = std::map<PairKey, std::pair<uint32_t, uint32_t>>;
+/// A frame's pairs in input order.
+using Ordered = std::vector<std::pair<PairKey, std::pair<uint32_t, uint32_t>>>;
+
+PairSet set_of(const Ordered& pairs) { return PairSet(pairs.begin(), pairs.end()); }
 
 /// The event lists the oracle expects: [0] contacts, [1] sensors.
 struct Expected {
@@ -69,16 +73,19 @@ struct Expected {
 
 Event event_of(const PairKey& k, std::pair<uint32_t, uint32_t> g) { return Event{k.a, g.first, k.b, g.second}; }
 
-/// The diff of two frames' pair sets. `renewed`: no pair persists.
-Expected diff(const PairSet& prev, const PairSet& cur, bool renewed = false) {
+/// The diff of two frames: begin and end in identity order, persist and the
+/// frame's lists in this frame's input order. `renewed`: no pair persists.
+Expected diff(const PairSet& prev, const Ordered& cur_in_order, bool renewed = false) {
     Expected e;
+    const PairSet cur = set_of(cur_in_order);
     for (const auto& [k, g] : cur) {
+        const auto it = prev.find(k);
+        if (it == prev.end() || renewed || it->second != g) e.begin[k.sensor].push_back(event_of(k, g));
+    }
+    for (const auto& [k, g] : cur_in_order) {
         e.current[k.sensor].push_back(event_of(k, g));
         const auto it = prev.find(k);
-        if (it == prev.end() || renewed || it->second != g)
-            e.begin[k.sensor].push_back(event_of(k, g));
-        else
-            e.persist[k.sensor].push_back(event_of(k, g));
+        if (it != prev.end() && !renewed && it->second == g) e.persist[k.sensor].push_back(event_of(k, g));
     }
     for (const auto& [k, g] : prev) {
         const auto it = cur.find(k);
@@ -154,17 +161,17 @@ PairResult ok_result(uint64_t count) {
     return r;
 }
 
-/// The index-form oracle set of a pair list (a < b after ordering).
-PairSet index_set(const std::vector<hashgrid::Pair>& pairs, const std::vector<uint32_t>& category, bool two_sets) {
-    PairSet s;
+/// The index forms' pairs in input order (a < b after ordering, unless two sets).
+Ordered index_list(const std::vector<hashgrid::Pair>& pairs, const std::vector<uint32_t>& category, bool two_sets) {
+    Ordered out;
     for (const hashgrid::Pair& p : pairs) {
         const uint32_t a = two_sets ? p.a : std::min(p.a, p.b);
         const uint32_t b = two_sets ? p.b : std::max(p.a, p.b);
         uint32_t sensor = 0;
         if (!category.empty()) sensor = ((two_sets ? category[p.b] : category[p.a] | category[p.b]) & kSensor) != 0;
-        s[PairKey{sensor, a, b}] = {0u, 0u};
+        out.push_back({PairKey{sensor, a, b}, {0u, 0u}});
     }
-    return s;
+    return out;
 }
 
 TEST_CASE("PairTracker: hand-computed frames, index form") {
@@ -192,7 +199,7 @@ TEST_CASE("PairTracker: hand-computed frames, index form") {
         CHECK(events_of(e.end) == std::vector<Event>{{2, 0, 3, 0}});
         CHECK(events_of(e.sensor_begin) == std::vector<Event>{{4, 0, 5, 0}});
         CHECK(events_of(e.sensor_end) == std::vector<Event>{{1, 0, 4, 0}});
-        CHECK(events_of(e.contacts) == std::vector<Event>{{0, 0, 1, 0}, {1, 0, 2, 0}});
+        CHECK(events_of(e.contacts) == std::vector<Event>{{1, 0, 2, 0}, {0, 0, 1, 0}}); // input order
         CHECK(events_of(e.sensors) == std::vector<Event>{{4, 0, 5, 0}});
         // Frame 3: nothing: every pair ends.
         REQUIRE(t.update(ok_result(0), nullptr, backend, cat.data()).ok());
@@ -292,6 +299,20 @@ struct StoreWorld {
         return s;
     }
 
+    /// The grid's pairs in its order, named by handle.
+    [[nodiscard]] Ordered as_handles(const PairResult& r) const {
+        Ordered out;
+        for (uint64_t k = 0; k < r.written; ++k) {
+            const uint32_t i = pairs[k].a, j = pairs[k].b;
+            ObjectHandle a = store.handle_at(i);
+            ObjectHandle b = store.handle_at(j);
+            if (a.index > b.index) std::swap(a, b);
+            const uint32_t sensor = ((store.categories()[i] | store.categories()[j]) & kSensor) != 0;
+            out.push_back({PairKey{sensor, a.index, b.index}, {a.generation, b.generation}});
+        }
+        return out;
+    }
+
     [[nodiscard]] PairResult find(const hashgrid::ThreadBackend& backend) {
         REQUIRE(grid.rebuild(store, backend).ok());
         const PairResult r = grid.find_pairs(pairs.data(), pairs.size(), backend);
@@ -314,11 +335,12 @@ uint64_t run_store_churn(uint32_t dims, uint32_t frames, const hashgrid::ThreadB
         const PairResult r = w.find(backend);
         const Status s = t.update(w.store, w.grid.view(), r, w.pairs.data(), backend);
         REQUIRE_MESSAGE(s.ok(), s.message);
-        const PairSet cur = w.brute_force();
+        const Ordered cur = w.as_handles(r);
+        REQUIRE(set_of(cur) == w.brute_force());
         INFO("frame " << f);
         check_events(t.events(), diff(prev, cur), list_pairs);
         hash_events(h, t.events());
-        prev = cur;
+        prev = set_of(cur);
     }
     return h.value();
 }
@@ -419,10 +441,13 @@ TEST_CASE("PairTracker: moving particles, bounded and unbounded, match the diff 
             const PairResult res = g->grid->find_pairs(pairs.data(), pairs.size(), pb.backend());
             REQUIRE(res.status.ok());
             REQUIRE(t.update(res, pairs.data(), pb.backend(), category.data()).ok());
-            const PairSet cur = index_set(brute_force_pairs(s, r), category, false);
+            const Ordered cur = index_list(
+                std::vector<hashgrid::Pair>(pairs.begin(), pairs.begin() + static_cast<ptrdiff_t>(res.written)),
+                category, false);
+            REQUIRE(set_of(cur) == set_of(index_list(brute_force_pairs(s, r), category, false)));
             INFO("frame " << f);
             check_events(t.events(), diff(prev, cur), true);
-            prev = cur;
+            prev = set_of(cur);
         }
     }
 }
@@ -459,12 +484,12 @@ TEST_CASE("PairTracker: find_pairs_with, index and store forms, against brute fo
         const PairResult rs = w.grid.find_pairs_with(queries, pairs.data(), pairs.size(), serial);
         REQUIRE(rs.status.ok());
         REQUIRE(by_store.update_with(w.store, w.grid.view(), rs, pairs.data(), serial).ok());
-        PairSet cur_store;
+        Ordered cur_store;
         const std::vector<hashgrid::Pair> with(pairs.begin(), pairs.begin() + static_cast<ptrdiff_t>(rs.written));
         for (const hashgrid::Pair& p : with) {
             const ObjectHandle hb = w.store.handle_at(p.b);
-            cur_store[PairKey{(w.store.categories()[p.b] & kSensor) != 0 ? 1u : 0u, p.a, hb.index}] = {0u,
-                                                                                                       hb.generation};
+            cur_store.push_back(
+                {PairKey{(w.store.categories()[p.b] & kSensor) != 0 ? 1u : 0u, p.a, hb.index}, {0u, hb.generation}});
         }
         // Brute force agrees with the grid's pairs.
         uint64_t brute = 0;
@@ -475,18 +500,18 @@ TEST_CASE("PairTracker: find_pairs_with, index and store forms, against brute fo
         REQUIRE(brute == rs.written);
         INFO("frame " << f);
         check_events(by_store.events(), diff(prev_store, cur_store), true);
-        prev_store = cur_store;
+        prev_store = set_of(cur_store);
         // Index form on a BoxSpans frame of the same objects: b is the dense index.
         std::vector<uint32_t> category(w.store.categories(), w.store.categories() + w.store.size());
         REQUIRE(spans_grid.rebuild(w.store.spans(), serial).ok());
         const PairResult ri = spans_grid.find_pairs_with(queries, pairs.data(), pairs.size(), serial);
         REQUIRE(ri.status.ok());
         REQUIRE(by_index.update_with(ri, pairs.data(), serial, category.data()).ok());
-        const PairSet cur_index =
-            index_set(std::vector<hashgrid::Pair>(pairs.begin(), pairs.begin() + static_cast<ptrdiff_t>(ri.written)),
-                      category, true);
+        const Ordered cur_index =
+            index_list(std::vector<hashgrid::Pair>(pairs.begin(), pairs.begin() + static_cast<ptrdiff_t>(ri.written)),
+                       category, true);
         check_events(by_index.events(), diff(prev_index, cur_index), true);
-        prev_index = cur_index;
+        prev_index = set_of(cur_index);
     }
 }
 
@@ -517,7 +542,7 @@ TEST_CASE("PairTracker: bad input is refused and the previous frame stays the re
 
     std::vector<hashgrid::Pair> f1 = {{0, 1}, {2, 3}};
     REQUIRE(t.update(ok_result(2), f1.data(), serial).ok());
-    const PairSet reference = index_set(f1, {}, false);
+    const PairSet reference = set_of(index_list(f1, {}, false));
 
     PairResult failed = ok_result(2);
     failed.status.code = StatusCode::output_too_small;
@@ -559,7 +584,7 @@ TEST_CASE("PairTracker: bad input is refused and the previous frame stays the re
     // After every refusal the next frame's events are diffed against frame 1.
     std::vector<hashgrid::Pair> f2 = {{2, 3}, {1, 2}};
     REQUIRE(t.update(ok_result(2), f2.data(), serial).ok());
-    check_events(t.events(), diff(reference, index_set(f2, {}, false)), true);
+    check_events(t.events(), diff(reference, index_list(f2, {}, false)), true);
     CHECK(t.events().frame == 2);
 
     // Store form: a store bigger than max_ids, a stale frame, a result of another layout.
@@ -611,7 +636,7 @@ TEST_CASE("PairTracker: a frame over max_pairs is pair_capacity; the next one di
     std::reverse(next.begin(), next.end());
     REQUIRE(next.size() <= big.size());
     REQUIRE(t.update(ok_result(next.size()), next.data(), pb.backend()).ok());
-    check_events(t.events(), diff(index_set(big, {}, false), index_set(next, {}, false)), true);
+    check_events(t.events(), diff(set_of(index_list(big, {}, false)), index_list(next, {}, false)), true);
 }
 
 } // namespace

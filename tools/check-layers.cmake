@@ -14,7 +14,7 @@ set(_below_particle common lattice kernels)
 set(_below_box common lattice kernels)
 set(_below_query common lattice kernels particle box)
 set(_below_objects common lattice kernels particle box query)
-set(_below_events common lattice)
+set(_below_events common lattice objects)
 set(_layers common lattice kernels particle box query objects events)
 
 set(_src "${ROOT}/core/src")

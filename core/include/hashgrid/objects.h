@@ -315,6 +315,7 @@ public:
 
 private:
     friend struct ObjectStoreTestAccess; // core/src/objects/objects_internal.h (tests force generation wraps)
+    friend struct ObjectStoreSlots;      // core/src/objects/objects_internal.h (PairTracker reads the slots)
 
     /// Dense index of a live handle or kInvalidObjectIndex.
     [[nodiscard]] uint32_t live_dense(ObjectHandle handle) const;

@@ -187,6 +187,11 @@ public:
     [[nodiscard]] bool initialized() const { return state_ != nullptr; }
 
 private:
+    [[nodiscard]] Status update_index(const PairResult& result, const Pair* pairs, const ThreadBackend& backend,
+                                      const uint32_t* categories, bool two_sets);
+    [[nodiscard]] Status update_store(const ObjectStore& store, const BoxGridView& frame, const PairResult& result,
+                                      const Pair* pairs, const ThreadBackend& backend, bool two_sets);
+
     PairTrackerConfig config_{};
     detail::PairTrackerState* state_ = nullptr; // inside the block
     void* owned_memory_ = nullptr;

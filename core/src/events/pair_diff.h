@@ -1,20 +1,32 @@
 // SPDX-License-Identifier: MIT
 // The state of a PairTracker and the steps of one update (pair_tracker.h).
 //
-// The previous frame's pairs are kept as one list of packed keys (lower id,
-// higher id, sensor bit) in ascending order, with a row index (row[a]: the
-// first entry whose lower id is a). An update:
-//   1. lookup_frame: reads each pair of the frame in input order, packs its
-//      key and looks it up in the previous list (its row, a few entries:
-//      binary search past 16), marking the entry found: persist. A pair not
-//      found is flagged as a begin. No sort and no hashing: one pass.
-//   2. sort_begins (pair_diff.cpp): only the begins are sorted (the radix
-//      sort of the grids' rebuilds), so the sort costs what changed.
-//   3. merge_frame: the previous list (marked: persist, unmarked: end) and
-//      the sorted begins merge into the next list and every event list, in
-//      chunks bounded by keys sampled from both lists.
-//   4. build_rows, commit: the next list's row index, and the swap.
-// Nothing the next update reads changes before the commit.
+// A grid writes its pairs in cell order, and from one frame to the next most
+// pairs come out of the same cells in the same order: the two frames' lists
+// are nearly the same sequence. An update walks them side by side instead of
+// sorting or hashing either (random reads cost ~10 ns each on the
+// development VM, a walk ~1 ns per pair):
+//   1. tables (store forms): which dense indices name another object than
+//      last frame (their slot or its generation changed), and which are
+//      sensors, as bits: a pair's checks read two bits, no object data;
+//   2. keys: each pair of the frame packed as a walk key (lower id, higher
+//      id, sensor bit), in input order; the ids are the store's dense
+//      indices or the caller's indices;
+//   3. walk: this frame's keys against the previous frame's, in chunks of
+//      kPairGrain pairs, each chunk starting where its first keys are found
+//      in the previous list. Equal keys of unchanged objects are the same
+//      pair: it persists. Where the lists differ, a look-ahead of kLookAhead
+//      entries resynchronises them; every entry left over is a residual;
+//   4. residuals: both sides' residuals keyed by identity (store slots,
+//      else the ids), radix-sorted and merged: equal identities (and
+//      generations) persist (a pair that moved in the list), this frame's
+//      others begin, the previous frame's others end. Sorting only the
+//      residuals is what makes the cost follow the pairs that changed; the
+//      event lists come out sorted by identity whatever the walk matched;
+//   5. lists (with list_pairs), then the commit (a swap of buffers).
+// The walk's matching is a heuristic only for speed: any pair it misses is a
+// residual, and the residual merge finds it. So the events do not depend on
+// where the chunks start, nor on the thread count.
 #pragma once
 
 #include "common/chunks.h"
@@ -25,8 +37,6 @@
 #include "hashgrid/query_types.h"
 #include "hashgrid/thread_backend.h"
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 namespace hashgrid::detail {
@@ -34,36 +44,40 @@ namespace hashgrid::detail {
 /// Which update form gave a frame: a frame is compared only with one of the same form (and store).
 enum class PairSource : uint32_t { none, index, index_with, store, store_with };
 
-inline constexpr uint32_t kPairGrain = 16384;             // pairs per chunk (lookup, compaction, sort)
-inline constexpr uint32_t kPairMergeGrain = 16384;        // entries of each list between two merge splitters
-inline constexpr uint32_t kPairDigitBits = 11;            // radix digits of the begins' sort
-inline constexpr uint64_t kBeginFlag = uint64_t{1} << 63; // on an input key: not found in the previous list
-inline constexpr uint64_t kNoEntry = ~uint64_t{0};        // no position
-inline constexpr uint32_t kLookupSlots = 4;               // per lookup chunk: begins, lowest bad, bad count, dup
-inline constexpr uint32_t kMergeSlots = 8;                // per merge chunk: 6 event counts, duplicates
+inline constexpr uint32_t kPairGrain = 16384;      // pairs per chunk (keys, walk, lists)
+inline constexpr uint32_t kPairMergeGrain = 16384; // residuals of each side between two merge splitters
+inline constexpr uint32_t kPairDigitBits = 11;     // radix digits of the residuals' sort
+inline constexpr uint32_t kLookAhead = 8;          // entries the walk searches ahead to resynchronise
+inline constexpr uint32_t kAnchorReach = 1024;     // entries around a chunk's expected start searched for its keys
+inline constexpr uint32_t kAnchorTries = 4;        // first keys of a chunk tried as anchors
+inline constexpr uint64_t kNoEntry = ~uint64_t{0};
 
 struct PairTrackerState {
     uint32_t id_bits = 1; // bits of one id in a key
     uint32_t max_ids = 0;
-    // The sorted lists: the previous frame's (index prev) and the next one.
-    uint64_t* key[2] = {};
-    uint64_t* gen[2] = {};       // generations (a << 32 | b), store forms
-    uint32_t* row[2] = {};       // row[a] = first entry with lower id >= a; max_ids + 1 entries
-    uint8_t* mark = nullptr;     // per previous entry: found again this frame
-    uint64_t* in_key = nullptr;  // this frame's keys in input order (kBeginFlag: not found)
-    uint64_t* in_gen = nullptr;  // their generations (store forms)
-    uint64_t* begin_key[2] = {}; // the begins, sorted in place (radix ping-pong)
-    uint32_t* begin_pos[2] = {}; // their input positions
-    uint32_t* hist = nullptr;    // radix counts
-    uint64_t* chunk = nullptr;   // per-chunk counters of every step
+    uint32_t list_pairs = 0;
+    // Per frame (index prev: the previous frame, 1 - prev: this one).
+    uint64_t* key[2] = {};        // walk keys in input order
+    uint32_t* dense_slot[2] = {}; // store forms: slot of each dense index (max_ids)
+    uint32_t* slot_gen[2] = {};   // store forms: generation of each slot (max_ids)
+    // This frame's tables and scratch.
+    uint32_t* changed = nullptr;       // bit per id: another object than last frame (store forms)
+    uint32_t* sensor = nullptr;        // bit per id: a sensor
+    uint32_t* anchor = nullptr;        // previous-list start of each walk chunk (chunks + 1)
+    uint32_t* residual_pos[2][2] = {}; // [side: 0 this frame, 1 previous][radix buffer]: positions
+    uint64_t* residual_key[2][2] = {}; // identity keys of the residuals
+    uint8_t* is_begin = nullptr;       // per pair of this frame, with list_pairs
+    uint32_t* hist = nullptr;          // radix counts
+    uint64_t* chunk = nullptr;         // per-chunk counters of every step
     uint64_t* splitter = nullptr;
     ObjectHandlePair* begin = nullptr;
     ObjectHandlePair* end = nullptr;
-    ObjectHandlePair* persist = nullptr; // null without list_pairs
-    ObjectHandlePair* current = nullptr; // null without list_pairs
+    ObjectHandlePair* persist = nullptr; // with list_pairs
+    ObjectHandlePair* current = nullptr; // with list_pairs
 
-    uint32_t prev = 0;       // which key / gen / row buffer holds the previous frame
-    uint32_t prev_count = 0; // its pairs
+    uint32_t prev = 0;         // which per-frame buffers hold the previous frame
+    uint32_t prev_count = 0;   // its pairs
+    uint32_t prev_objects = 0; // store forms: its store's size()
     PairSource prev_source = PairSource::none;
     const ObjectStore* prev_store = nullptr;
     uint64_t prev_store_init = 0;
@@ -72,113 +86,72 @@ struct PairTrackerState {
     uint64_t frames = 0;
 };
 
-/// One pair as read from the input; a == kNoIndex: unreadable (an index out of range).
-struct PairEnds {
+/// One pair as read from the input: its ids (dense indices for the store
+/// forms); a == kNoIndex: unreadable (an index out of range).
+struct PairIds {
     uint32_t a = kNoIndex;
     uint32_t b = kNoIndex;
-    uint32_t a_generation = 0;
-    uint32_t b_generation = 0;
-    bool sensor = false;
 };
 
 /// What one update works on.
 struct FrameInput {
-    uint32_t n = 0;           // pairs of this frame
-    uint32_t np = 0;          // pairs of the previous frame (0: none)
-    bool two_sets = false;    // find_pairs_with: {a, b} is not {b, a}
-    bool generations = false; // store forms
-    bool renewed = false;     // no pair persists (the store was initialised again)
-    uint32_t begins = 0;      // set by lookup_frame
+    uint32_t n = 0;                       // pairs of this frame
+    uint32_t np = 0;                      // pairs of the previous frame (0: none)
+    bool two_sets = false;                // find_pairs_with: {a, b} is not {b, a}
+    const ObjectStore* store = nullptr;   // store forms
+    const uint32_t* categories = nullptr; // index forms: category bits per id (null: no sensors)
+    bool renewed = false;                 // no pair persists (the store was initialised again)
 };
 
 /// Lays the state and its arrays out in a block (base null: measures). Returns the bytes.
 uint64_t lay_out_tracker(const PairTrackerConfig& config, unsigned char* base, PairTrackerState** out);
 
-inline uint64_t pair_key(uint32_t id_bits, uint32_t a, uint32_t b, bool sensor) {
-    return (uint64_t{a} << (id_bits + 1)) | (uint64_t{b} << 1) | (sensor ? 1u : 0u);
-}
+/// Step 1: the tables of this frame (see the top of this file).
+void build_tables(PairTrackerState& s, const PairTrackerConfig& config, const ThreadBackend& b, const FrameInput& f);
 
-inline uint32_t lower_id(uint32_t id_bits, uint64_t key) {
-    return static_cast<uint32_t>((key & ~kBeginFlag) >> (id_bits + 1));
-}
+inline bool test_bit(const uint32_t* bits, uint32_t i) { return ((bits[i >> 5] >> (i & 31)) & 1u) != 0; }
 
-/// Position of `key` among the previous frame's entries of lower id a, or kNoEntry.
-inline uint64_t find_previous(const PairTrackerState& s, uint32_t a, uint64_t key) {
-    const uint64_t* k = s.key[s.prev];
-    uint32_t lo = s.row[s.prev][a];
-    const uint32_t hi = s.row[s.prev][a + 1];
-    if (hi - lo > 16) // a large object's row
-        lo = static_cast<uint32_t>(std::lower_bound(k + lo, k + hi, key) - k);
-    for (; lo < hi && k[lo] <= key; ++lo)
-        if (k[lo] == key) return lo;
-    return kNoEntry;
-}
-
-/// invalid_argument for a frame with a pair given twice: index = the lowest
-/// position whose key an earlier position has, count = how many such positions
-/// (sorts every key: only on this error).
-Status duplicate_status(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f);
-
-/// Step 1: every pair of the frame read, checked, packed and looked up in the
-/// previous list (see the top of this file). Marks found entries; flags the
-/// rest as begins (f.begins counts them).
+/// Step 2: every pair of the frame read, checked and packed in input order.
 template <typename Read>
-Status lookup_frame(PairTrackerState& s, const ThreadBackend& b, FrameInput& f, Read&& read) {
+Status build_keys(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f, Read&& read) {
     const uint32_t w = s.id_bits;
-    parallel_chunks(b, f.np, kPairGrain,
-                    [&](uint32_t begin, uint32_t end, uint32_t) { std::fill(s.mark + begin, s.mark + end, 0); });
+    uint64_t* const key = s.key[1 - s.prev];
     parallel_chunks(b, f.n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint64_t begins = 0, first_bad = kNoEntry, bad = 0;
+        uint64_t first_bad = kNoEntry, bad = 0;
         for (uint32_t i = begin; i < end; ++i) {
-            PairEnds e = read(i);
+            PairIds e = read(i);
             if (e.a >= s.max_ids || e.b >= s.max_ids || (!f.two_sets && e.a == e.b)) [[unlikely]] {
-                first_bad = std::min<uint64_t>(first_bad, i);
+                first_bad = first_bad < i ? first_bad : i;
                 ++bad;
                 continue;
             }
             if (!f.two_sets && e.a > e.b) {
-                std::swap(e.a, e.b);
-                std::swap(e.a_generation, e.b_generation);
+                const uint32_t t = e.a;
+                e.a = e.b;
+                e.b = t;
             }
-            const uint64_t key = pair_key(w, e.a, e.b, e.sensor);
-            const uint64_t g = (uint64_t{e.a_generation} << 32) | e.b_generation;
-            bool found = false;
-            if (f.np > 0) {
-                const uint64_t at = find_previous(s, e.a, key);
-                if (at != kNoEntry && !f.renewed && (!f.generations || s.gen[s.prev][at] == g)) {
-                    found = true;
-                    // A plain store (no read-modify-write): a pair given twice marks one entry twice,
-                    // which finish_frame sees as fewer marked entries than pairs found.
-                    std::atomic_ref<uint8_t>(s.mark[at]).store(1, std::memory_order_relaxed);
-                }
-            }
-            s.in_key[i] = found ? key : key | kBeginFlag;
-            if (f.generations) s.in_gen[i] = g;
-            begins += found ? 0 : 1;
+            const bool sensor = test_bit(s.sensor, e.b) || (!f.two_sets && test_bit(s.sensor, e.a));
+            key[i] = (uint64_t{e.a} << (w + 1)) | (uint64_t{e.b} << 1) | (sensor ? 1u : 0u);
         }
-        uint64_t* c = s.chunk + uint64_t{begin / kPairGrain} * kLookupSlots;
-        c[0] = begins;
-        c[1] = first_bad;
-        c[2] = bad;
+        s.chunk[2 * uint64_t{begin / kPairGrain}] = first_bad;
+        s.chunk[2 * uint64_t{begin / kPairGrain} + 1] = bad;
     });
-    uint64_t first_bad = kNoEntry, bad = 0, begins = 0;
+    uint64_t first_bad = kNoEntry, bad = 0;
     for (uint32_t c = 0, chunks = chunk_count(f.n, kPairGrain); c < chunks; ++c) {
-        const uint64_t* k = s.chunk + uint64_t{c} * kLookupSlots;
-        begins += k[0];
-        first_bad = std::min(first_bad, k[1]);
-        bad += k[2];
+        first_bad = first_bad < s.chunk[2 * c] ? first_bad : s.chunk[2 * c];
+        bad += s.chunk[2 * c + 1];
     }
-    if (bad > 0)
-        return item_status(StatusCode::invalid_argument,
-                           "a pair names an id >= PairTrackerConfig::max_ids (or an index past the store's objects), "
-                           "or a == b; index = lowest such position",
-                           static_cast<uint32_t>(first_bad), static_cast<uint32_t>(std::min<uint64_t>(bad, ~0u)));
-    f.begins = static_cast<uint32_t>(begins);
-    return {};
+    if (bad == 0) return {};
+    return item_status(StatusCode::invalid_argument,
+                       "a pair names an id >= PairTrackerConfig::max_ids (or an index past the store's objects), "
+                       "or a == b; index = lowest such position",
+                       static_cast<uint32_t>(first_bad), static_cast<uint32_t>(bad < ~0u ? bad : ~0u));
 }
 
-/// Steps 2 to 4 after a successful lookup_frame, then the commit.
-Status finish_frame(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f, PairSource source,
-                    const ObjectStore* store);
+/// Steps 3 to 5 after build_keys, and the commit. Checks first that no pair
+/// is given twice where the build checks assertions (HASHGRID_ASSERT: it
+/// sorts every key); elsewhere such a frame gives unspecified events.
+Status finish_frame(PairTrackerState& s, const PairTrackerConfig& config, const ThreadBackend& b, const FrameInput& f,
+                    PairSource source);
 
 } // namespace hashgrid::detail

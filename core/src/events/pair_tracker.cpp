@@ -31,29 +31,25 @@ Status check_result(const PairResult& result, const Pair* pairs, uint32_t max_pa
     return {};
 }
 
-/// One update: the source check, lookup_frame, finish_frame (pair_diff.h).
+/// One update: the source check, then the steps of pair_diff.h.
 template <typename Read>
-Status track_frame(PairTrackerState& s, const ThreadBackend& b, uint32_t n, bool two_sets, bool generations,
-                   PairSource source, const ObjectStore* store, Read&& read) {
+Status track_frame(PairTrackerState& s, const PairTrackerConfig& config, const ThreadBackend& b, FrameInput& f,
+                   PairSource source, Read&& read) {
     s.events = PairEvents{};
     const bool has_prev = s.prev_source != PairSource::none;
-    if (has_prev && (s.prev_source != source || s.prev_store != store))
+    if (has_prev && (s.prev_source != source || s.prev_store != f.store))
         return make_status(StatusCode::invalid_argument,
                            "the previous frame came from another update form or store: reset() first");
-    FrameInput f;
-    f.n = n;
     f.np = has_prev ? s.prev_count : 0;
-    f.two_sets = two_sets;
-    f.generations = generations;
-    f.renewed = store != nullptr && has_prev && s.prev_store_init != store->init_layout();
-    if (const Status st = lookup_frame(s, b, f, read); !st.ok()) return st;
-    return finish_frame(s, b, f, source, store);
+    f.renewed = f.store != nullptr && has_prev && s.prev_store_init != f.store->init_layout();
+    build_tables(s, config, b, f);
+    if (const Status st = build_keys(s, b, f, read); !st.ok()) return st;
+    return finish_frame(s, config, b, f, source);
 }
 
 } // namespace
 } // namespace detail
 
-using detail::PairEnds;
 using detail::PairSource;
 
 PairTracker::~PairTracker() { aligned_free_bytes(owned_memory_); }
@@ -95,53 +91,35 @@ void PairTracker::reset() {
 
 Status PairTracker::update(const PairResult& result, const Pair* pairs, const ThreadBackend& backend,
                            const uint32_t* categories) {
-    if (state_ == nullptr) return detail::not_initialized();
-    if (result.layout != 0) {
-        state_->events = PairEvents{};
-        return detail::make_status(StatusCode::invalid_argument,
-                                   "pairs of a frame rebuilt from an ObjectStore name dense indices, which move: use "
-                                   "update(store, frame, result, pairs, backend)");
-    }
-    if (const Status s = detail::check_result(result, pairs, config_.max_pairs); !s.ok()) {
-        state_->events = PairEvents{};
-        return s;
-    }
-    const uint32_t sensors = categories != nullptr ? config_.sensor_layers : 0;
-    return detail::track_frame(*state_, backend, static_cast<uint32_t>(result.written), false, false, PairSource::index,
-                               nullptr, [&](uint32_t i) {
-                                   const Pair p = pairs[i];
-                                   PairEnds e;
-                                   e.a = p.a;
-                                   e.b = p.b;
-                                   if (sensors != 0 && p.a < config_.max_ids && p.b < config_.max_ids)
-                                       e.sensor = ((categories[p.a] | categories[p.b]) & sensors) != 0;
-                                   return e;
-                               });
+    return update_index(result, pairs, backend, categories, false);
 }
 
 Status PairTracker::update_with(const PairResult& result, const Pair* pairs, const ThreadBackend& backend,
                                 const uint32_t* categories) {
+    return update_index(result, pairs, backend, categories, true);
+}
+
+Status PairTracker::update_index(const PairResult& result, const Pair* pairs, const ThreadBackend& backend,
+                                 const uint32_t* categories, bool two_sets) {
     if (state_ == nullptr) return detail::not_initialized();
-    if (result.layout != 0) {
-        state_->events = PairEvents{};
-        return detail::make_status(StatusCode::invalid_argument,
-                                   "pairs of a frame rebuilt from an ObjectStore name dense indices, which move: use "
-                                   "update_with(store, frame, result, pairs, backend)");
-    }
-    if (const Status s = detail::check_result(result, pairs, config_.max_pairs); !s.ok()) {
+    Status s;
+    if (result.layout != 0)
+        s = detail::make_status(StatusCode::invalid_argument,
+                                "pairs of a frame rebuilt from an ObjectStore name dense indices, which move: use "
+                                "the store form of update() or update_with()");
+    else
+        s = detail::check_result(result, pairs, config_.max_pairs);
+    if (!s.ok()) {
         state_->events = PairEvents{};
         return s;
     }
-    const uint32_t sensors = categories != nullptr ? config_.sensor_layers : 0;
-    return detail::track_frame(*state_, backend, static_cast<uint32_t>(result.written), true, false,
-                               PairSource::index_with, nullptr, [&](uint32_t i) {
-                                   const Pair p = pairs[i];
-                                   PairEnds e;
-                                   e.a = p.a;
-                                   e.b = p.b;
-                                   if (sensors != 0 && p.b < config_.max_ids)
-                                       e.sensor = (categories[p.b] & sensors) != 0;
-                                   return e;
+    detail::FrameInput f;
+    f.n = static_cast<uint32_t>(result.written);
+    f.two_sets = two_sets;
+    f.categories = categories;
+    return detail::track_frame(*state_, config_, backend, f, two_sets ? PairSource::index_with : PairSource::index,
+                               [&](uint32_t i) {
+                                   return detail::PairIds{pairs[i].a, pairs[i].b};
                                });
 }
 
@@ -154,8 +132,9 @@ Status check_store(const ObjectStore& store, const BoxGridView& frame, const Pai
     if (const Status s = store.handles_at(frame, result, pairs, 0, 0, nullptr); !s.ok()) return s;
     if (const Status s = detail::check_result(result, pairs, config.max_pairs); !s.ok()) return s;
     if (store.config().max_objects > config.max_ids)
-        return detail::make_status(StatusCode::invalid_argument,
-                                   "PairTrackerConfig::max_ids is below the store's max_objects (ids are slots)");
+        return detail::capacity_status(StatusCode::invalid_argument,
+                                       "PairTrackerConfig::max_ids is below the store's max_objects (needed)",
+                                       store.config().max_objects);
     return {};
 }
 
@@ -163,51 +142,32 @@ Status check_store(const ObjectStore& store, const BoxGridView& frame, const Pai
 
 Status PairTracker::update(const ObjectStore& store, const BoxGridView& frame, const PairResult& result,
                            const Pair* pairs, const ThreadBackend& backend) {
-    if (state_ == nullptr) return detail::not_initialized();
-    if (const Status s = check_store(store, frame, result, pairs, config_); !s.ok()) {
-        state_->events = PairEvents{};
-        return s;
-    }
-    const uint32_t size = store.size();
-    const uint32_t* const category = store.categories();
-    const uint32_t sensors = config_.sensor_layers;
-    return detail::track_frame(*state_, backend, static_cast<uint32_t>(result.written), false, true, PairSource::store,
-                               &store, [&](uint32_t i) {
-                                   const Pair p = pairs[i];
-                                   PairEnds e;
-                                   if (p.a >= size || p.b >= size) return e; // unreadable
-                                   const ObjectHandle ha = store.handle_at(p.a);
-                                   const ObjectHandle hb = store.handle_at(p.b);
-                                   e.a = ha.index;
-                                   e.a_generation = ha.generation;
-                                   e.b = hb.index;
-                                   e.b_generation = hb.generation;
-                                   e.sensor = ((category[p.a] | category[p.b]) & sensors) != 0;
-                                   return e;
-                               });
+    return update_store(store, frame, result, pairs, backend, false);
 }
 
 Status PairTracker::update_with(const ObjectStore& store, const BoxGridView& frame, const PairResult& result,
                                 const Pair* pairs, const ThreadBackend& backend) {
+    return update_store(store, frame, result, pairs, backend, true);
+}
+
+Status PairTracker::update_store(const ObjectStore& store, const BoxGridView& frame, const PairResult& result,
+                                 const Pair* pairs, const ThreadBackend& backend, bool two_sets) {
     if (state_ == nullptr) return detail::not_initialized();
     if (const Status s = check_store(store, frame, result, pairs, config_); !s.ok()) {
         state_->events = PairEvents{};
         return s;
     }
+    detail::FrameInput f;
+    f.n = static_cast<uint32_t>(result.written);
+    f.two_sets = two_sets;
+    f.store = &store;
     const uint32_t size = store.size();
-    const uint32_t* const category = store.categories();
-    const uint32_t sensors = config_.sensor_layers;
-    return detail::track_frame(*state_, backend, static_cast<uint32_t>(result.written), true, true,
-                               PairSource::store_with, &store, [&](uint32_t i) {
+    // The walk's ids are dense indices (an index past the store's objects is unreadable).
+    return detail::track_frame(*state_, config_, backend, f, two_sets ? PairSource::store_with : PairSource::store,
+                               [&](uint32_t i) {
                                    const Pair p = pairs[i];
-                                   PairEnds e;
-                                   if (p.b >= size) return e; // unreadable
-                                   const ObjectHandle hb = store.handle_at(p.b);
-                                   e.a = p.a;
-                                   e.b = hb.index;
-                                   e.b_generation = hb.generation;
-                                   e.sensor = (category[p.b] & sensors) != 0;
-                                   return e;
+                                   if ((!two_sets && p.a >= size) || p.b >= size) return detail::PairIds{};
+                                   return detail::PairIds{p.a, p.b};
                                });
 }
 

@@ -21,6 +21,16 @@ struct ObjectStoreTestAccess {
     static void set_layout(ObjectStore& store, uint64_t layout) { store.layout_ = layout; }
 };
 
+/// Read access to a store's slot arrays (max_objects entries each), for the
+/// pair tracker (events/), which compares them with the previous frame's to
+/// find the dense indices whose object changed.
+struct ObjectStoreSlots {
+    /// Current generation of each slot.
+    static const uint32_t* generations(const ObjectStore& store) { return store.slot_generation_; }
+    /// Dense index of each slot's live object; >= size() for a free or retired slot.
+    static const uint32_t* dense(const ObjectStore& store) { return store.slot_dense_; }
+};
+
 namespace detail {
 
 /// Layout numbers a store takes from the process-wide sequence at a time
