@@ -31,9 +31,10 @@
 ///
 /// Events. An event is an ObjectHandlePair: handles for the store forms,
 /// {index, 0} for the index forms. In a find_pairs() pair a.index < b.index
-/// (the store forms order each pair by slot). Every list is ascending by
-/// (a.index, b.index): the same bytes for every thread count, backend and
-/// target. begin: pairs of this frame that the previous frame did not have;
+/// (the store forms order each pair by slot). begin and end are ascending by
+/// (a.index, b.index); persist, contacts and sensors keep the order of this
+/// frame's pairs (the search's order). Every list is the same bytes for
+/// every thread count, backend and target. begin: pairs of this frame that the previous frame did not have;
 /// end: pairs of the previous frame that this frame does not have (with the
 /// previous frame's handles: those of removed objects included), persist: in
 /// both. The first update after init() or reset() reports every pair as
@@ -49,11 +50,13 @@
 /// change from contact to sensor ends its contact pairs and begins sensor
 /// pairs in the same frame.
 ///
-/// Cost. One pass over this frame's pairs looks each up in the previous
-/// frame's list (sorted by id, with a row per lower id: no hashing); only the
-/// pairs not found there (the begins) are sorted; then one merge writes the
-/// lists. O(pairs of both frames + max_ids + begins sorted), in parallel
-/// through the backend. Nothing allocates after init.
+/// Cost. A grid writes its pairs in cell order, so consecutive frames' lists
+/// are nearly the same sequence: an update walks the two side by side (no
+/// hashing, no sort of the frame), and only the pairs the walk could not
+/// match (those that began, ended or moved in the list) are radix-sorted and
+/// merged. O(pairs of both frames + max_ids) sequential work plus the sort
+/// of what changed, in parallel through the backend; events do not depend
+/// on what the walk matched. Nothing allocates after init.
 ///
 /// Failure. A failed update() changes nothing the next update reads: the
 /// previous frame's pairs stay the reference, so the events of the next
@@ -92,7 +95,7 @@ struct PairTrackerConfig {
     bool list_pairs = false;
 };
 
-/// A list of events, ascending by (a.index, b.index). pairs is null when the
+/// A list of events (see "Events" for its order). pairs is null when the
 /// list is only counted (without list_pairs) or empty.
 struct PairEventList {
     const ObjectHandlePair* pairs = nullptr; ///< count entries, or null (see above).
@@ -137,9 +140,10 @@ public:
 
     /// The pairs of one find_pairs() search (particle grid, or box grid
     /// rebuilt from BoxSpans) as this frame's pairs. `result` is what the
-    /// search answered, `pairs` the buffer it wrote. categories[id] are the
-    /// category bits of each id for sensor_layers (null: no sensors). Checked
-    /// in this order, nothing changing on failure:
+    /// search answered, `pairs` the buffer it wrote. categories, when not
+    /// null, holds max_ids entries: the category bits of each id, for
+    /// sensor_layers (null: no sensors). Checked in this order, nothing
+    /// changing on failure:
     ///
     ///     invalid_argument  never initialised; pairs null with pairs to read;
     ///                       result.status not ok (events need every pair of
@@ -149,10 +153,16 @@ public:
     ///                       form); the previous frame came from another form
     ///                       or store (reset() first);
     ///     pair_capacity     result.written > max_pairs (needed = written);
-    ///     invalid_argument  a pair with an id >= max_ids or a == b, or a
-    ///                       pair given twice ({a, b} and {b, a} are one
-    ///                       pair): index = lowest such position in `pairs`,
-    ///                       count = how many.
+    ///     invalid_argument  a pair with an id >= max_ids or a == b:
+    ///                       index = lowest such position in `pairs`,
+    ///                       count = how many;
+    ///     invalid_argument  a pair given twice ({a, b} and {b, a} are one
+    ///                       pair; find_pairs() never does): in builds with
+    ///                       HASHGRID_ASSERT, an assertion and this status
+    ///                       with index = the lowest later copy (a sort of
+    ///                       every pair checks it); elsewhere this status
+    ///                       when both copies are new this frame, else
+    ///                       that frame's events are unspecified.
     [[nodiscard]] Status update(const PairResult& result, const Pair* pairs, const ThreadBackend& backend,
                                 const uint32_t* categories = nullptr);
     /// The pairs of one find_pairs_with() search: a is the caller's query
