@@ -563,14 +563,15 @@ private:
     /// The events, applied to the set of touching pairs they describe.
     void apply_events(FrameStats& stats) {
         const hashgrid::PairEvents e = tracker_.events();
-        for (const hashgrid::PairEventList* list : {&e.begin, &e.sensor_begin})
-            for (uint64_t k = 0; k < list->count; ++k)
-                if (!touching_.insert(ordered(key(list->pairs[k].a), key(list->pairs[k].b))).second)
-                    event_problem_ = "a begin event of a pair already touching";
+        // Ends first: a pair that changes kind (contact, sensor) ends as one and begins as the other.
         for (const hashgrid::PairEventList* list : {&e.end, &e.sensor_end})
             for (uint64_t k = 0; k < list->count; ++k)
                 if (touching_.erase(ordered(key(list->pairs[k].a), key(list->pairs[k].b))) != 1)
                     event_problem_ = "an end event of a pair not touching";
+        for (const hashgrid::PairEventList* list : {&e.begin, &e.sensor_begin})
+            for (uint64_t k = 0; k < list->count; ++k)
+                if (!touching_.insert(ordered(key(list->pairs[k].a), key(list->pairs[k].b))).second)
+                    event_problem_ = "a begin event of a pair already touching";
         stats.begins = e.begin.count + e.sensor_begin.count;
         stats.ends = e.end.count + e.sensor_end.count;
     }

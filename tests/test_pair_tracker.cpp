@@ -321,6 +321,13 @@ struct StoreWorld {
     }
 };
 
+/// Rebuilds the world's grid, finds its pairs and feeds them to the tracker
+/// (the search runs before the view is taken: argument order is unspecified).
+Status update_frame(PairTracker& t, StoreWorld& w, const hashgrid::ThreadBackend& backend) {
+    const PairResult r = w.find(backend);
+    return t.update(w.store, w.grid.view(), r, w.pairs.data(), backend);
+}
+
 /// Runs `frames` churn frames through a tracker, checking every frame against
 /// the oracle; returns the hash of every frame's events.
 uint64_t run_store_churn(uint32_t dims, uint32_t frames, const hashgrid::ThreadBackend& backend, bool list_pairs) {
@@ -381,7 +388,7 @@ TEST_CASE("PairTracker: a removed object ends its pairs; a reused slot never per
     box.max[0] = box.max[1] = 1.0f;
     const ObjectHandle h0 = w.store.add(box, 1, hashgrid::kAllLayers, 0).handle;
     const ObjectHandle h1 = w.store.add(box, 1, hashgrid::kAllLayers, 0).handle;
-    REQUIRE(t.update(w.store, w.grid.view(), w.find(serial), w.pairs.data(), serial).ok());
+    REQUIRE(update_frame(t, w, serial).ok());
     CHECK(events_of(t.events().begin) == std::vector<Event>{{h0.index, h0.generation, h1.index, h1.generation}});
     // Remove h1 and fill every free slot so that h1's slot is issued again, overlapping h0.
     REQUIRE(w.store.remove(h1).ok());
@@ -393,7 +400,7 @@ TEST_CASE("PairTracker: a removed object ends its pairs; a reused slot never per
     const ObjectHandle again = w.store.add(box, 1, hashgrid::kAllLayers, 0).handle;
     REQUIRE(again.index == h1.index);
     REQUIRE(again.generation != h1.generation);
-    REQUIRE(t.update(w.store, w.grid.view(), w.find(serial), w.pairs.data(), serial).ok());
+    REQUIRE(update_frame(t, w, serial).ok());
     PairEvents e = t.events();
     CHECK(e.persist.count == 0);
     CHECK(events_of(e.end) == std::vector<Event>{{h0.index, h0.generation, h1.index, h1.generation}});
@@ -403,7 +410,7 @@ TEST_CASE("PairTracker: a removed object ends its pairs; a reused slot never per
         REQUIRE(w.store.init_allocate(w.store.config()).ok());
         const ObjectHandle n0 = w.store.add(box, 1, hashgrid::kAllLayers, 0).handle;
         const ObjectHandle n1 = w.store.add(box, 1, hashgrid::kAllLayers, 0).handle;
-        REQUIRE(t.update(w.store, w.grid.view(), w.find(serial), w.pairs.data(), serial).ok());
+        REQUIRE(update_frame(t, w, serial).ok());
         e = t.events();
         CHECK(e.persist.count == 0);
         CHECK(events_of(e.begin) == std::vector<Event>{{n0.index, n0.generation, n1.index, n1.generation}});

@@ -125,7 +125,8 @@ struct ObjectChanges {
 
 /// Outcome of ObjectStore::add().
 struct [[nodiscard]] ObjectAddResult {
-    /// ok, object_capacity (needed = size() + 1; the store is unchanged),
+    /// ok, object_capacity (needed = the max_objects that would have fitted:
+    /// size() + 1 + retired_count(); the store is unchanged),
     /// invalid_position (NaN/inf coordinate) or invalid_box (min > max on an axis).
     Status status;
     /// The new object's handle; the invalid default handle when status is not ok.
@@ -157,6 +158,22 @@ public:
     /// is allocated before the old one is freed: a failure (memory_too_small
     /// when the allocation fails) leaves the store exactly as it was.
     [[nodiscard]] Status init_allocate(const ObjectStoreConfig& config);
+
+    /// Moves the whole store into a larger block, between frames: every
+    /// object, handle, dense index, user value, layout_generation() and the
+    /// change log stay as they are (results and views of the current layout
+    /// stay valid), and the slots past the old max_objects join the free
+    /// slots after those already free. `bigger` keeps dimensions and
+    /// handle_salt, and max_objects at least the current one
+    /// (invalid_config); the block is checked as by init() and must not be
+    /// the store's own (invalid_argument). A failure changes nothing; a
+    /// success frees a block an earlier init_allocate() or grow_allocate()
+    /// allocated. A BoxGrid rebuilt from the store then needs a config whose
+    /// max_objects fits (BoxGrid::init_allocate, then rebuild: its results
+    /// depend on the objects only). O(max_objects).
+    [[nodiscard]] Status grow(const ObjectStoreConfig& bigger, void* memory, size_t bytes);
+    /// Same, allocating the new block (the old one is freed after the move).
+    [[nodiscard]] Status grow_allocate(const ObjectStoreConfig& bigger);
 
     /// Adds a box with its layers (see box_grid.h: category bits, collision mask)
     /// and an opaque user value. The box is validated first: on any failure
@@ -342,9 +359,9 @@ private:
     bool initialized_ = false;
     void* owned_memory_ = nullptr;
 
-    uint32_t count_ = 0;   // live objects = dense size
-    uint32_t retired_ = 0; // slots never to be issued again
-    uint64_t layout_ = 0;  // layout generation (layout_generation())
+    uint32_t count_ = 0;       // live objects = dense size
+    uint32_t retired_ = 0;     // slots never to be issued again
+    uint64_t layout_ = 0;      // layout generation (layout_generation())
     uint64_t init_layout_ = 0; // layout_ just after the last init (init_layout())
     // Change log: change k's dense index at change_ring_[k % max_objects];
     // changes before layout_clock_ name another layout.

@@ -138,6 +138,17 @@ public:
     /// is allocated before the old one is freed.
     [[nodiscard]] Status init_allocate(const PairTrackerConfig& config);
 
+    /// Moves the tracker into a larger block between frames: the previous
+    /// frame (the next update's reference) and the last events stay, so the
+    /// next update's events are those it would have had. max_ids and
+    /// max_pairs at least the current ones (invalid_config); list_pairs may
+    /// change (turned on, the last persist and frame lists are empty). The
+    /// block is checked as by init() and must not be the tracker's own
+    /// (invalid_argument). A failure changes nothing. O(max_ids + pairs).
+    [[nodiscard]] Status grow(const PairTrackerConfig& bigger, void* memory, size_t bytes);
+    /// Same, allocating the new block (the old one is freed after the move).
+    [[nodiscard]] Status grow_allocate(const PairTrackerConfig& bigger);
+
     /// The pairs of one find_pairs() search (particle grid, or box grid
     /// rebuilt from BoxSpans) as this frame's pairs. `result` is what the
     /// search answered, `pairs` the buffer it wrote. categories, when not

@@ -426,6 +426,39 @@ uint64_t lay_out_tracker(const PairTrackerConfig& c, unsigned char* base, PairTr
     return l.bytes();
 }
 
+void move_tracker(const PairTrackerState& from, PairTrackerState& to) {
+    const uint32_t p = from.prev;
+    to.prev = 0;
+    for (uint32_t k = 0; k < from.prev_count; ++k) {
+        const uint64_t key = from.key[p][k];
+        const KeyIds ids = key_ids(from.id_bits, key);
+        to.key[0][k] = (uint64_t{ids.a} << (to.id_bits + 1)) | (uint64_t{ids.b} << 1) | (key & 1);
+    }
+    std::copy(from.dense_slot[p], from.dense_slot[p] + from.max_ids, to.dense_slot[0]);
+    std::copy(from.slot_gen[p], from.slot_gen[p] + from.max_ids, to.slot_gen[0]);
+    to.prev_count = from.prev_count;
+    to.prev_objects = from.prev_objects;
+    to.prev_source = from.prev_source;
+    to.prev_store = from.prev_store;
+    to.prev_store_init = from.prev_store_init;
+    to.frames = from.frames;
+    // The last events: each list is its contacts, then its sensors, from the start of its array.
+    const PairEvents& e = from.events;
+    auto copy = [](const PairEventList& contacts, const PairEventList& sensors, const ObjectHandlePair* src,
+                   ObjectHandlePair* dst, PairEventList& to_contacts, PairEventList& to_sensors) {
+        const bool listed = src != nullptr && dst != nullptr;
+        if (listed) std::copy(src, src + contacts.count + sensors.count, dst);
+        to_contacts = PairEventList{listed && contacts.count > 0 ? dst : nullptr, contacts.count};
+        to_sensors = PairEventList{listed && sensors.count > 0 ? dst + contacts.count : nullptr, sensors.count};
+    };
+    PairEvents& t = to.events;
+    copy(e.begin, e.sensor_begin, from.begin, to.begin, t.begin, t.sensor_begin);
+    copy(e.end, e.sensor_end, from.end, to.end, t.end, t.sensor_end);
+    copy(e.persist, e.sensor_persist, from.persist, to.persist, t.persist, t.sensor_persist);
+    copy(e.contacts, e.sensors, from.current, to.current, t.contacts, t.sensors);
+    t.frame = e.frame;
+}
+
 void build_tables(PairTrackerState& s, const PairTrackerConfig& config, const ThreadBackend& b, const FrameInput& f) {
     const uint32_t words = bit_words(s.max_ids);
     const uint32_t cur = 1 - s.prev;

@@ -106,6 +106,11 @@ struct FrameInput {
 /// Lays the state and its arrays out in a block (base null: measures). Returns the bytes.
 uint64_t lay_out_tracker(const PairTrackerConfig& config, unsigned char* base, PairTrackerState** out);
 
+/// PairTracker::grow: the previous frame (keys packed again for the new id
+/// width), its tables and the last events, from `from` into `to` (laid out
+/// for a config at least as large).
+void move_tracker(const PairTrackerState& from, PairTrackerState& to);
+
 /// Step 1: the tables of this frame (see the top of this file).
 void build_tables(PairTrackerState& s, const PairTrackerConfig& config, const ThreadBackend& b, const FrameInput& f);
 

@@ -79,6 +79,45 @@ Status PairTracker::init_allocate(const PairTrackerConfig& config) {
                                        [&](void* block, size_t bytes) { return init(config, block, bytes); });
 }
 
+Status PairTracker::grow(const PairTrackerConfig& bigger, void* memory, size_t bytes) {
+    if (state_ == nullptr) return detail::not_initialized();
+    if (bigger.max_ids < config_.max_ids || bigger.max_pairs < config_.max_pairs)
+        return detail::make_status(StatusCode::invalid_config,
+                                   "grow never lowers PairTrackerConfig::max_ids or max_pairs");
+    const MemoryRequirements req = memory_requirements(bigger);
+    if (!req.status.ok()) return req.status;
+    if (const Status s = detail::check_block(req, memory, bytes); !s.ok()) return s;
+    if (memory == static_cast<void*>(state_)) // the state is at the start of its block
+        return detail::make_status(StatusCode::invalid_argument, "grow needs a block other than the tracker's own");
+    detail::touch_pages(static_cast<unsigned char*>(memory), req.bytes);
+    detail::PairTrackerState* moved = nullptr;
+    detail::lay_out_tracker(bigger, static_cast<unsigned char*>(memory), &moved);
+    detail::move_tracker(*state_, *moved);
+    state_ = moved;
+    config_ = bigger;
+    detail::release_owned(owned_memory_, memory);
+    return {};
+}
+
+Status PairTracker::grow_allocate(const PairTrackerConfig& bigger) {
+    if (state_ == nullptr) return detail::not_initialized();
+    const MemoryRequirements req = memory_requirements(bigger);
+    if (!req.status.ok()) return req.status;
+    void* block = aligned_alloc_bytes(req.bytes, req.alignment);
+    if (block == nullptr) return detail::allocation_failed(req.bytes);
+    void* const old = owned_memory_;
+    owned_memory_ = nullptr; // grow() must not free the old block before it is read
+    const Status s = grow(bigger, block, static_cast<size_t>(req.bytes));
+    if (!s.ok()) {
+        owned_memory_ = old;
+        aligned_free_bytes(block);
+        return s;
+    }
+    aligned_free_bytes(old);
+    owned_memory_ = block;
+    return s;
+}
+
 PairEvents PairTracker::events() const { return state_ != nullptr ? state_->events : PairEvents{}; }
 
 void PairTracker::reset() {

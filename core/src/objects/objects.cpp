@@ -9,6 +9,7 @@
 #include "hashgrid/assert.h"
 #include "hashgrid/grid.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -173,6 +174,86 @@ Status ObjectStore::init_allocate(const ObjectStoreConfig& config) {
                                        [&](void* block, size_t bytes) { return init(config, block, bytes); });
 }
 
+Status ObjectStore::grow(const ObjectStoreConfig& bigger, void* memory, size_t bytes) {
+    if (!initialized_) return not_initialized();
+    if (bigger.dimensions != config_.dimensions || bigger.handle_salt != config_.handle_salt)
+        return make_status(StatusCode::invalid_config, "grow keeps ObjectStoreConfig::dimensions and handle_salt");
+    if (bigger.max_objects < config_.max_objects)
+        return make_status(StatusCode::invalid_config, "grow never lowers ObjectStoreConfig::max_objects");
+    const MemoryRequirements req = memory_requirements(bigger);
+    if (!req.status.ok()) return req.status;
+    if (const Status s = check_block(req, memory, bytes); !s.ok()) return s;
+    if (memory == static_cast<void*>(min_[0])) // the first array of a block is at its start
+        return make_status(StatusCode::invalid_argument, "grow needs a block other than the store's own");
+    detail::touch_pages(static_cast<unsigned char*>(memory), req.bytes);
+    Arrays a;
+    lay_out(bigger, static_cast<unsigned char*>(memory), a);
+    const uint32_t old_max = config_.max_objects;
+    for (uint32_t d = 0; d < config_.dimensions; ++d) {
+        std::copy(min_[d], min_[d] + count_, a.min[d]);
+        std::copy(max_[d], max_[d] + count_, a.max[d]);
+    }
+    std::copy(category_, category_ + count_, a.category);
+    std::copy(mask_, mask_ + count_, a.mask);
+    std::copy(user_, user_ + count_, a.user);
+    std::copy(dense_slot_, dense_slot_ + count_, a.dense_slot);
+    std::copy(slot_generation_, slot_generation_ + old_max, a.slot_generation);
+    std::copy(slot_dense_, slot_dense_ + old_max, a.slot_dense);
+    // Free slots: the old ones in their order, then the new ones ascending.
+    for (uint32_t k = 0; k < free_count_; ++k) {
+        const uint32_t at = free_head_ + k;
+        a.free_ring[k] = free_ring_[at >= old_max ? at - old_max : at];
+    }
+    for (uint32_t slot = old_max; slot < bigger.max_objects; ++slot) {
+        a.slot_generation[slot] = detail::first_generation(config_.handle_salt, slot);
+        a.slot_dense[slot] = kFreeSlot;
+        a.free_ring[free_count_ + (slot - old_max)] = slot;
+    }
+    // The change log: the records the old ring still holds keep their clocks.
+    const uint64_t kept_from = std::max(layout_clock_, clock_ - std::min<uint64_t>(clock_, old_max));
+    for (uint64_t k = kept_from; k < clock_; ++k)
+        a.change_ring[k % bigger.max_objects] = change_ring_[k % old_max];
+    layout_clock_ = kept_from;
+
+    for (uint32_t d = 0; d < 3; ++d) {
+        min_[d] = a.min[d];
+        max_[d] = a.max[d];
+    }
+    category_ = a.category;
+    mask_ = a.mask;
+    user_ = a.user;
+    dense_slot_ = a.dense_slot;
+    slot_generation_ = a.slot_generation;
+    slot_dense_ = a.slot_dense;
+    free_ring_ = a.free_ring;
+    change_ring_ = a.change_ring;
+    free_head_ = 0;
+    free_count_ += bigger.max_objects - old_max;
+    config_ = bigger;
+    ring_at_ = static_cast<uint32_t>(clock_ % bigger.max_objects);
+    detail::release_owned(owned_memory_, memory);
+    return {};
+}
+
+Status ObjectStore::grow_allocate(const ObjectStoreConfig& bigger) {
+    if (!initialized_) return not_initialized();
+    const MemoryRequirements req = memory_requirements(bigger);
+    if (!req.status.ok()) return req.status;
+    void* block = aligned_alloc_bytes(req.bytes, req.alignment);
+    if (block == nullptr) return detail::allocation_failed(req.bytes);
+    void* const old = owned_memory_;
+    owned_memory_ = nullptr; // grow() must not free the old block before it is read
+    const Status s = grow(bigger, block, static_cast<size_t>(req.bytes));
+    if (!s.ok()) {
+        owned_memory_ = old;
+        aligned_free_bytes(block);
+        return s;
+    }
+    aligned_free_bytes(old);
+    owned_memory_ = block;
+    return s;
+}
+
 uint32_t ObjectStore::live_dense(ObjectHandle handle) const {
     HASHGRID_ASSERT(initialized_, "ObjectStore used before init");
     if (!initialized_ || handle.index >= config_.max_objects) return kInvalidObjectIndex;
@@ -219,8 +300,9 @@ ObjectAddResult ObjectStore::add(const ObjectBox& box, uint32_t category, uint32
     if (free_count_ == 0) {
         r.status = capacity_status(StatusCode::object_capacity,
                                    retired_ == 0 ? "more objects than ObjectStoreConfig::max_objects"
-                                                 : "more objects than max_objects minus retired slots",
-                                   uint64_t{count_} + 1);
+                                                 : "more objects than ObjectStoreConfig::max_objects minus retired "
+                                                   "slots (needed counts them)",
+                                   uint64_t{count_} + 1 + retired_);
         return r;
     }
     const uint32_t slot = free_ring_[free_head_];
