@@ -126,10 +126,13 @@ void walk_chunk(PairTrackerState& s, const FrameInput& f, uint32_t k) {
     uint32_t nc = 0, np = 0, sensors = 0;
     for (uint32_t x = i; x < i_end; ++x)
         sensors += is_sensor(cur[x]) ? 1 : 0;
+    const bool tracks_objects = f.store != nullptr;
+    const bool two_sets = f.two_sets;
+    const uint32_t* const changed = s.changed;
     auto unchanged = [&](uint64_t key) {
-        if (f.store == nullptr) return true;
+        if (!tracks_objects) return true;
         const KeyIds ids = key_ids(w, key);
-        return !test_bit(s.changed, ids.b) && (f.two_sets || !test_bit(s.changed, ids.a));
+        return !test_bit(changed, ids.b) && (two_sets || !test_bit(changed, ids.a));
     };
     if (f.renewed) j = j_end; // nothing persists: everything is a residual
     while (i < i_end && j < j_end) {

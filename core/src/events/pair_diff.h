@@ -119,23 +119,27 @@ inline bool test_bit(const uint32_t* bits, uint32_t i) { return ((bits[i >> 5] >
 /// Step 2: every pair of the frame read, checked and packed in input order.
 template <typename Read>
 Status build_keys(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f, Read&& read) {
+    // Locals, not members: the compiler cannot tell that the key stores leave the state alone.
     const uint32_t w = s.id_bits;
+    const uint32_t max_ids = s.max_ids;
+    const uint32_t* const sensor_bits = s.sensor;
+    const bool two_sets = f.two_sets;
     uint64_t* const key = s.key[1 - s.prev];
     parallel_chunks(b, f.n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
         uint64_t first_bad = kNoEntry, bad = 0;
         for (uint32_t i = begin; i < end; ++i) {
             PairIds e = read(i);
-            if (e.a >= s.max_ids || e.b >= s.max_ids || (!f.two_sets && e.a == e.b)) [[unlikely]] {
+            if (e.a >= max_ids || e.b >= max_ids || (!two_sets && e.a == e.b)) [[unlikely]] {
                 first_bad = first_bad < i ? first_bad : i;
                 ++bad;
                 continue;
             }
-            if (!f.two_sets && e.a > e.b) {
+            if (!two_sets && e.a > e.b) {
                 const uint32_t t = e.a;
                 e.a = e.b;
                 e.b = t;
             }
-            const bool sensor = test_bit(s.sensor, e.b) || (!f.two_sets && test_bit(s.sensor, e.a));
+            const bool sensor = test_bit(sensor_bits, e.b) || (!two_sets && test_bit(sensor_bits, e.a));
             key[i] = (uint64_t{e.a} << (w + 1)) | (uint64_t{e.b} << 1) | (sensor ? 1u : 0u);
         }
         s.chunk[2 * uint64_t{begin / kPairGrain}] = first_bad;
