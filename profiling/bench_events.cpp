@@ -18,7 +18,9 @@
 //   E2/box2d/step/changing:P/threads:1            Box2D 2.4 b2World::Step, sensor fixtures and a
 //                                                 b2ContactListener counting begin / end
 //
-// Counters: pairs (per frame), events (begin + end per frame). Box2D counts
+// Counters: pairs (per frame), events (begin + end per frame). Every
+// Hashgrid row checks its events against the symmetric difference of the
+// two frames' pair sets (a mismatch fails the row). Box2D counts
 // its own events: its polygons carry a 0.01 skin (b2_polygonRadius), so
 // boxes closer than 0.02 count as touching there; the counts differ by that.
 //
@@ -40,9 +42,11 @@
 #include <box2d/box2d.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -133,7 +137,22 @@ struct Frames {
     hashgrid::BoxGrid grid[2];
     std::vector<hashgrid::Pair> pairs[2];
     hashgrid::PairResult result[2];
+    uint64_t changed = 0; ///< Pairs in one frame and not the other, both ways: the events every update must give.
 };
+
+/// |A \ B| + |B \ A| of the two frames' pair sets (the check of every row).
+uint64_t symmetric_difference(const Frames& f) {
+    std::vector<uint64_t> sets[2];
+    for (uint32_t k = 0; k < 2; ++k) {
+        for (uint64_t i = 0; i < f.result[k].written; ++i)
+            sets[k].push_back((uint64_t{f.pairs[k][i].a} << 32) | f.pairs[k][i].b);
+        std::sort(sets[k].begin(), sets[k].end());
+    }
+    std::vector<uint64_t> only;
+    std::set_symmetric_difference(sets[0].begin(), sets[0].end(), sets[1].begin(), sets[1].end(),
+                                  std::back_inserter(only));
+    return only.size();
+}
 
 std::unique_ptr<Frames> build_frames(const EventScene& s, const hashgrid::ThreadBackend& b) {
     auto f = std::make_unique<Frames>();
@@ -144,6 +163,7 @@ std::unique_ptr<Frames> build_frames(const EventScene& s, const hashgrid::Thread
         f->result[k] = f->grid[k].find_pairs(f->pairs[k].data(), f->pairs[k].size(), b);
         if (!f->result[k].status.ok()) return nullptr;
     }
+    f->changed = symmetric_difference(*f);
     return f;
 }
 
@@ -178,6 +198,8 @@ void bench_events(benchmark::State& state, uint32_t changing, const TbbBackend& 
         events = tracker.events().begin.count + tracker.events().end.count;
         k = 1 - k;
     }
+    if (events != f->changed)
+        hashgrid_support::check_failed(state, "E2/hashgrid/events", "events are not the pair sets' difference");
     state.counters["pairs"] = static_cast<double>(f->result[0].total);
     state.counters["events"] = static_cast<double>(events);
 }
@@ -239,6 +261,8 @@ void bench_store_events(benchmark::State& state, uint32_t changing, const TbbBac
     hashgrid::PairTracker tracker;
     if (!w->init(scene) || !tracker.init_allocate(tracker_config(g_options.n)).ok())
         return state.SkipWithError("setup failed");
+    std::unique_ptr<Frames> f = build_frames(scene, b); // the same boxes as BoxSpans: the expected event count
+    if (!f) return state.SkipWithError("setup failed");
     uint32_t k = 0;
     uint64_t events = 0, pairs = 0;
     for (auto _ : state) {
@@ -254,6 +278,8 @@ void bench_store_events(benchmark::State& state, uint32_t changing, const TbbBac
         pairs = r.total;
         k = 1 - k;
     }
+    if (events != f->changed)
+        hashgrid_support::check_failed(state, "E2/hashgrid/events-store", "events are not the pair sets' difference");
     state.counters["pairs"] = static_cast<double>(pairs);
     state.counters["events"] = static_cast<double>(events);
 }
