@@ -510,6 +510,7 @@ TEST_CASE("PairTracker: find_pairs_with, index and store forms, against brute fo
         prev_store = set_of(cur_store);
         // Index form on a BoxSpans frame of the same objects: b is the dense index.
         std::vector<uint32_t> category(w.store.categories(), w.store.categories() + w.store.size());
+        category.resize(40, 1u); // the index forms read max_ids entries
         REQUIRE(spans_grid.rebuild(w.store.spans(), serial).ok());
         const PairResult ri = spans_grid.find_pairs_with(queries, pairs.data(), pairs.size(), serial);
         REQUIRE(ri.status.ok());

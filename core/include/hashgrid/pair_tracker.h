@@ -91,7 +91,7 @@ struct PairTrackerConfig {
     uint32_t sensor_layers = 0;
     /// List persisting pairs and the frame's pairs (PairEvents::persist,
     /// sensor_persist, contacts, sensors); false: only count them, which
-    /// saves their writing and max_pairs * 32 bytes.
+    /// saves their writing and max_pairs * 33 bytes.
     bool list_pairs = false;
 };
 
@@ -178,7 +178,8 @@ public:
                                 const uint32_t* categories = nullptr);
     /// The pairs of one find_pairs_with() search: a is the caller's query
     /// index, b the grid's index; {a, b} and {b, a} are different pairs.
-    /// categories[b] decides sensors. Checks as update().
+    /// categories (max_ids entries, or null) decides sensors by b. Checks as
+    /// update().
     [[nodiscard]] Status update_with(const PairResult& result, const Pair* pairs, const ThreadBackend& backend,
                                      const uint32_t* categories = nullptr);
     /// The pairs of BoxGrid::find_pairs() on a frame rebuilt from `store`,
