@@ -51,7 +51,7 @@ int main() {
     grid_config.max_pairs = 64;
     if (!store.init_allocate(store_config).ok() || !grid.init_allocate(grid_config).ok()) return 1;
     player = store.add(box(0, 0, 1, 1), kSolid, hashgrid::kAllLayers, 0).handle;
-    (void)store.add(box(1, 0, 2, 4), kSolid, hashgrid::kAllLayers, 0).handle;        // a wall the player touches
+    (void)store.add(box(1, 0, 2, 4), kSolid, hashgrid::kAllLayers, 0).handle;       // a wall the player touches
     (void)store.add(box(5, 0, 8, 3), kSensorLayer, hashgrid::kAllLayers, 0).handle; // a trigger zone
     std::vector<hashgrid::Pair> pairs(64);
     const hashgrid::ThreadBackend backend = hashgrid::serial_backend();
