@@ -50,6 +50,10 @@
 
 namespace hashgrid {
 
+namespace detail {
+struct ObjectArrays;
+} // namespace detail
+
 /// Names a stored object across frames: slot and generation (see above).
 struct ObjectHandle {
     uint32_t index = 0xffffffffu; ///< Slot, in [0, max_objects) when issued.
@@ -354,6 +358,8 @@ private:
     void advance_layout();
     /// Appends a change of the object at `dense` to the change log.
     void log_change(uint32_t dense);
+    /// Points every array of the store into a block laid out by init() or grow().
+    void adopt(const detail::ObjectArrays& arrays);
 
     ObjectStoreConfig config_{};
     bool initialized_ = false;

@@ -158,4 +158,26 @@ Status init_allocate_block(const MemoryRequirements& req, void*& owned, InitOnBl
     return s;
 }
 
+/// grow_allocate() of every object kind: allocates the larger block and lets
+/// grow_on_block(block, bytes) move the object into it. The old block stays
+/// allocated until the move is done (the move reads it), then is freed; on
+/// failure the new block is freed and the object keeps its old one.
+template <typename GrowOnBlock>
+Status grow_allocate_block(const MemoryRequirements& req, void*& owned, GrowOnBlock&& grow_on_block) {
+    if (!req.status.ok()) return req.status;
+    void* block = aligned_alloc_bytes(req.bytes, req.alignment);
+    if (block == nullptr) return allocation_failed(req.bytes);
+    void* const old = owned;
+    owned = nullptr; // the move's release_owned() must not free the block it reads from
+    const Status s = grow_on_block(block, static_cast<size_t>(req.bytes));
+    if (!s.ok()) {
+        owned = old;
+        aligned_free_bytes(block);
+        return s;
+    }
+    aligned_free_bytes(old);
+    owned = block;
+    return s;
+}
+
 } // namespace hashgrid::detail

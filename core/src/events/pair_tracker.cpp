@@ -101,21 +101,8 @@ Status PairTracker::grow(const PairTrackerConfig& bigger, void* memory, size_t b
 
 Status PairTracker::grow_allocate(const PairTrackerConfig& bigger) {
     if (state_ == nullptr) return detail::not_initialized();
-    const MemoryRequirements req = memory_requirements(bigger);
-    if (!req.status.ok()) return req.status;
-    void* block = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (block == nullptr) return detail::allocation_failed(req.bytes);
-    void* const old = owned_memory_;
-    owned_memory_ = nullptr; // grow() must not free the old block before it is read
-    const Status s = grow(bigger, block, static_cast<size_t>(req.bytes));
-    if (!s.ok()) {
-        owned_memory_ = old;
-        aligned_free_bytes(block);
-        return s;
-    }
-    aligned_free_bytes(old);
-    owned_memory_ = block;
-    return s;
+    return detail::grow_allocate_block(memory_requirements(bigger), owned_memory_,
+                                       [&](void* block, size_t bytes) { return grow(bigger, block, bytes); });
 }
 
 PairEvents PairTracker::events() const { return state_ != nullptr ? state_->events : PairEvents{}; }

@@ -28,8 +28,10 @@ namespace {
 constexpr uint32_t kFreeSlot = 0xffffffffu;
 constexpr uint32_t kRetiredSlot = 0xfffffffeu;
 
+} // namespace
+
 /// Every array of the store, in block order.
-struct Arrays {
+struct detail::ObjectArrays {
     float* min[3] = {nullptr, nullptr, nullptr};
     float* max[3] = {nullptr, nullptr, nullptr};
     uint32_t* category = nullptr;
@@ -41,6 +43,10 @@ struct Arrays {
     uint32_t* free_ring = nullptr;
     uint32_t* change_ring = nullptr;
 };
+
+namespace {
+
+using Arrays = detail::ObjectArrays;
 
 uint64_t lay_out(const ObjectStoreConfig& c, unsigned char* base, Arrays& a) {
     Layout l(base);
@@ -136,18 +142,7 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
     return detail::init_on_block(memory_requirements(config), memory, bytes, owned_memory_, [&](unsigned char* base) {
         Arrays a;
         lay_out(config, base, a);
-        for (uint32_t d = 0; d < 3; ++d) {
-            min_[d] = a.min[d];
-            max_[d] = a.max[d];
-        }
-        category_ = a.category;
-        mask_ = a.mask;
-        user_ = a.user;
-        dense_slot_ = a.dense_slot;
-        slot_generation_ = a.slot_generation;
-        slot_dense_ = a.slot_dense;
-        free_ring_ = a.free_ring;
-        change_ring_ = a.change_ring;
+        adopt(a);
 
         config_ = config;
         for (uint32_t s = 0; s < config.max_objects; ++s) {
@@ -167,6 +162,21 @@ Status ObjectStore::init(const ObjectStoreConfig& config, void* memory, size_t b
         ring_at_ = static_cast<uint32_t>(clock_ % config.max_objects);
         initialized_ = true;
     });
+}
+
+void ObjectStore::adopt(const detail::ObjectArrays& a) {
+    for (uint32_t d = 0; d < 3; ++d) {
+        min_[d] = a.min[d];
+        max_[d] = a.max[d];
+    }
+    category_ = a.category;
+    mask_ = a.mask;
+    user_ = a.user;
+    dense_slot_ = a.dense_slot;
+    slot_generation_ = a.slot_generation;
+    slot_dense_ = a.slot_dense;
+    free_ring_ = a.free_ring;
+    change_ring_ = a.change_ring;
 }
 
 Status ObjectStore::init_allocate(const ObjectStoreConfig& config) {
@@ -215,18 +225,7 @@ Status ObjectStore::grow(const ObjectStoreConfig& bigger, void* memory, size_t b
         a.change_ring[k % bigger.max_objects] = change_ring_[k % old_max];
     layout_clock_ = kept_from;
 
-    for (uint32_t d = 0; d < 3; ++d) {
-        min_[d] = a.min[d];
-        max_[d] = a.max[d];
-    }
-    category_ = a.category;
-    mask_ = a.mask;
-    user_ = a.user;
-    dense_slot_ = a.dense_slot;
-    slot_generation_ = a.slot_generation;
-    slot_dense_ = a.slot_dense;
-    free_ring_ = a.free_ring;
-    change_ring_ = a.change_ring;
+    adopt(a);
     free_head_ = 0;
     free_count_ += bigger.max_objects - old_max;
     config_ = bigger;
@@ -237,21 +236,8 @@ Status ObjectStore::grow(const ObjectStoreConfig& bigger, void* memory, size_t b
 
 Status ObjectStore::grow_allocate(const ObjectStoreConfig& bigger) {
     if (!initialized_) return not_initialized();
-    const MemoryRequirements req = memory_requirements(bigger);
-    if (!req.status.ok()) return req.status;
-    void* block = aligned_alloc_bytes(req.bytes, req.alignment);
-    if (block == nullptr) return detail::allocation_failed(req.bytes);
-    void* const old = owned_memory_;
-    owned_memory_ = nullptr; // grow() must not free the old block before it is read
-    const Status s = grow(bigger, block, static_cast<size_t>(req.bytes));
-    if (!s.ok()) {
-        owned_memory_ = old;
-        aligned_free_bytes(block);
-        return s;
-    }
-    aligned_free_bytes(old);
-    owned_memory_ = block;
-    return s;
+    return detail::grow_allocate_block(memory_requirements(bigger), owned_memory_,
+                                       [&](void* block, size_t bytes) { return grow(bigger, block, bytes); });
 }
 
 uint32_t ObjectStore::live_dense(ObjectHandle handle) const {
