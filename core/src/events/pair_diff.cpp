@@ -123,9 +123,7 @@ void walk_chunk(PairTrackerState& s, const FrameInput& f, uint32_t k) {
     const uint32_t j_end = s.anchor[k + 1];
     uint32_t* const rc = s.residual_pos[0][0] + k * kPairGrain;
     uint32_t* const rp = s.residual_pos[1][0] + j;
-    uint32_t nc = 0, np = 0, sensors = 0;
-    for (uint32_t x = i; x < i_end; ++x)
-        sensors += is_sensor(cur[x]) ? 1 : 0;
+    uint32_t nc = 0, np = 0;
     const bool tracks_objects = f.store != nullptr;
     const bool two_sets = f.two_sets;
     const uint32_t* const changed = s.changed;
@@ -166,16 +164,15 @@ void walk_chunk(PairTrackerState& s, const FrameInput& f, uint32_t k) {
         rc[nc++] = i;
     for (j = f.renewed ? s.anchor[k] : j; j < j_end; ++j)
         rp[np++] = j;
-    s.chunk[3 * uint64_t{k}] = nc;
-    s.chunk[3 * uint64_t{k} + 1] = np;
-    s.chunk[3 * uint64_t{k} + 2] = sensors;
+    s.chunk[2 * uint64_t{k}] = nc;
+    s.chunk[2 * uint64_t{k} + 1] = np;
 }
 
 /// The residuals of both sides compacted (in input order) with their
 /// identity keys, then sorted. Returns the buffers holding them; counts in
-/// nc / np, this frame's sensor pairs in sensors.
+/// nc / np.
 struct Residuals {
-    uint32_t nc = 0, np = 0, sensors = 0;
+    uint32_t nc = 0, np = 0;
     const uint64_t* key[2] = {}; // sorted identity keys: [0] this frame, [1] previous
     const uint32_t* pos[2] = {}; // their input positions
 };
@@ -183,9 +180,8 @@ struct Residuals {
 Residuals gather_residuals(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f, uint32_t chunks) {
     Residuals r;
     for (uint32_t k = 0; k < chunks; ++k) {
-        uint64_t* c = s.chunk + 3 * uint64_t{k};
+        uint64_t* c = s.chunk + 2 * uint64_t{k};
         const uint64_t nc = c[0], np = c[1];
-        r.sensors += static_cast<uint32_t>(c[2]);
         c[0] = r.nc;
         c[1] = r.np;
         r.nc += static_cast<uint32_t>(nc);
@@ -196,9 +192,9 @@ Residuals gather_residuals(PairTrackerState& s, const ThreadBackend& b, const Fr
                           {s.key[s.prev], s.dense_slot[s.prev], s.slot_gen[s.prev]}};
     const uint32_t counts[2] = {r.nc, r.np};
     parallel_chunks(b, chunks, 1, [&](uint32_t k, uint32_t, uint32_t) {
-        const uint64_t* c = s.chunk + 3 * uint64_t{k};
-        const uint32_t next_c = k + 1 < chunks ? static_cast<uint32_t>(s.chunk[3 * uint64_t{k + 1}]) : r.nc;
-        const uint32_t next_p = k + 1 < chunks ? static_cast<uint32_t>(s.chunk[3 * uint64_t{k + 1} + 1]) : r.np;
+        const uint64_t* c = s.chunk + 2 * uint64_t{k};
+        const uint32_t next_c = k + 1 < chunks ? static_cast<uint32_t>(s.chunk[2 * uint64_t{k + 1}]) : r.nc;
+        const uint32_t next_p = k + 1 < chunks ? static_cast<uint32_t>(s.chunk[2 * uint64_t{k + 1} + 1]) : r.np;
         const uint32_t from[2] = {k * kPairGrain, s.anchor[k]};
         const uint32_t at[2] = {static_cast<uint32_t>(c[0]), static_cast<uint32_t>(c[1])};
         const uint32_t n[2] = {next_c - at[0], next_p - at[1]};
@@ -508,9 +504,7 @@ void build_tables(PairTrackerState& s, const PairTrackerConfig& config, const Th
     });
 }
 
-Status finish_frame(PairTrackerState& s, const PairTrackerConfig& config, const ThreadBackend& b, const FrameInput& f,
-                    PairSource source) {
-    (void)config;
+Status finish_frame(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f, PairSource source) {
 #if defined(HASHGRID_ENABLE_ASSERTS) && HASHGRID_ENABLE_ASSERTS
     if (const Status st = check_distinct(s, b, f); !st.ok()) return st;
 #endif
@@ -522,7 +516,7 @@ Status finish_frame(PairTrackerState& s, const PairTrackerConfig& config, const 
     uint64_t totals[kMergeSlots];
     if (!merge_residuals(s, b, f, r, totals))
         return make_status(StatusCode::invalid_argument, "a pair is given twice ({a, b} and {b, a} are one pair)");
-    const uint64_t contacts = f.n - r.sensors;
+    const uint64_t contacts = f.n - f.sensors;
     const uint64_t begins = totals[kBeginC] + totals[kBeginS];
     const uint64_t persist_contacts = contacts - totals[kBeginC];
     if (s.list_pairs != 0) write_lists(s, b, f, contacts, persist_contacts);

@@ -101,6 +101,7 @@ struct FrameInput {
     const ObjectStore* store = nullptr;   // store forms
     const uint32_t* categories = nullptr; // index forms: category bits per id (null: no sensors)
     bool renewed = false;                 // no pair persists (the store was initialised again)
+    uint32_t sensors = 0;                 // sensor pairs of this frame (set by build_keys)
 };
 
 /// Lays the state and its arrays out in a block (base null: measures). Returns the bytes.
@@ -116,9 +117,10 @@ void build_tables(PairTrackerState& s, const PairTrackerConfig& config, const Th
 
 inline bool test_bit(const uint32_t* bits, uint32_t i) { return ((bits[i >> 5] >> (i & 31)) & 1u) != 0; }
 
-/// Step 2: every pair of the frame read, checked and packed in input order.
+/// Step 2: every pair of the frame read, checked and packed in input order;
+/// f.sensors counts the sensor pairs.
 template <typename Read>
-Status build_keys(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f, Read&& read) {
+Status build_keys(PairTrackerState& s, const ThreadBackend& b, FrameInput& f, Read&& read) {
     // Locals, not members: the compiler cannot tell that the key stores leave the state alone.
     const uint32_t w = s.id_bits;
     const uint32_t max_ids = s.max_ids;
@@ -126,7 +128,7 @@ Status build_keys(PairTrackerState& s, const ThreadBackend& b, const FrameInput&
     const bool two_sets = f.two_sets;
     uint64_t* const key = s.key[1 - s.prev];
     parallel_chunks(b, f.n, kPairGrain, [&](uint32_t begin, uint32_t end, uint32_t) {
-        uint64_t first_bad = kNoEntry, bad = 0;
+        uint64_t first_bad = kNoEntry, bad = 0, sensors = 0;
         for (uint32_t i = begin; i < end; ++i) {
             PairIds e = read(i);
             if (e.a >= max_ids || e.b >= max_ids || (!two_sets && e.a == e.b)) [[unlikely]] {
@@ -141,15 +143,19 @@ Status build_keys(PairTrackerState& s, const ThreadBackend& b, const FrameInput&
             }
             const bool sensor = test_bit(sensor_bits, e.b) || (!two_sets && test_bit(sensor_bits, e.a));
             key[i] = (uint64_t{e.a} << (w + 1)) | (uint64_t{e.b} << 1) | (sensor ? 1u : 0u);
+            sensors += sensor ? 1 : 0;
         }
-        s.chunk[2 * uint64_t{begin / kPairGrain}] = first_bad;
-        s.chunk[2 * uint64_t{begin / kPairGrain} + 1] = bad;
+        s.chunk[3 * uint64_t{begin / kPairGrain}] = first_bad;
+        s.chunk[3 * uint64_t{begin / kPairGrain} + 1] = bad;
+        s.chunk[3 * uint64_t{begin / kPairGrain} + 2] = sensors;
     });
-    uint64_t first_bad = kNoEntry, bad = 0;
+    uint64_t first_bad = kNoEntry, bad = 0, sensors = 0;
     for (uint32_t c = 0, chunks = chunk_count(f.n, kPairGrain); c < chunks; ++c) {
-        first_bad = first_bad < s.chunk[2 * c] ? first_bad : s.chunk[2 * c];
-        bad += s.chunk[2 * c + 1];
+        first_bad = first_bad < s.chunk[3 * c] ? first_bad : s.chunk[3 * c];
+        bad += s.chunk[3 * c + 1];
+        sensors += s.chunk[3 * c + 2];
     }
+    f.sensors = static_cast<uint32_t>(sensors);
     if (bad == 0) return {};
     return item_status(StatusCode::invalid_argument,
                        "a pair names an id >= PairTrackerConfig::max_ids (or an index past the store's objects), "
@@ -160,7 +166,6 @@ Status build_keys(PairTrackerState& s, const ThreadBackend& b, const FrameInput&
 /// Steps 3 to 5 after build_keys, and the commit. Checks first that no pair
 /// is given twice where the build checks assertions (HASHGRID_ASSERT: it
 /// sorts every key); elsewhere such a frame gives unspecified events.
-Status finish_frame(PairTrackerState& s, const PairTrackerConfig& config, const ThreadBackend& b, const FrameInput& f,
-                    PairSource source);
+Status finish_frame(PairTrackerState& s, const ThreadBackend& b, const FrameInput& f, PairSource source);
 
 } // namespace hashgrid::detail

@@ -44,7 +44,7 @@ Status track_frame(PairTrackerState& s, const PairTrackerConfig& config, const T
     f.renewed = f.store != nullptr && has_prev && s.prev_store_init != f.store->init_layout();
     build_tables(s, config, b, f);
     if (const Status st = build_keys(s, b, f, read); !st.ok()) return st;
-    return finish_frame(s, config, b, f, source);
+    return finish_frame(s, b, f, source);
 }
 
 } // namespace
